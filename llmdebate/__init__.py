@@ -1,0 +1,3 @@
+"""llmdebate: prover-estimator debate between language models."""
+
+__version__ = "0.1.0"

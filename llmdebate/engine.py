@@ -1,0 +1,342 @@
+"""The protocol engine: Figure 2 (prover-estimator debate) and naive recursive debate.
+
+One asynchronous loop per protocol over the agent interfaces of :mod:`llmdebate.agents.base`.
+Randomness: a debate's seed gives two independent streams (NumPy ``SeedSequence`` spawn keys):
+the protocol stream draws ẑ and every z_i (recorded as the uniforms ``u`` with z = 1[u < b]);
+the strategy stream is handed to agents. Replaying a debate with the same seed and agents
+reproduces it bit for bit. Rewards come only from :mod:`llmdebate.scoring`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import numpy as np
+
+from llmdebate import scoring
+from llmdebate.agents.base import (
+    Challenger,
+    DebateContext,
+    Estimator,
+    Judge,
+    NaiveProver,
+    Prover,
+    as_direction,
+)
+from llmdebate.errors import ProtocolViolation
+from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
+from llmdebate.schemas import (
+    Claim,
+    DebateConfig,
+    Decomposition,
+    Estimate,
+    InitRecord,
+    RoundRecord,
+    Transcript,
+    Verdict,
+)
+
+T = TypeVar("T")
+
+PROTOCOL_STREAM = 0
+STRATEGY_STREAM = 1
+
+
+def debate_seed(run_seed: int, index: int) -> int:
+    """The seed of debate ``index`` in a run seeded with ``run_seed`` (recorded per debate)."""
+    return int(np.random.SeedSequence([run_seed, index]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def protocol_rng(seed: int) -> np.random.Generator:
+    """The trusted randomness of the protocol (ẑ and every z_i)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(PROTOCOL_STREAM,)))
+
+
+def strategy_rng(seed: int) -> np.random.Generator:
+    """Randomness handed to the agents' strategies."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(STRATEGY_STREAM,)))
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code."""
+    return asyncio.run(coro)
+
+
+def _check_decomposition(dec: Decomposition, config: DebateConfig, k: int) -> None:
+    if not isinstance(dec, Decomposition):
+        raise ProtocolViolation(
+            f"round {k}: the prover returned {type(dec).__name__}, not a decomposition"
+        )
+    if dec.width > config.width:
+        raise ProtocolViolation(
+            f"round {k}: the prover gave {dec.width} subclaims; width allows at most {config.width}"
+        )
+
+
+async def _estimator_table(
+    estimator: Estimator, claim: Claim, dec: Decomposition, ctx: DebateContext
+) -> tuple[CondProbs, list[list[Estimate]]]:
+    """B's conditional probabilities at every prefix, asked concurrently."""
+    q = dec.width
+    bits = outcome_bits(q)
+    asks = []
+    index: list[tuple[int, int]] = []
+    for i in range(q):
+        step = 1 << (q - i)
+        for t, row in enumerate(bits[::step, :i]):
+            asks.append(estimator.conditional(claim, dec, i, tuple(int(v) for v in row), ctx))
+            index.append((i, t))
+    got = await asyncio.gather(*asks)
+    levels: list[list[Estimate]] = [[None] * (1 << i) for i in range(q)]  # type: ignore[list-item]
+    for (i, t), est in zip(index, got, strict=True):
+        levels[i][t] = est
+    table = CondProbs.from_levels([[e.value for e in lv] for lv in levels])
+    return table, levels
+
+
+async def run_prover_estimator(
+    claim: Claim,
+    prover: Prover,
+    estimator: Estimator,
+    judge: Judge,
+    config: DebateConfig,
+    *,
+    seed: int | None = None,
+    debate_id: str = "debate-0",
+    item: dict[str, Any] | None = None,
+) -> Transcript:
+    """One prover-estimator debate (Figure 2) on ``claim``.
+
+    With ``config.expected_rewards`` the estimator is asked b_i at every prefix (2^q - 1 asks,
+    concurrently), so that E[M_D] and the expected reward of the round are exact; the draws use
+    the same numbers. Otherwise it is asked only along the drawn path, in order.
+    """
+    seed = config.seed if seed is None else seed
+    r = scoring.reward_ratio(config.epsilon, config.rho)
+    d = config.depth
+    draw = protocol_rng(seed)
+    ctx = DebateContext(
+        config=config, rng=strategy_rng(seed), debate_id=debate_id, item=item, top_claim=claim
+    )
+    t = Transcript(
+        id=debate_id,
+        protocol="prover-estimator",
+        config=config,
+        seed=seed,
+        agents={"prover": prover.name, "estimator": estimator.name, "judge": judge.name},
+        item=item,
+    )
+
+    a = int(await prover.answer(claim, ctx))
+    if a not in (0, 1):
+        raise ProtocolViolation(f"the prover's answer is 0 or 1 (got {a})")
+    ctx.answer = a
+    est = await estimator.estimate(claim, ctx)
+    p = est.value
+    u = float(draw.random())
+    zhat = int(u < p)
+    t.init = InitRecord(
+        claim=claim,
+        answer=a,
+        estimate=est,
+        u=u,
+        zhat=zhat,
+        reward=scoring.init_reward(r, d, zhat, a),
+        expected_reward=scoring.expected_init_reward(r, d, p, a),
+    )
+    rewards: list[float] = [t.init.reward]
+    expected: list[float] = [t.init.expected_reward]
+
+    current = claim
+    for k in range(d, -1, -1):
+        choice = as_direction(await prover.direction(current, p, k, ctx))
+        if config.early_stop and choice.rest_zero and choice.value == 0:
+            t.stopped_early, t.stop_round = True, k
+            break
+        s = choice.value
+        if k == 0:
+            fresh = DebateContext(config=config, rng=ctx.rng, debate_id=debate_id, calls=ctx.calls)
+            ev = await prover.evidence(current, fresh)
+            rec = RoundRecord(k=0, claim=current, p=p, direction=s, evidence=ev)
+            t.rounds.append(rec)
+            ctx.rounds.append(rec)
+            verdict = await judge.verdict(current, ev, fresh)
+            if verdict is None:
+                t.status = "awaiting_verdict"
+                t.calls = ctx.calls
+                return t
+            _set_leaf(rec, verdict, r)
+            rewards.append(rec.reward)  # type: ignore[arg-type]
+            expected.append(rec.expected_reward)  # type: ignore[arg-type]
+            break
+
+        dec = await prover.decompose(current, k, ctx)
+        _check_decomposition(dec, config, k)
+        rule = compile_rule(dec.rule, dec.width)
+        b: list[float] = []
+        us: list[float] = []
+        z: list[int] = []
+        ests: list[Estimate] = []
+        table: CondProbs | None = None
+        if config.expected_rewards:
+            table, by_prefix = await _estimator_table(estimator, current, dec, ctx)
+        for i in range(dec.width):
+            if table is not None:
+                e = by_prefix[i][_prefix_index(z)]
+            else:
+                e = await estimator.conditional(current, dec, i, tuple(z), ctx)
+            ests.append(e)
+            b.append(e.value)
+            ui = float(draw.random())
+            us.append(ui)
+            z.append(int(ui < e.value))
+        m = rule(z)
+        expected_m = probability_true(rule, table) if table is not None else None
+        rec = RoundRecord(
+            k=k,
+            claim=current,
+            p=p,
+            direction=s,
+            decomposition=dec,
+            estimates=ests,
+            b=b,
+            u=us,
+            z=z,
+            m=m,
+            table=table.to_lists() if table is not None else None,
+            expected_m=expected_m,
+            reward=scoring.round_reward(r, k, s, m, p),
+            expected_reward=scoring.expected_round_reward(
+                r, k, s, expected_m if expected_m is not None else m, p
+            ),
+        )
+        t.rounds.append(rec)
+        ctx.rounds.append(rec)
+        rewards.append(rec.reward)  # type: ignore[arg-type]
+        expected.append(rec.expected_reward)  # type: ignore[arg-type]
+        j = int(await prover.choose(current, dec, b, z, ctx))
+        if not 0 <= j < dec.width:
+            raise ProtocolViolation(f"round {k}: recursion index {j} outside 0..{dec.width - 1}")
+        rec.recurse = j
+        current, p = dec.subclaims[j], b[j]
+
+    t.total = scoring.total(rewards)
+    t.expected_total = scoring.total(expected)
+    t.calls = ctx.calls
+    return t
+
+
+def _prefix_index(z: list[int]) -> int:
+    v = 0
+    for bit in z:
+        v = (v << 1) | bit
+    return v
+
+
+def _set_leaf(rec: RoundRecord, verdict: Verdict, r: float) -> None:
+    assert rec.direction is not None and rec.p is not None
+    rec.verdict = verdict
+    rec.reward = scoring.leaf_reward(r, rec.direction, verdict.value, rec.p)
+    o = verdict.probability if verdict.probability is not None else verdict.value
+    rec.expected_reward = scoring.leaf_reward(r, rec.direction, o, rec.p)
+
+
+def complete_with_verdict(transcript: Transcript, verdict: Verdict) -> Transcript:
+    """Finish a debate whose judge deferred its verdict (status ``awaiting_verdict``)."""
+    if transcript.status != "awaiting_verdict" or not transcript.rounds:
+        raise ProtocolViolation(f"debate {transcript.id} is not awaiting a verdict")
+    t = transcript.model_copy(deep=True)
+    leaf = t.rounds[-1]
+    cfg = t.config
+    r = scoring.reward_ratio(cfg.epsilon, cfg.rho)
+    if t.protocol == "naive-recursive":
+        assert leaf.claimed is not None
+        leaf.verdict = verdict
+        leaf.reward = float(scoring.naive_payoff(verdict.value, leaf.claimed))
+        t.total = leaf.reward
+        t.prover_won = leaf.reward > 0
+    else:
+        assert t.init is not None
+        _set_leaf(leaf, verdict, r)
+        t.total = scoring.total([t.init.reward, *(rd.reward for rd in t.rounds)])
+        t.expected_total = scoring.total(
+            [t.init.expected_reward, *(rd.expected_reward for rd in t.rounds)]
+        )
+    t.status = "complete"
+    return t
+
+
+async def run_naive_recursive(
+    claim: Claim,
+    prover: NaiveProver,
+    challenger: Challenger,
+    judge: Judge,
+    config: DebateConfig,
+    *,
+    seed: int | None = None,
+    debate_id: str = "debate-0",
+    item: dict[str, Any] | None = None,
+) -> Transcript:
+    """Naive recursive debate: A states the truth of every subclaim, the opponent challenges one.
+
+    A's stated values must satisfy the rule (M_D(values) = A's value of the parent); otherwise
+    A loses at once. At the leaf the judge rules; A's payoff is +1 iff the judge agrees with A.
+    """
+    seed = config.seed if seed is None else seed
+    ctx = DebateContext(
+        config=config, rng=strategy_rng(seed), debate_id=debate_id, item=item, top_claim=claim
+    )
+    t = Transcript(
+        id=debate_id,
+        protocol="naive-recursive",
+        config=config,
+        seed=seed,
+        agents={"prover": prover.name, "challenger": challenger.name, "judge": judge.name},
+        item=item,
+    )
+    claimed = int(await prover.answer(claim, ctx))
+    if claimed not in (0, 1):
+        raise ProtocolViolation(f"the prover's answer is 0 or 1 (got {claimed})")
+    ctx.answer = claimed
+    current = claim
+    for k in range(config.depth, 0, -1):
+        dec = await prover.decompose(current, k, ctx)
+        _check_decomposition(dec, config, k)
+        values = [int(v) for v in await prover.claim_values(current, claimed, dec, ctx)]
+        rec = RoundRecord(
+            k=k, claim=current, decomposition=dec, claimed=claimed, claimed_subclaims=values
+        )
+        t.rounds.append(rec)
+        ctx.rounds.append(rec)
+        rule = compile_rule(dec.rule, dec.width)
+        if (
+            len(values) != dec.width
+            or any(v not in (0, 1) for v in values)
+            or rule(values) != claimed
+        ):
+            rec.reward = -1.0
+            t.total, t.prover_won = -1.0, False
+            t.meta["inconsistent_round"] = k
+            t.calls = ctx.calls
+            return t
+        j = int(await challenger.challenge(current, dec, values, ctx))
+        if not 0 <= j < dec.width:
+            raise ProtocolViolation(f"round {k}: challenge index {j} outside 0..{dec.width - 1}")
+        rec.recurse = j
+        current, claimed = dec.subclaims[j], values[j]
+    fresh = DebateContext(config=config, rng=ctx.rng, debate_id=debate_id, calls=ctx.calls)
+    ev = await prover.evidence(current, fresh)
+    leaf = RoundRecord(k=0, claim=current, claimed=claimed, evidence=ev)
+    t.rounds.append(leaf)
+    verdict = await judge.verdict(current, ev, fresh)
+    t.calls = ctx.calls
+    if verdict is None:
+        t.status = "awaiting_verdict"
+        return t
+    leaf.verdict = verdict
+    leaf.reward = float(scoring.naive_payoff(verdict.value, claimed))
+    t.total = leaf.reward
+    t.prover_won = leaf.reward > 0
+    return t

@@ -1,0 +1,71 @@
+"""Typed errors. A :class:`UserError` is printed by the CLI as one line, with no traceback."""
+
+from __future__ import annotations
+
+
+class LLMDebateError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class UserError(LLMDebateError):
+    """Bad input from the user: a parameter, a file, an environment variable.
+
+    The message is one line that names the problem; the CLI prints it and exits non-zero.
+    """
+
+
+class ConfigError(UserError):
+    """A configuration value outside its allowed range."""
+
+
+class RuleError(UserError):
+    """A combination rule that does not parse or names a missing subclaim."""
+
+
+class TranscriptError(UserError):
+    """A malformed transcript file (the message names file and line)."""
+
+
+class DatasetError(UserError):
+    """An invalid dataset line (the message names file and line)."""
+
+
+class MissingExtraError(UserError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"the '{package}' package is not installed: pip install 'llmdebate[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class MissingAPIKeyError(UserError):
+    """A provider's API key is not set; the message names the environment variable."""
+
+    def __init__(self, variable: str, provider: str) -> None:
+        super().__init__(f"{provider} needs an API key: set the environment variable {variable}")
+        self.variable = variable
+
+
+class ModelError(LLMDebateError):
+    """A model call that failed after its retries (network, server, or invalid output)."""
+
+
+class InvalidOutputError(ModelError):
+    """A model's reply that did not validate against the expected schema after re-asking."""
+
+
+def require(module: str, extra: str) -> object:
+    """Import an optional module, or raise :class:`MissingExtraError` naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingExtraError(module.split(".")[0], extra) from exc
+
+
+class ProtocolViolation(LLMDebateError):
+    """An agent broke the protocol (too many subclaims, an index out of range, a bad bit)."""

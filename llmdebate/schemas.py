@@ -1,0 +1,274 @@
+"""Pydantic schemas: claims, decompositions with combination rules, estimates, rounds, transcripts.
+
+Every transcript carries :data:`SCHEMA_VERSION`. Rewards are never computed here: they come
+from :mod:`llmdebate.scoring` and are only stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+Protocol = Literal["prover-estimator", "naive-recursive"]
+EstimateMethod = Literal["logprobs", "sampling", "verbalised", "strategy", "oracle"]
+RuleKind = Literal["and", "or", "at_least", "majority", "expr"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Claim(_Model):
+    """A statement whose truth is debated.
+
+    ``data`` holds a machine-readable payload for formal problems (e.g. an interval);
+    ``truth`` is the gold value where known. Neither is shown to language-model agents.
+    """
+
+    text: str
+    id: str = "x"
+    data: dict[str, Any] = Field(default_factory=dict)
+    truth: int | None = None
+
+    @field_validator("truth")
+    @classmethod
+    def _bit(cls, v: int | None) -> int | None:
+        if v is not None and v not in (0, 1):
+            raise ValueError(f"truth must be 0 or 1 (got {v})")
+        return v
+
+
+class CombinationRule(_Model):
+    """How the truth of a claim follows from the truths z_1..z_q of its subclaims.
+
+    ``and`` / ``or`` / ``majority`` need nothing else; ``at_least`` needs ``k``; ``expr`` needs a
+    boolean expression over ``y1..yq`` in the grammar of :mod:`llmdebate.rules`.
+    """
+
+    kind: RuleKind
+    k: int | None = None
+    expr: str | None = None
+
+    @model_validator(mode="after")
+    def _fields(self) -> CombinationRule:
+        if self.kind == "at_least" and (self.k is None or self.k < 0):
+            raise ValueError("an 'at_least' rule needs k >= 0")
+        if self.kind == "expr" and not (self.expr and self.expr.strip()):
+            raise ValueError("an 'expr' rule needs a non-empty expression")
+        return self
+
+    def describe(self) -> str:
+        if self.kind == "at_least":
+            return f"at least {self.k} true"
+        if self.kind == "expr":
+            return str(self.expr)
+        return self.kind.upper()
+
+
+class Decomposition(_Model):
+    """Subclaims y_1..y_q and the rule M_D such that the parent is true iff M_D(z) = 1."""
+
+    subclaims: list[Claim] = Field(min_length=1)
+    rule: CombinationRule
+    rationale: str | None = None
+
+    @model_validator(mode="after")
+    def _rule_fits(self) -> Decomposition:
+        from llmdebate.rules import compile_rule
+
+        compile_rule(self.rule, len(self.subclaims))  # raises RuleError with a clear message
+        return self
+
+    @property
+    def width(self) -> int:
+        return len(self.subclaims)
+
+
+class Estimate(_Model):
+    """A probability that a claim is true, with how it was obtained and the raw evidence."""
+
+    value: float = Field(ge=0.0, le=1.0)
+    method: EstimateMethod
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class Evidence(_Model):
+    """What the prover supplies for the leaf claim, written in a fresh context."""
+
+    text: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Verdict(_Model):
+    """The judge's ruling O on the leaf claim; ``probability`` is P[O = 1] where known."""
+
+    value: int
+    probability: float | None = Field(default=None, ge=0.0, le=1.0)
+    judge: str = ""
+    rationale: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _bit(cls, v: int) -> int:
+        if v not in (0, 1):
+            raise ValueError(f"a verdict is 0 or 1 (got {v})")
+        return v
+
+
+class DebateConfig(_Model):
+    """Protocol parameters, validated: 0 < ε < 1/2, 0 < ρ < 1, depth ≥ 0, width ≥ 1."""
+
+    epsilon: float = 0.2
+    rho: float = 0.5
+    depth: int = 2
+    width: int = 3
+    seed: int = 0
+    expected_rewards: bool = True
+    early_stop: bool = True
+
+    @field_validator("epsilon")
+    @classmethod
+    def _eps(cls, v: float) -> float:
+        if not 0.0 < v < 0.5:
+            raise ValueError(f"epsilon must satisfy 0 < epsilon < 1/2 (got {v})")
+        return v
+
+    @field_validator("rho")
+    @classmethod
+    def _rho(cls, v: float) -> float:
+        if not 0.0 < v < 1.0:
+            raise ValueError(f"rho must satisfy 0 < rho < 1 (got {v})")
+        return v
+
+    @field_validator("depth")
+    @classmethod
+    def _depth(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError(f"depth must be >= 0 (got {v})")
+        return v
+
+    @field_validator("width")
+    @classmethod
+    def _width(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(f"width must be >= 1 (got {v})")
+        return v
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError(f"seed must be >= 0 (got {v})")
+        return v
+
+    @property
+    def reward_ratio(self) -> float:
+        from llmdebate.scoring import reward_ratio
+
+        return reward_ratio(self.epsilon, self.rho)
+
+
+class ModelCallRecord(_Model):
+    """One call to a model, as recorded in a transcript (never with an API key)."""
+
+    role: str
+    act: str = ""
+    model: str
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    completion: str | None = None
+    logprobs: list[dict[str, Any]] | None = None
+    samples: list[str] | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    cached: bool = False
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+class InitRecord(_Model):
+    """Initialisation: A's answer a, B's p_d, the draw ẑ ~ Bernoulli(p_d), and r_init."""
+
+    claim: Claim
+    answer: int
+    estimate: Estimate
+    u: float
+    zhat: int
+    reward: float
+    expected_reward: float
+
+
+class RoundRecord(_Model):
+    """One round k of a debate (k = depth … 0).
+
+    Prover-estimator debate fills ``p``, ``direction``, ``b``, ``u``, ``z``, ``m``, ``reward``.
+    Naive recursive debate fills ``claimed`` (the prover's value for the current claim),
+    ``claimed_subclaims`` and ``recurse`` (the opponent's challenge).
+    ``table`` holds B's conditional probabilities at every prefix (level i has 2^i entries,
+    prefix z_1..z_i read as a binary number with z_1 most significant), when requested.
+    """
+
+    k: int
+    claim: Claim
+    p: float | None = None
+    direction: int | None = None
+    decomposition: Decomposition | None = None
+    estimates: list[Estimate] = Field(default_factory=list)
+    b: list[float] = Field(default_factory=list)
+    u: list[float] = Field(default_factory=list)
+    z: list[int] = Field(default_factory=list)
+    m: int | None = None
+    table: list[list[float]] | None = None
+    expected_m: float | None = None
+    recurse: int | None = None
+    claimed: int | None = None
+    claimed_subclaims: list[int] | None = None
+    evidence: Evidence | None = None
+    verdict: Verdict | None = None
+    reward: float | None = None
+    expected_reward: float | None = None
+
+    @field_validator("direction")
+    @classmethod
+    def _dir(cls, v: int | None) -> int | None:
+        if v is not None and v not in (-1, 0, 1):
+            raise ValueError(f"a direction is -1, 0 or +1 (got {v})")
+        return v
+
+
+Status = Literal["complete", "awaiting_verdict", "failed"]
+
+
+class Transcript(_Model):
+    """One debate, complete enough to replay and to re-score."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    protocol: Protocol = "prover-estimator"
+    config: DebateConfig
+    seed: int
+    agents: dict[str, str] = Field(default_factory=dict)
+    item: dict[str, Any] | None = None
+    init: InitRecord | None = None
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    status: Status = "complete"
+    stopped_early: bool = False
+    stop_round: int | None = None
+    total: float | None = None
+    expected_total: float | None = None
+    prover_won: bool | None = None
+    calls: list[ModelCallRecord] = Field(default_factory=list)
+    failure: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v > SCHEMA_VERSION:
+            raise ValueError(
+                f"transcript schema version {v} is newer than this llmdebate ({SCHEMA_VERSION})"
+            )
+        return v
