@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 SCHEMA_VERSION = 1
 
-Protocol = Literal["prover-estimator", "naive-recursive"]
+Protocol = Literal["prover-estimator", "naive-recursive", "two-sided", "consultancy", "direct"]
 EstimateMethod = Literal["logprobs", "sampling", "verbalised", "strategy", "oracle"]
 RuleKind = Literal["and", "or", "at_least", "majority", "expr"]
 
@@ -239,6 +239,15 @@ class RoundRecord(_Model):
         return v
 
 
+class Turn(_Model):
+    """One speech in a free-text protocol (two-sided debate, consultancy, direct judge)."""
+
+    role: str
+    round: int = 0
+    text: str
+    position: str | None = None
+
+
 Status = Literal["complete", "awaiting_verdict", "failed"]
 
 
@@ -254,6 +263,7 @@ class Transcript(_Model):
     item: dict[str, Any] | None = None
     init: InitRecord | None = None
     rounds: list[RoundRecord] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
     status: Status = "complete"
     stopped_early: bool = False
     stop_round: int | None = None
