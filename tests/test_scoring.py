@@ -1,0 +1,132 @@
+"""The one scoring implementation: formulas, properties, re-scoring and ``llmdebate score``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from core_agents import ToyEstimator, ToyJudge, ToyProver
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmdebate import scoring
+from llmdebate.cli import cli, main
+from llmdebate.engine import debate_seed, run_prover_estimator, run_sync
+from llmdebate.schemas import Claim, DebateConfig, Transcript
+from llmdebate.transcripts import append_transcript
+
+X = Claim(text="x", id="x")
+
+
+def run(cfg: DebateConfig, prover: ToyProver | None = None, seed: int | None = None) -> Transcript:
+    return run_sync(
+        run_prover_estimator(
+            X, prover or ToyProver(q=cfg.width), ToyEstimator(), ToyJudge(), cfg, seed=seed
+        )
+    )
+
+
+def test_formulas_on_a_hand_computed_case() -> None:
+    r = scoring.reward_ratio(0.2, 0.5)
+    assert r == 0.025
+    assert scoring.init_reward(r, 2, 1, 1) == 0.025**3
+    assert scoring.init_reward(r, 2, 0, 1) == 0.0
+    assert scoring.expected_init_reward(r, 2, 0.8, 1) == 0.025**3 * 0.8
+    assert scoring.expected_init_reward(r, 2, 0.8, 0) == pytest.approx(0.025**3 * 0.2)
+    assert scoring.round_reward(r, 1, -1, 0, 0.7) == pytest.approx(0.025 * 0.7)
+    assert scoring.leaf_reward(r, 1, 1, 0.25) == 0.75
+    assert scoring.completeness_bound(0.2, r, 2) == pytest.approx(0.8 * 0.025**3)
+    assert scoring.naive_payoff(1, 1) == 1 and scoring.naive_payoff(0, 1) == -1
+
+
+@given(
+    st.floats(0.01, 0.49),
+    st.floats(0.01, 0.99),
+    st.integers(0, 4),
+    st.integers(1, 4),
+    st.integers(0, 2**31),
+)
+@settings(max_examples=60, deadline=None)
+def test_direction_zero_everywhere_gives_r_init(
+    eps: float, rho: float, depth: int, width: int, seed: int
+) -> None:
+    cfg = DebateConfig(epsilon=eps, rho=rho, depth=depth, width=width, seed=seed)
+    t = run(cfg, ToyProver(q=width, directions=0))
+    assert t.init is not None
+    assert len(t.rounds) == depth + 1
+    assert t.total == t.init.reward
+    assert t.expected_total == t.init.expected_reward
+
+
+def test_numpy_and_python_floats_give_identical_rewards() -> None:
+    rng = np.random.default_rng(0)
+    p, m, s = rng.random(1000), rng.integers(0, 2, 1000), rng.integers(-1, 2, 1000)
+    r = scoring.reward_ratio(0.17, 0.3)
+    vec = scoring.round_reward(r, 3, s, m, p)
+    one = [
+        scoring.round_reward(r, 3, int(a), int(b), float(c))
+        for a, b, c in zip(s, m, p, strict=True)
+    ]
+    assert vec.tolist() == one
+    zh = rng.integers(0, 2, 1000)
+    assert scoring.init_reward(r, 3, zh, 1).tolist() == [
+        scoring.init_reward(r, 3, int(v), 1) for v in zh
+    ]
+
+
+def test_sampled_total_and_its_expectation_agree_on_average() -> None:
+    """E[R_A] = E[E[R_A | history]]: the Monte Carlo means agree within their interval."""
+    cfg = DebateConfig(epsilon=0.3, rho=0.2, depth=2, width=2)
+    ts = [run(cfg, seed=debate_seed(42, i)) for i in range(3000)]
+    diff = np.array([t.total - t.expected_total for t in ts])  # type: ignore[operator]
+    half = 3.5 * diff.std(ddof=1) / math.sqrt(len(diff))
+    assert abs(diff.mean()) <= half
+    assert diff.std() > 0  # the sampled reward does vary
+
+
+def write(tmp_path: Path, ts: list[Transcript]) -> Path:
+    path = tmp_path / "transcripts.jsonl"
+    for t in ts:
+        append_transcript(path, t)
+    return path
+
+
+def test_rescoring_finds_nothing_on_honest_files_and_every_tampering(tmp_path: Path) -> None:
+    cfg = DebateConfig(depth=2, width=3)
+    ts = [run(cfg, seed=debate_seed(1, i)) for i in range(20)]
+    path = write(tmp_path, ts)
+    res = CliRunner().invoke(cli, ["score", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["scored"] == 20 and out["mismatches"] == []
+
+    bad = ts[3].model_copy(deep=True)
+    bad.rounds[1].reward = (bad.rounds[1].reward or 0.0) + 1e-15
+    flipped = ts[4].model_copy(deep=True)
+    flipped.rounds[0].z = [1 - v for v in flipped.rounds[0].z]
+    path2 = tmp_path / "bad.jsonl"
+    for t in (ts[0], bad, flipped):
+        append_transcript(path2, t)
+    res = CliRunner().invoke(cli, ["score", str(path2)])
+    assert res.exit_code == 1
+    assert "round 1 reward" in res.output and "round 2 z" in res.output
+
+
+def test_malformed_transcript_file_is_one_line_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, [run(DebateConfig(depth=1, width=2))])
+    with path.open("a") as fh:
+        fh.write('{"id": "broken", "config": {"epsilon": 0.9}}\n')
+    assert main(["score", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"{path}:2" in err and "epsilon" in err
+    with path.open("a") as fh:
+        fh.write("not json\n")
+    assert main(["score", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such transcript file" in capsys.readouterr().err
