@@ -1,0 +1,134 @@
+"""Plots of a comparison as PNG bytes (matplotlib, Agg backend; the ``report`` extra)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from llmdebate.errors import MissingExtraError
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingExtraError("matplotlib", "report") from exc
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=90)
+    _pyplot().close(fig)
+    return buf.getvalue()
+
+
+def accuracy_plot(m: dict[str, Any]) -> bytes:
+    """Accuracy per protocol with its 95% bootstrap interval."""
+    plt = _pyplot()
+    names = [p for p, e in m["protocols"].items() if e["accuracy"] is not None]
+    acc = [m["protocols"][p]["accuracy"] for p in names]
+    lo = [a - (m["protocols"][p]["ci95"] or [a, a])[0] for p, a in zip(names, acc, strict=True)]
+    hi = [(m["protocols"][p]["ci95"] or [a, a])[1] - a for p, a in zip(names, acc, strict=True)]
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    ax.bar(names, acc, yerr=[lo, hi], capsize=5, color="#4C78A8")
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy (95% CI)")
+    ax.set_title("Accuracy per protocol")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    return _png(fig)
+
+
+def payoff_plot(m: dict[str, Any], protocol: str = "prover-estimator") -> bytes:
+    """Distributions of the honest and the dishonest prover's normalized payoffs."""
+    plt = _pyplot()
+    p = m["protocols"].get(protocol, {}).get("pairs") or {}
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    h, d = p.get("honest", []), p.get("dishonest", [])
+    if h or d:
+        allv = h + d
+        lo, hi = min(allv), max(allv)
+        bins = 20 if hi > lo else 1
+        rng = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+        ax.hist(h, bins=bins, range=rng, alpha=0.6, label=f"honest (n={len(h)})", color="#54A24B")
+        ax.hist(
+            d, bins=bins, range=rng, alpha=0.6, label=f"dishonest (n={len(d)})", color="#E45756"
+        )
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no honest/dishonest pairs", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("normalized payoff R_A / r^(d+1)")
+    ax.set_ylabel("debates")
+    ax.set_title(f"Prover payoffs ({protocol})")
+    return _png(fig)
+
+
+def calibration_plot(m: dict[str, Any]) -> bytes:
+    """Reliability curve of the estimator's p_d against the gold truth of the claim."""
+    plt = _pyplot()
+    cal = m["calibration"]
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--", label="perfect calibration")
+    full = [b for b in cal["bins"] if b["n"]]
+    if full:
+        ax.plot(
+            [b["mean_p"] for b in full],
+            [b["frac_true"] for b in full],
+            marker="o",
+            color="#4C78A8",
+            label=f"estimator (n={cal['n']})",
+        )
+        for b in full:
+            ax.annotate(
+                str(b["n"]),
+                (b["mean_p"], b["frac_true"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("estimator p_d (bin mean)")
+    ax.set_ylabel("fraction of claims true")
+    ax.set_title("Estimator calibration")
+    ax.legend(fontsize=8, loc="upper left")
+    return _png(fig)
+
+
+def cost_plot(m: dict[str, Any]) -> bytes:
+    """Model calls and tokens per protocol (and USD cost when any is non-zero)."""
+    plt = _pyplot()
+    names = list(m["protocols"])
+    calls = [m["protocols"][p]["cost"]["calls"] for p in names]
+    toks = [
+        m["protocols"][p]["cost"]["tokens_in"] + m["protocols"][p]["cost"]["tokens_out"]
+        for p in names
+    ]
+    usd = [m["protocols"][p]["cost"]["cost"] for p in names]
+    fig, axes = plt.subplots(1, 3 if any(usd) else 2, figsize=(8.5, 3.2))
+    axes[0].bar(names, calls, color="#F58518")
+    axes[0].set_title("model calls")
+    axes[1].bar(names, toks, color="#72B7B2")
+    axes[1].set_title("tokens (in + out)")
+    if any(usd):
+        axes[2].bar(names, usd, color="#B279A2")
+        axes[2].set_title("cost (USD)")
+    for ax in axes:
+        ax.tick_params(axis="x", labelrotation=35, labelsize=7)
+    return _png(fig)
+
+
+def all_plots(m: dict[str, Any]) -> dict[str, bytes]:
+    """Every plot of the report, by file stem."""
+    return {
+        "accuracy": accuracy_plot(m),
+        "payoffs": payoff_plot(m),
+        "calibration": calibration_plot(m),
+        "cost": cost_plot(m),
+    }

@@ -1,0 +1,110 @@
+"""Markdown tables of a comparison (from the dict of :func:`llmdebate.report.metrics.compute`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _f(x: float | None, nd: int = 3) -> str:
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _ci(ci: list[float] | None, nd: int = 3) -> str:
+    return "–" if not ci else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+
+
+def accuracy_rows(m: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for proto, e in m["protocols"].items():
+        rows.append([proto, str(e["items"]), _f(e["accuracy"]), _ci(e["ci95"])])
+    return rows
+
+
+def pair_rows(m: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for proto, e in m["protocols"].items():
+        p = e.get("pairs")
+        if not p or not p.get("n"):
+            continue
+        rows.append(
+            [
+                proto,
+                str(p["n"]),
+                _f(p["discrimination"]),
+                _ci(p["discrimination_ci95"]),
+                str(p["ties"]),
+                _f(p["mean_gap"]),
+                _ci(p["mean_gap_ci95"]),
+            ]
+        )
+    return rows
+
+
+def cost_rows(m: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for proto, e in m["protocols"].items():
+        c = e["cost"]
+        rows.append(
+            [
+                proto,
+                str(c["debates"]),
+                str(c["failed"]),
+                str(c["calls"]),
+                str(c["tokens_in"]),
+                str(c["tokens_out"]),
+                f"{c['cost']:.4f}",
+            ]
+        )
+    return rows
+
+
+ACC_HEAD = ["protocol", "items", "accuracy", "95% bootstrap CI"]
+PAIR_HEAD = [
+    "protocol",
+    "pairs",
+    "P[R(honest) > R(dishonest)]",
+    "95% CI",
+    "ties",
+    "mean normalized gap",
+    "95% CI",
+]
+COST_HEAD = ["protocol", "debates", "failed", "calls", "tokens in", "tokens out", "cost (USD)"]
+
+
+def markdown(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -> str:
+    """The Markdown report written next to comparison.json."""
+    b = m["bootstrap"]
+    cal = m["calibration"]
+    parts = [
+        f"# {title}",
+        "",
+        f"{m['n_transcripts']} transcripts. Intervals: percentile bootstrap over items, "
+        f"{b['resamples']} resamples, seed {b['seed']}. Definitions: docs/metrics.md.",
+        "",
+        "## Accuracy per protocol",
+        "",
+        markdown(ACC_HEAD, accuracy_rows(m)),
+        "",
+        "## Honest against dishonest prover on the same item",
+        "",
+        markdown(PAIR_HEAD, pair_rows(m)),
+        "",
+        "## Estimator calibration (prover-estimator, p_d against gold)",
+        "",
+        f"n = {cal['n']}, Brier = {_f(cal['brier'])}, ECE = {_f(cal['ece'])}, "
+        f"accuracy of p_d > 0.5 = {_f(cal['accuracy'])}",
+        "",
+        "## Calls, tokens and cost per protocol",
+        "",
+        markdown(COST_HEAD, cost_rows(m)),
+        "",
+    ]
+    if m.get("formal"):
+        parts += ["## Formal obfuscation table", "", m["formal"]["markdown"], ""]
+    return "\n".join(parts)
