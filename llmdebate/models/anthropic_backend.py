@@ -1,0 +1,110 @@
+"""Anthropic's messages API. It returns no logprobs: use sampling or verbalised estimates.
+
+The key comes from ``$ANTHROPIC_API_KEY`` (or ``api_key_env``); a local ``base_url``
+(or ``$ANTHROPIC_BASE_URL``) may run without one (a dummy key is sent). System messages are
+joined into the ``system`` parameter. The SDK client is built with ``max_retries=0``.
+
+Temperature: the 1.x/2.x SDKs dropped ``temperature`` from ``messages.create()``, so it is
+sent through ``extra_body`` (same wire payload), capped at 1, and left out when it is 1.0
+(the API default). Newer Claude models reject any other value: pass
+``send_temperature=False`` to ``get_model`` for those (sampling then runs at the default 1.0).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from llmdebate.errors import MissingAPIKeyError, UserError
+from llmdebate.models.base import (
+    Backend,
+    ChatMessage,
+    GenerateConfig,
+    ModelOutput,
+    TransientError,
+)
+from llmdebate.models.http_errors import is_local_url, map_sdk_error
+
+LOCAL_DUMMY_KEY = "sk-ant-local-no-key"
+
+
+class AnthropicBackend(Backend):
+    """``anthropic/<model>``: text only, no logprobs; temperature is capped at 1."""
+
+    provider = "anthropic"
+    supports_logprobs = False
+    default_concurrency = 8
+
+    def __init__(
+        self,
+        name: str,
+        model_id: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 60.0,
+        send_temperature: bool = True,
+    ) -> None:
+        from llmdebate.errors import require
+
+        self._sdk: Any = require("anthropic", "anthropic")
+        self.name = name
+        self.model_id = model_id
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        variable = api_key_env or "ANTHROPIC_API_KEY"
+        key = os.environ.get(variable)
+        if not key:
+            if not is_local_url(self.base_url):
+                raise MissingAPIKeyError(variable, "Anthropic")
+            key = LOCAL_DUMMY_KEY
+        self._secret = key
+        self.send_temperature = send_temperature
+        self._client = self._sdk.AsyncAnthropic(
+            api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout
+        )
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}@{self.base_url}" if self.base_url else self.name
+
+    async def generate(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
+    ) -> ModelOutput:
+        if config.top_logprobs:
+            raise UserError(
+                f"{self.name}: Anthropic's API returns no logprobs; "
+                "use method='sampling' or method='verbalised'"
+            )
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        chat = [
+            {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
+        ]
+        kwargs: dict[str, Any] = {
+            "model": self.model_id,
+            "max_tokens": config.max_tokens,
+            "messages": chat,
+        }
+        temperature = min(max(config.temperature, 0.0), 1.0)
+        if self.send_temperature and temperature != 1.0:
+            kwargs["extra_body"] = {"temperature": temperature}
+        if system:
+            kwargs["system"] = system
+        if config.stop:
+            kwargs["stop_sequences"] = config.stop
+        try:
+            resp = await self._client.messages.create(**kwargs)
+        except Exception as exc:
+            raise map_sdk_error(exc, self._sdk, self.name, self._secret) from exc
+        try:
+            text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
+            return ModelOutput(
+                text=text,
+                model=self.name,
+                tokens_in=int(resp.usage.input_tokens),
+                tokens_out=int(resp.usage.output_tokens),
+            )
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise TransientError(f"malformed response: {type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        await self._client.close()

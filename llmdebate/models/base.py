@@ -1,0 +1,158 @@
+"""Data types shared by every model backend, and the small interface a backend implements.
+
+A *backend* talks to one provider and does nothing else: no retries, no cache, no accounting.
+Those live once, in :class:`llmdebate.models.wrapper.Model`, which wraps every backend.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from llmdebate.errors import ModelError
+
+ChatMessage = dict[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+ProbMethod = Literal["logprobs", "sampling", "verbalised"]
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass
+class GenerateConfig:
+    """Sampling parameters of one call. ``top_logprobs`` asks for that many alternatives."""
+
+    temperature: float = 0.0
+    max_tokens: int = 256
+    top_logprobs: int | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
+
+
+@dataclass
+class TokenLogprob:
+    """One generated token, its log-probability, and the top alternatives at its position."""
+
+    token: str
+    logprob: float
+    top: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ModelOutput:
+    """What one call returned. ``cost`` is in USD; ``cached`` marks a cache hit (cost 0)."""
+
+    text: str
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    logprobs: list[TokenLogprob] | None = None
+    cached: bool = False
+    latency_s: float = 0.0
+    cost: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelOutput:
+        data = dict(data)
+        lps = data.pop("logprobs", None)
+        out = cls(**data)
+        if lps is not None:
+            out.logprobs = [TokenLogprob(**lp) for lp in lps]
+        return out
+
+
+@dataclass
+class Usage:
+    """Running totals of one :class:`Model`.
+
+    ``calls`` counts every ``generate`` (cache hits included); ``cached_calls`` the hits;
+    tokens and cost count only requests actually sent; ``retries`` counts re-sent requests.
+    """
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+    cost: float = 0.0
+    retries: int = 0
+    errors: int = 0
+
+    @property
+    def requests(self) -> int:
+        """Calls that reached the backend (not answered from the cache)."""
+        return self.calls - self.cached_calls
+
+
+class TransientError(ModelError):
+    """A failure worth retrying (429, 5xx, timeout, connection error, malformed body).
+
+    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Backend(ABC):
+    """One provider. Subclasses implement :meth:`generate`; the wrapper does the rest.
+
+    ``name`` is the model string the user gave (e.g. ``openai/gpt-4o-mini``); ``identity``
+    is what the cache key uses (it adds e.g. a non-default base URL, never a key).
+    """
+
+    name: str = ""
+    provider: str = ""
+    supports_logprobs: bool = True
+    default_concurrency: int = 8
+
+    @property
+    def identity(self) -> str:
+        return self.name
+
+    @abstractmethod
+    async def generate(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
+    ) -> ModelOutput:
+        """One completion. Raise :class:`TransientError` for retryable failures."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections, threads or weights."""
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds), if present."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) / scale
+        except (TypeError, ValueError):
+            continue  # an HTTP date: fall back to exponential backoff
+        if value >= 0:
+            return value
+    return None
+
+
+def check_messages(messages: list[ChatMessage]) -> None:
+    """Validate the message list shape; raise :class:`~llmdebate.errors.UserError` if bad."""
+    from llmdebate.errors import UserError
+
+    if not messages:
+        raise UserError("a model call needs at least one message")
+    for i, m in enumerate(messages):
+        if (
+            not isinstance(m, dict)
+            or m.get("role") not in ROLES
+            or not isinstance(m.get("content"), str)
+        ):
+            raise UserError(
+                f"message {i} must be {{'role': 'system'|'user'|'assistant', 'content': str}}"
+            )

