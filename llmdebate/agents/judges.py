@@ -1,0 +1,136 @@
+"""Judges of the leaf claim: a language model, the gold truth (oracle), or a deferred verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from llmdebate.agents.base import DebateContext, Judge
+from llmdebate.agents.parsing import ReplyError
+from llmdebate.agents.recording import attach_recorder, current_item, recording
+from llmdebate.errors import InvalidOutputError
+from llmdebate.models import GenerateConfig, Model, parse_bool
+from llmdebate.prompts import Prompts
+from llmdebate.schemas import Claim, Evidence, Verdict
+
+JudgeMethod = Literal["logprobs", "sampling", "verbalised", "generate"]
+TruthFn = Callable[[str, dict[str, Any] | None], int | None]
+
+
+class LLMJudge:
+    """A model reads the leaf claim and the prover's evidence and rules True or False.
+
+    With ``method`` logprobs / sampling / verbalised the verdict carries the model's
+    probability P[O = 1] (value = 1 iff it is at least 1/2); ``generate`` reads a True/False
+    word from a plain reply (no probability).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        prompts: Prompts | None = None,
+        *,
+        method: JudgeMethod = "logprobs",
+        samples: int = 8,
+        temperature: float = 1.0,
+        max_attempts: int = 3,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.prompts = prompts or Prompts()
+        self.method = method
+        self.samples = samples
+        self.temperature = temperature
+        self.max_attempts = max_attempts
+        self.name = name or f"llm-judge:{model.name}"
+        attach_recorder(model)
+
+    async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> Verdict:
+        item = current_item(ctx.item)
+        context = item.get("context") if item else None
+        messages = self.prompts.render(
+            "judge", claim=claim.text, evidence=evidence.text, context=context or None
+        )
+        if self.method != "generate":
+            with recording(ctx.calls):
+                est = await self.model.probability(
+                    messages,
+                    self.method,
+                    samples=self.samples,
+                    temperature=self.temperature,
+                    role="judge",
+                    act="verdict",
+                )
+            return Verdict(value=int(est.value >= 0.5), probability=est.value, judge=self.name)
+        from llmdebate.agents.llm import ask_structured
+
+        def parse(text: str) -> bool:
+            v = parse_bool(text)
+            if v is None:
+                raise ReplyError("reply True or False")
+            return v
+
+        value = await ask_structured(
+            self.model,
+            [
+                *messages[:-1],
+                {
+                    **messages[-1],
+                    "content": messages[-1]["content"]
+                    + "\n\nReply with True or False, then one sentence of reason.",
+                },
+            ],
+            parse,
+            role="judge",
+            act="verdict",
+            config=GenerateConfig(temperature=0.0, max_tokens=64),
+            max_attempts=self.max_attempts,
+            calls=ctx.calls,
+        )
+        return Verdict(value=int(value), judge=self.name)
+
+
+class OracleJudge:
+    """The gold truth of the leaf claim.
+
+    Uses ``claim.truth`` when set, else ``truth(claim.text, item meta)`` (for the bundled
+    formal datasets, any subclaim in a recognised form). When the truth is unknown it asks
+    ``fallback`` (e.g. an :class:`LLMJudge`), or raises :class:`InvalidOutputError`.
+    """
+
+    def __init__(
+        self,
+        truth: TruthFn | None = None,
+        *,
+        fallback: Judge | None = None,
+        name: str = "oracle",
+    ) -> None:
+        if truth is None:
+            from llmdebate.data.problems import claim_truth
+
+            truth = claim_truth
+        self.truth = truth
+        self.fallback = fallback
+        self.name = name
+
+    async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> Verdict | None:
+        value = claim.truth
+        if value is None:
+            item = current_item(ctx.item)
+            value = self.truth(claim.text, (item or {}).get("meta"))
+        if value is not None:
+            return Verdict(value=int(value), probability=float(value), judge=self.name)
+        if self.fallback is not None:
+            return await self.fallback.verdict(claim, evidence, ctx)
+        raise InvalidOutputError(
+            f"oracle judge: the truth of the leaf claim is unknown: {claim.text[:160]!r}"
+        )
+
+
+class DeferredJudge:
+    """Returns no verdict: the debate is stored ``awaiting_verdict`` for a person to finish."""
+
+    name = "deferred"
+
+    async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> None:
+        return None

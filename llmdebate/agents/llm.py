@@ -1,0 +1,415 @@
+"""Language-model agents: the prover A and the estimator B of prover-estimator debate.
+
+Every model call goes through :class:`~llmdebate.models.Model` with a role and an act, and is
+recorded in the debate's ``calls`` (see :mod:`llmdebate.agents.recording`). Structured replies
+(decompositions, indices, directions) are validated; an invalid reply is re-asked with the
+validation error, at most ``max_attempts`` times, then :class:`InvalidOutputError` is raised
+(the runner records the debate as failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Literal
+
+from llmdebate.agents.base import DebateContext, DirectionChoice
+from llmdebate.agents.parsing import (
+    ReplyError,
+    parse_decomposition,
+    parse_direction,
+    parse_index,
+)
+from llmdebate.agents.recording import attach_recorder, current_item, recording
+from llmdebate.errors import InvalidOutputError
+from llmdebate.models import GenerateConfig, Model
+from llmdebate.prompts import Prompts, rule_text
+from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence
+
+ProbMethod = Literal["logprobs", "sampling", "verbalised"]
+DirectionMode = Literal["belief", "model"]
+RecursionMode = Literal["belief", "model"]
+Decomposer = Literal["model", "formal"]
+
+FormalDecomposer = Callable[[Claim, dict[str, Any], int], Decomposition | None]
+
+
+def _context_text(item: dict[str, Any] | None) -> str | None:
+    if not item:
+        return None
+    ctx = item.get("context")
+    return ctx if isinstance(ctx, str) and ctx.strip() else None
+
+
+async def ask_structured(
+    model: Model,
+    messages: list[dict[str, str]],
+    parse: Callable[[str], Any],
+    *,
+    role: str,
+    act: str,
+    config: GenerateConfig,
+    max_attempts: int,
+    calls: list[Any],
+) -> Any:
+    """Generate, parse; on a :class:`ReplyError` re-ask with the error, bounded."""
+    errors: list[str] = []
+    convo = list(messages)
+    for _ in range(max_attempts):
+        with recording(calls):
+            out = await model.generate(convo, config, role=role, act=act)
+        try:
+            return parse(out.text)
+        except ReplyError as exc:
+            errors.append(f"{exc} (reply: {out.text[:120]!r})")
+            convo = [
+                *convo,
+                {"role": "assistant", "content": out.text},
+                {"role": "user", "content": f"That reply is not valid: {exc}. Try again."},
+            ]
+    raise InvalidOutputError(
+        f"{role} {act}: no valid reply in {max_attempts} attempts; last: {errors[-1]}"
+    )
+
+
+class LLMProver:
+    """Debater A played by a language model.
+
+    ``direction="belief"`` (default): A states its own probability of the current claim with
+    the model's probability method and the direction follows eq. 13 with threshold ε (at the
+    top claim A's own value is its answer a; if |p_d - a| <= ε every direction is 0).
+    ``direction="model"``: the model picks higher / lower / right.
+    ``recursion="belief"`` (default): j = argmax_i |b_i - own probability of y_i|;
+    ``recursion="model"``: the model picks the index.
+    ``decomposer="formal"`` takes the decomposition from the problem (bundled formal datasets)
+    when it has one, else asks the model.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        prompts: Prompts | None = None,
+        *,
+        direction: DirectionMode = "belief",
+        recursion: RecursionMode = "belief",
+        belief_method: ProbMethod = "logprobs",
+        samples: int = 8,
+        temperature: float = 0.0,
+        max_tokens: int = 400,
+        max_attempts: int = 3,
+        decomposer: Decomposer = "model",
+        formal: FormalDecomposer | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.prompts = prompts or Prompts()
+        self.direction_mode = direction
+        self.recursion_mode = recursion
+        self.belief_method = belief_method
+        self.samples = samples
+        self.gen = GenerateConfig(temperature=temperature, max_tokens=max_tokens)
+        self.max_attempts = max_attempts
+        self.decomposer = decomposer
+        self.formal = formal
+        self.name = name or f"llm-prover:{model.name}"
+        self.beliefs: dict[str, dict[str, float]] = {}
+        attach_recorder(model)
+
+    # ---------------------------------------------------------------- answers
+    async def pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
+        """The prover's own answer to a QA item (``assignment: choose``): a choice or free text."""
+        messages = self.prompts.render(
+            "answer",
+            question=item["question"],
+            choices=item.get("choices"),
+            context=_context_text(item),
+        )
+        choices = item.get("choices")
+        if choices:
+            j = await ask_structured(
+                self.model,
+                messages,
+                lambda t: parse_index(t, len(choices)),
+                role="prover",
+                act="answer",
+                config=GenerateConfig(temperature=0.0, max_tokens=8),
+                max_attempts=self.max_attempts,
+                calls=calls,
+            )
+            return str(choices[j])
+
+        def free(text: str) -> str:
+            line = text.strip().splitlines()[0].strip() if text.strip() else ""
+            if not line:
+                raise ReplyError("reply with the answer")
+            return line
+
+        return str(
+            await ask_structured(
+                self.model,
+                messages,
+                free,
+                role="prover",
+                act="answer",
+                config=GenerateConfig(temperature=0.0, max_tokens=32),
+                max_attempts=self.max_attempts,
+                calls=calls,
+            )
+        )
+
+    async def answer(self, claim: Claim, ctx: DebateContext) -> int:
+        """A defends the claim it was given (its assigned or chosen answer): a = 1."""
+        return 1
+
+    # ---------------------------------------------------------------- beliefs
+    async def belief(self, claim: Claim, ctx: DebateContext) -> float:
+        """A's own probability that ``claim`` is true (memoised per debate)."""
+        memo = self.beliefs.setdefault(ctx.debate_id, {})
+        if claim.text in memo:
+            return memo[claim.text]
+        messages = self.prompts.render(
+            "estimate",
+            claim=claim.text,
+            parent=None,
+            rule=None,
+            subclaims=None,
+            index=None,
+            outcomes=[],
+            context=_context_text(current_item(ctx.item)),
+        )
+        with recording(ctx.calls):
+            est = await self.model.probability(
+                messages, self.belief_method, samples=self.samples, role="prover", act="belief"
+            )
+        memo[claim.text] = est.value
+        return est.value
+
+    def pop_beliefs(self, debate_id: str) -> dict[str, float]:
+        """The own probabilities A stated in a debate (and forget them)."""
+        return self.beliefs.pop(debate_id, {})
+
+    # ---------------------------------------------------------------- the rounds
+    async def direction(
+        self, claim: Claim, p: float, k: int, ctx: DebateContext
+    ) -> DirectionChoice | int:
+        eps = ctx.config.epsilon
+        top = ctx.top_claim is not None and claim is ctx.top_claim and k == ctx.config.depth
+        if top and self.direction_mode == "belief":
+            a = 1 if ctx.answer is None else ctx.answer
+            if abs(p - a) <= eps:
+                return DirectionChoice(0, rest_zero=True)
+            own = float(a)
+        elif self.direction_mode == "belief":
+            own = await self.belief(claim, ctx)
+        else:
+            messages = self.prompts.render("direction", claim=claim.text, p=p, epsilon=eps, k=k)
+            return int(
+                await ask_structured(
+                    self.model,
+                    messages,
+                    parse_direction,
+                    role="prover",
+                    act="direction",
+                    config=GenerateConfig(temperature=0.0, max_tokens=8),
+                    max_attempts=self.max_attempts,
+                    calls=ctx.calls,
+                )
+            )
+        if own - p > eps:
+            return 1
+        if own - p < -eps:
+            return -1
+        return 0
+
+    async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
+        width = ctx.config.width
+        item = current_item(ctx.item)
+        if self.decomposer == "formal" and self.formal is not None and item is not None:
+            dec = self.formal(claim, item.get("meta") or {}, width)
+            if dec is not None:
+                return dec
+        messages = self.prompts.render(
+            "decompose",
+            claim=claim.text,
+            width=width,
+            k=k,
+            depth=ctx.config.depth,
+            top_claim=ctx.top_claim.text if ctx.top_claim else claim.text,
+            context=_context_text(item),
+        )
+        return await ask_structured(  # type: ignore[no-any-return]
+            self.model,
+            messages,
+            lambda t: parse_decomposition(t, claim, width),
+            role="prover",
+            act="decompose",
+            config=self.gen,
+            max_attempts=self.max_attempts,
+            calls=ctx.calls,
+        )
+
+    async def choose(
+        self,
+        claim: Claim,
+        decomposition: Decomposition,
+        b: list[float],
+        z: list[int],
+        ctx: DebateContext,
+    ) -> int:
+        subs = decomposition.subclaims
+        if len(subs) == 1:
+            return 0
+        if self.recursion_mode == "belief":
+            own = await asyncio.gather(*(self.belief(s, ctx) for s in subs))
+            gaps = [abs(bi - oi) for bi, oi in zip(b, own, strict=True)]
+            return max(range(len(gaps)), key=lambda i: (gaps[i], -i))
+        messages = self.prompts.render(
+            "choose",
+            claim=claim.text,
+            rule=rule_text(decomposition.rule, len(subs)),
+            subclaims=[
+                {"text": s.text, "b": bi, "z": zi} for s, bi, zi in zip(subs, b, z, strict=True)
+            ],
+        )
+        return int(
+            await ask_structured(
+                self.model,
+                messages,
+                lambda t: parse_index(t, len(subs)),
+                role="prover",
+                act="choose",
+                config=GenerateConfig(temperature=0.0, max_tokens=8),
+                max_attempts=self.max_attempts,
+                calls=ctx.calls,
+            )
+        )
+
+    async def evidence(self, claim: Claim, ctx: DebateContext) -> Evidence:
+        """Evidence for the leaf, from a prompt holding only the claim (and the item's passage)."""
+        messages = self.prompts.render(
+            "evidence", claim=claim.text, context=_context_text(current_item(ctx.item))
+        )
+        with recording(ctx.calls):
+            out = await self.model.generate(messages, self.gen, role="prover", act="evidence")
+        text = out.text.strip()
+        if not text:
+            raise InvalidOutputError("prover evidence: the model returned an empty reply")
+        return Evidence(text=text)
+
+
+class LLMEstimator:
+    """Debater B played by a language model: probabilities only.
+
+    ``method``: ``logprobs``, ``sampling`` (``samples`` at ``temperature``) or ``verbalised``.
+    Conditional probabilities b_i are asked with the earlier outcomes z_<i stated in the prompt
+    (the paper's protocol). ``independent=True`` instead asks all b_i of a round in one batched
+    request that ignores z_<i (cheaper; the same number is returned for every prefix).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        prompts: Prompts | None = None,
+        *,
+        method: ProbMethod = "logprobs",
+        samples: int = 8,
+        temperature: float = 1.0,
+        independent: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.prompts = prompts or Prompts()
+        self.method = method
+        self.samples = samples
+        self.temperature = temperature
+        self.independent = independent
+        self.name = name or f"llm-estimator:{model.name}"
+        self._batches: dict[tuple[str, str], asyncio.Future[list[Estimate]]] = {}
+        attach_recorder(model)
+
+    async def _probability(self, messages: list[dict[str, str]], act: str) -> Estimate:
+        return await self.model.probability(
+            messages,
+            self.method,
+            samples=self.samples,
+            temperature=self.temperature,
+            role="estimator",
+            act=act,
+        )
+
+    async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
+        messages = self.prompts.render(
+            "estimate",
+            claim=claim.text,
+            parent=None,
+            rule=None,
+            subclaims=None,
+            index=None,
+            outcomes=[],
+            context=_context_text(current_item(ctx.item)),
+        )
+        with recording(ctx.calls):
+            return await self._probability(messages, "estimate")
+
+    def _messages(
+        self,
+        claim: Claim,
+        dec: Decomposition,
+        i: int,
+        prefix: tuple[int, ...],
+        ctx: DebateContext,
+    ) -> list[dict[str, str]]:
+        subs = dec.subclaims
+        return self.prompts.render(
+            "estimate",
+            claim=subs[i].text,
+            parent=claim.text,
+            rule=rule_text(dec.rule, len(subs)),
+            subclaims=[s.text for s in subs],
+            index=i + 1,
+            outcomes=[
+                {"index": j + 1, "text": subs[j].text, "value": int(v)}
+                for j, v in enumerate(prefix)
+            ],
+            context=_context_text(current_item(ctx.item)),
+        )
+
+    async def conditional(
+        self,
+        claim: Claim,
+        decomposition: Decomposition,
+        i: int,
+        prefix: tuple[int, ...],
+        ctx: DebateContext,
+    ) -> Estimate:
+        if not self.independent:
+            with recording(ctx.calls):
+                return await self._probability(
+                    self._messages(claim, decomposition, i, prefix, ctx), "conditional"
+                )
+        key = (ctx.debate_id, claim.id + "\n" + decomposition.model_dump_json())
+        fut = self._batches.get(key)
+        if fut is None:
+            batch = [
+                self._messages(claim, decomposition, j, (), ctx) for j in range(decomposition.width)
+            ]
+            with recording(ctx.calls):
+                fut = asyncio.ensure_future(
+                    self.model.probabilities(
+                        batch,
+                        self.method,
+                        samples=self.samples,
+                        temperature=self.temperature,
+                        role="estimator",
+                        act="independent",
+                    )
+                )
+            self._batches[key] = fut
+        ests = await fut
+        e = ests[i]
+        return e.model_copy(update={"evidence": {**e.evidence, "independent": True}})
+
+    def forget(self, debate_id: str) -> None:
+        """Drop the batched estimates kept for a finished debate."""
+        for key in [k for k in self._batches if k[0] == debate_id]:
+            del self._batches[key]

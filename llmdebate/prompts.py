@@ -1,0 +1,119 @@
+"""Prompt templates: one Jinja file per act, rendered in a sandbox into chat messages.
+
+Where the templates live: the canonical files are the top-level ``prompts/`` folder of the
+repository (found next to the package in a source checkout or an editable install). An
+installed wheel falls back to package data in ``llmdebate/_prompts/`` when present. A user
+points at their own folder (``prompts_dir`` in a run config, ``--prompts-dir`` on the command
+line); a file there overrides the default of the same name, and acts it does not define keep
+the defaults.
+
+A template defines ``{% block system %}`` and ``{% block user %}`` (either may be absent);
+each block becomes one chat message. Dataset text is only ever passed as a *variable*: it is
+never compiled as template source, so a question containing ``{{`` stays literal text.
+Undefined variables are errors (``StrictUndefined``), and the sandbox forbids attribute
+tricks in user-supplied templates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import ChoiceLoader, FileSystemLoader, StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from llmdebate.errors import UserError
+from llmdebate.schemas import CombinationRule
+
+ACTS = ("claim", "answer", "decompose", "direction", "choose", "evidence", "estimate", "judge")
+"""Every template the orchestrator renders (``<act>.j2``)."""
+
+BLOCKS = ("system", "user")
+
+
+class PromptError(UserError):
+    """A prompt folder or template that cannot be used (missing file, syntax, undefined name)."""
+
+
+def default_prompts_dir() -> Path:
+    """The folder of the shipped templates: ``<repo>/prompts``, else ``llmdebate/_prompts``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "prompts", here / "_prompts"):
+        if (candidate / "decompose.j2").is_file():
+            return candidate
+    raise PromptError(
+        f"the default prompt templates are missing (looked in {here.parent / 'prompts'} "
+        f"and {here / '_prompts'}); pass a prompt folder explicitly"
+    )
+
+
+class Prompts:
+    """Renders acts into chat messages from a folder of templates (plus the defaults)."""
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        loaders = []
+        if folder is not None:
+            path = Path(folder).expanduser()
+            if not path.is_dir():
+                raise PromptError(f"prompt folder {path} does not exist")
+            loaders.append(FileSystemLoader(str(path)))
+            self.folder: Path | None = path
+        else:
+            self.folder = None
+        self.default_folder = default_prompts_dir()
+        loaders.append(FileSystemLoader(str(self.default_folder)))
+        self.env = SandboxedEnvironment(
+            loader=ChoiceLoader(loaders),
+            undefined=StrictUndefined,
+            autoescape=False,
+            trim_blocks=True,
+            lstrip_blocks=False,
+            keep_trailing_newline=False,
+        )
+
+    def _template(self, act: str) -> Any:
+        try:
+            return self.env.get_template(f"{act}.j2")
+        except TemplateError as exc:
+            raise PromptError(f"prompt template {act}.j2: {exc}") from None
+
+    def render(self, act: str, **variables: Any) -> list[dict[str, str]]:
+        """The chat messages of ``act`` (one per non-empty block), with ``variables`` bound."""
+        tmpl = self._template(act)
+        messages: list[dict[str, str]] = []
+        try:
+            if not any(b in tmpl.blocks for b in BLOCKS):
+                text = tmpl.render(**variables).strip()
+                return [{"role": "user", "content": text}] if text else []
+            ctx = tmpl.new_context(dict(variables))
+            for block in BLOCKS:
+                if block in tmpl.blocks:
+                    text = "".join(tmpl.blocks[block](ctx)).strip()
+                    if text:
+                        messages.append({"role": block, "content": text})
+        except TemplateError as exc:
+            raise PromptError(f"prompt template {act}.j2: {exc}") from None
+        if not messages or messages[-1]["role"] != "user":
+            raise PromptError(f"prompt template {act}.j2 renders no user message")
+        return messages
+
+    def text(self, act: str, **variables: Any) -> str:
+        """A template without blocks rendered to one string (e.g. ``claim.j2``)."""
+        tmpl = self._template(act)
+        try:
+            return str(tmpl.render(**variables)).strip()
+        except TemplateError as exc:
+            raise PromptError(f"prompt template {act}.j2: {exc}") from None
+
+
+def rule_text(rule: CombinationRule, q: int) -> str:
+    """The combination rule in words, completing "the claim is true iff ..."."""
+    if rule.kind == "and":
+        return f"all {q} subclaims are true" if q > 1 else "the subclaim is true"
+    if rule.kind == "or":
+        return "at least one subclaim is true"
+    if rule.kind == "at_least":
+        return f"at least {rule.k} of the {q} subclaims are true"
+    if rule.kind == "majority":
+        return f"more than half of the {q} subclaims are true"
+    return f"the expression {rule.expr} holds, where yi stands for subclaim i being true"

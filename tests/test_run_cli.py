@@ -1,0 +1,129 @@
+"""``llmdebate run``: config file plus flags, one-line errors, re-scoring the output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llmdebate.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = str(REPO / "tests" / "fixtures" / "llm_fixtures.py")
+SCRIPTED = {
+    "model": "scripted",
+    "options": {"responder": f"{FIXTURE}:responder", "probabilities": f"{FIXTURE}:probabilities"},
+}
+
+
+def config_file(tmp_path: Path, **over: object) -> Path:
+    data: dict = {
+        "name": "cli",
+        "dataset": {"path": str(REPO / "datasets" / "divisors.jsonl"), "limit": 8},
+        "debate": {"depth": 1, "width": 2},
+        "prover": SCRIPTED,
+        "estimator": SCRIPTED,
+        "judge": {"kind": "oracle"},
+    }
+    data.update(over)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_run_with_flags_then_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = config_file(tmp_path)
+    run_dir = tmp_path / "r"
+    argv = [
+        "run",
+        "--config",
+        str(cfg),
+        "--run-dir",
+        str(run_dir),
+        "--limit",
+        "3",
+        "--debate-depth",
+        "2",
+        "--estimator-independent",
+        "true",
+        "--quiet",
+        "--max-concurrency",
+        "2",
+    ]
+    assert main(argv) == 0
+    assert "3 debates run" in capsys.readouterr().out
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["debate"]["depth"] == 2 and saved["estimator"]["independent"] is True
+    assert saved["dataset"]["limit"] == 3 and saved["max_concurrency"] == 2
+    lines = (run_dir / "transcripts.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    t = json.loads(lines[0])
+    assert t["config"]["depth"] == 2
+    assert {c["act"] for c in t["calls"] if c["role"] == "estimator"} <= {"estimate", "independent"}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["transcripts"] == 3 and summary["status"] == {"complete": 3}
+    assert main(["score", str(run_dir / "transcripts.jsonl")]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+
+
+def test_run_id_under_runs_dir(tmp_path: Path) -> None:
+    cfg = config_file(tmp_path, runs_dir=str(tmp_path / "runs"))
+    assert main(["run", "--config", str(cfg), "--run-id", "abc", "--limit", "1", "--quiet"]) == 0
+    assert (tmp_path / "runs" / "abc" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("over", "flags", "message"),
+    [
+        ({}, ["--debate-epsilon", "0.7"], r"c\.yaml: debate\.epsilon: .*epsilon"),
+        ({"debate": {"widht": 2}}, [], r"c\.yaml: debate\.widht: unknown field"),
+        ({}, ["--prover-model", "nosuch/model"], r"unknown model 'nosuch/model'"),
+        ({}, ["--estimator-method", "telepathy"], r"estimator\.method"),
+        ({}, ["--prover-options", "{bad"], r"--prover-options: not valid JSON"),
+    ],
+)
+def test_bad_configuration_is_one_line_and_nonzero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], over: dict, flags: list[str], message: str
+) -> None:
+    cfg = config_file(tmp_path, **over)
+    code = main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert __import__("re").search(message, err), err
+
+
+def test_bad_dataset_line_names_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d.jsonl"
+    good = (REPO / "datasets" / "divisors.jsonl").read_text().splitlines()[0]
+    data.write_text(
+        good + "\n" + '{"id": "z", "question": "Q", "choices": ["a", "b"], "answer": "c"}\n'
+    )
+    cfg = config_file(tmp_path, dataset={"path": str(data)})
+    code = main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{data}:2:" in err
+    assert not (tmp_path / "r").exists()  # nothing started
+
+
+def test_resume_keeps_what_was_written(tmp_path: Path) -> None:
+    cfg = config_file(tmp_path)
+    run_dir = tmp_path / "r"
+    assert (
+        main(["run", "--config", str(cfg), "--run-dir", str(run_dir), "--limit", "2", "--quiet"])
+        == 0
+    )
+    first = (run_dir / "transcripts.jsonl").read_bytes()
+    code = main(
+        ["run", "--config", str(cfg), "--run-dir", str(run_dir), "--debate-depth", "3", "--quiet"]
+    )
+    assert code == 2  # a different protocol config is refused ...
+    assert (run_dir / "transcripts.jsonl").read_bytes() == first  # ... and nothing is lost
+    assert main(["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]) == 0
+    assert (run_dir / "transcripts.jsonl").read_bytes().startswith(first)
+    assert len((run_dir / "transcripts.jsonl").read_text().splitlines()) == 8
