@@ -1,0 +1,91 @@
+"""``llmdebate formal``: one formal-engine evaluation, exact or by Monte Carlo."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from llmdebate.formal.evaluate import evaluate
+
+
+@click.command("formal")
+@click.option(
+    "--problem", default="interval", show_default=True, help="interval, circuit or majority."
+)
+@click.option(
+    "--protocol",
+    default="prover-estimator",
+    show_default=True,
+    help="prover-estimator or naive-recursive.",
+)
+@click.option("--prover", default="honest", show_default=True, help="honest, dishonest or random.")
+@click.option(
+    "--estimator",
+    default="calibrated-ignorant",
+    show_default=True,
+    help="omniscient, calibrated-ignorant, adversarial or algorithm1 "
+    "(naive: the challenger's estimator).",
+)
+@click.option("--epsilon", type=float, default=0.2, show_default=True, help="ε, 0 < ε < 1/2.")
+@click.option("--rho", type=float, default=0.5, show_default=True, help="ρ, 0 < ρ < 1.")
+@click.option("--depth", type=int, default=3, show_default=True, help="d >= 0 rounds.")
+@click.option("--width", type=int, default=4, show_default=True, help="q >= 1 subclaims per claim.")
+@click.option(
+    "--instances", type=int, default=50, show_default=True, help="Instances in the distribution."
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--noise",
+    type=float,
+    default=None,
+    help="η: the judge's error (circuit) or the evidence's (majority).",
+)
+@click.option(
+    "--exact",
+    "mode",
+    flag_value="exact",
+    default=True,
+    help="Enumerate the protocol's randomness (default).",
+)
+@click.option(
+    "--samples", type=int, default=None, help="Monte Carlo with this many debates instead."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(
+    problem: str,
+    protocol: str,
+    prover: str,
+    estimator: str,
+    epsilon: float,
+    rho: float,
+    depth: int,
+    width: int,
+    instances: int,
+    seed: int,
+    noise: float | None,
+    mode: str,
+    samples: int | None,
+    as_json: bool,
+) -> None:
+    """Expected payoff of a prover against an estimator on a formal problem family."""
+    res = evaluate(
+        protocol=protocol,
+        problem=problem,
+        prover=prover,
+        estimator=estimator,
+        epsilon=epsilon,
+        rho=rho,
+        depth=depth,
+        width=width,
+        instances=instances,
+        seed=seed,
+        exact=samples is None,
+        samples=samples or 0,
+        noise=noise,
+    )
+    if as_json:
+        click.echo(json.dumps(res))
+        return
+    for key, val in res.items():
+        click.echo(f"{key:>20}: {val}")

@@ -1,0 +1,45 @@
+"""One formal game: a problem, the strategies, and the protocol parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmdebate import scoring
+from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.strategies import (
+    EstimatorChallenger,
+    EstimatorPolicy,
+    NaiveProverPolicy,
+    OracleJudge,
+    ProverPolicy,
+)
+
+
+@dataclass
+class Game:
+    """Prover-estimator debate (Figure 2) on every instance of ``problem``."""
+
+    problem: TreeProblem
+    prover: ProverPolicy
+    estimator: EstimatorPolicy
+    judge: OracleJudge
+    epsilon: float
+    rho: float
+
+    @property
+    def r(self) -> float:
+        return scoring.reward_ratio(self.epsilon, self.rho)
+
+    @property
+    def depth(self) -> int:
+        return self.problem.depth
+
+
+@dataclass
+class NaiveGame:
+    """Naive recursive debate on every instance of ``problem``."""
+
+    problem: TreeProblem
+    prover: NaiveProverPolicy
+    challenger: EstimatorChallenger
+    judge: OracleJudge

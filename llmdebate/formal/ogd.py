@@ -1,0 +1,274 @@
+"""Algorithm 1 (Appendix A.1) and the soundness estimator of Lemma A.4.
+
+Against a FIXED prover A and a finite input distribution, B is built round by round from the
+top down (the distribution of round-k inputs depends on A and on B's earlier rounds):
+
+* initialisation: X = instances, Z = {0,1}; tests r_init/r^(d+1) = 1[ẑ = A(x)], the next
+  round's test f_(d+1) = A_d(x, p_d)·ẑ (eq. 7, base case) and the coordinate ẑ;
+* round k: X = reachable states x^k = (instance, ŷ_k, p_k) with their probabilities,
+  Z = {0,1}^q; tests r_k/r^k = A_k(x, p_k)·(M_D(z) - p_k), f_k = A_(k-1)(y_j, b_j)·z_j with j
+  A's recursion index given (b(h), z) (eq. 7), the coordinates z_i and M_D(z).
+
+g(x) puts mass 1 on the true answers. Starting from h uniform over Z, while some test f has
+|Adv_f| = |E_{z~g}[f] - E_{z~h}[f]| >= its threshold, step h <- Proj_Δ(h + η_t·sign(Adv_f)·f)
+with η_t = D/(G√t), D = 2, G = 2√|Z| (Theorem A.2) and the simplex projection of Duchi et al.
+(2008). A test whose protocol reward is scaled by r^k gets the threshold δ/r^k, so every
+*unscaled* advantage ends below δ, as Lemma A.4 needs for E[R_A] < r^(d+1)·P[A correct] + (2d+1)δ.
+B's numbers are then B_i = P_{z~h}[z_i = 1 | z_<i].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from llmdebate import scoring
+from llmdebate.formal.exact import _merge
+from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.strategies.estimators import EstimatorPolicy
+from llmdebate.formal.strategies.provers import ProverPolicy
+from llmdebate.formal.tables import Levels, index_of, levels_from_joint, path_probabilities
+from llmdebate.rules import outcome_bits
+
+DEFAULT_DELTA = 5e-4
+MAX_STEPS = 200_000
+
+
+def project_simplex(v: np.ndarray) -> np.ndarray:
+    """Euclidean projection of every row onto the probability simplex (Duchi et al. 2008)."""
+    n, m = v.shape
+    u = -np.sort(-v, axis=1)
+    css = np.cumsum(u, axis=1) - 1.0
+    ind = np.arange(1, m + 1)
+    cond = u - css / ind > 0
+    rho = m - 1 - np.argmax(cond[:, ::-1], axis=1)
+    theta = css[np.arange(n), rho] / (rho + 1)
+    return np.maximum(v - theta[:, None], 0.0)
+
+
+def _expect(alts: list[tuple[np.ndarray, Any]], n: int) -> np.ndarray:
+    out = np.zeros(n)
+    for v, pr in alts:
+        out += np.asarray(pr, dtype=float) * np.broadcast_to(v, (n,))
+    return out
+
+
+@dataclass
+class LevelReport:
+    level: str
+    inputs: int
+    steps: int
+    max_adv: float  # largest unscaled |Adv_f| over the class at termination
+    converged: bool
+
+
+@dataclass
+class OGDReport:
+    delta: float
+    levels: list[LevelReport] = field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        return sum(lv.steps for lv in self.levels)
+
+    @property
+    def delta_reached(self) -> float:
+        return max((lv.max_adv for lv in self.levels), default=0.0)
+
+    @property
+    def converged(self) -> bool:
+        return all(lv.converged for lv in self.levels)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "delta": self.delta,
+            "steps": self.steps,
+            "delta_reached": self.delta_reached,
+            "converged": self.converged,
+            "levels": [lv.__dict__ for lv in self.levels],
+        }
+
+
+def run_ogd(
+    weights: np.ndarray,
+    truth_index: np.ndarray,
+    size: int,
+    tests: Any,
+    max_steps: int = MAX_STEPS,
+) -> tuple[np.ndarray, int, float, bool]:
+    """Algorithm 1 on one finite domain.
+
+    ``tests(h)`` returns (F, scale, threshold): F has shape (T, |X|, |Z|) (the scaled tests at
+    h), ``scale`` the factor that turns a scaled advantage into the protocol's unscaled one.
+    Returns h, the number of steps, the largest unscaled |Adv| at the end, and convergence.
+    """
+    n = len(weights)
+    h = np.full((n, size), 1.0 / size)
+    rows = np.arange(n)
+    eta0 = 2.0 / (2.0 * np.sqrt(size))
+    t = 0
+    while True:
+        f, scale, thr = tests(h)
+        adv = (
+            np.einsum("x,txz->t", weights, np.zeros_like(f))
+            if f.size == 0
+            else (f[:, rows, truth_index] @ weights - np.einsum("x,txz,xz->t", weights, f, h))
+        )
+        ratio = np.abs(adv) / thr
+        worst = int(np.argmax(ratio))
+        max_adv = float(np.max(np.abs(adv) * scale))
+        if ratio[worst] < 1.0:
+            return h, t, max_adv, True
+        if t >= max_steps:
+            return h, t, max_adv, False
+        t += 1
+        h = project_simplex(h + (eta0 / np.sqrt(t)) * np.sign(adv[worst]) * f[worst])
+
+
+def _level_tests(
+    prover: ProverPolicy,
+    k: int,
+    q: int,
+    r: float,
+    delta: float,
+    s_inst: np.ndarray,
+    s_node: np.ndarray,
+    static: list[np.ndarray],
+    bits: np.ndarray,
+) -> Any:
+    """The round-k test class: r_k/r^k, eq. (7)'s A_(k-1)(y_j, b_j)·z_j, M_D and coordinates."""
+    m = len(s_inst)
+    rep = np.repeat(np.arange(m), 1 << q)
+    zz = np.tile(bits, (m, 1))
+    rows = np.arange(m << q)
+    scale = np.array([r**k, r ** (k - 1)] + [1.0] * (len(static) - 1))
+
+    def tests(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b = path_probabilities(levels_from_joint(h)).reshape(m << q, q)
+        nxt = np.zeros(m << q)
+        for j, pj in prover.choose(s_inst[rep], k, s_node[rep], b, zz):
+            jj = np.broadcast_to(j, (m << q,))
+            child = s_node[rep] * q + jj
+            s_next = _expect(prover.direction(s_inst[rep], k - 1, child, b[rows, jj]), m << q)
+            nxt += np.asarray(pj) * s_next * zz[rows, jj]
+        f = np.stack([static[0], nxt.reshape(m, 1 << q), *static[1:]])
+        return f, scale, delta / scale
+
+    return tests
+
+
+class Algorithm1Estimator(EstimatorPolicy):
+    """B of Lemma A.4: looks up h at (instance, node, p_k); unreached inputs get 1/2."""
+
+    name = "algorithm1"
+
+    def __init__(self, q: int):
+        self.q = q
+        self.p_top: np.ndarray = np.empty(0)
+        self.tables: dict[tuple[int, int, int, int], np.ndarray] = {}
+
+    def top(self, inst: np.ndarray) -> np.ndarray:
+        return self.p_top[inst]
+
+    def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
+        uniform = np.full(1 << self.q, 1.0 / (1 << self.q))
+        joint = np.stack(
+            [
+                self.tables.get((int(i), k, int(nd), int(pb)), uniform)
+                for i, nd, pb in zip(inst, node, p.view(np.int64), strict=True)
+            ]
+        )
+        return levels_from_joint(joint)
+
+
+def algorithm1_estimator(
+    problem: TreeProblem,
+    prover: ProverPolicy,
+    epsilon: float,
+    rho: float,
+    delta: float = DEFAULT_DELTA,
+    max_steps: int = MAX_STEPS,
+) -> tuple[Algorithm1Estimator, OGDReport]:
+    """Build Lemma A.4's estimator against ``prover`` by Algorithm 1, top down."""
+    d, q = problem.depth, problem.width
+    r = scoring.reward_ratio(epsilon, rho)
+    est = Algorithm1Estimator(q)
+    report = OGDReport(delta=delta)
+    n = problem.n
+    inst = np.arange(n)
+    w = problem.weights
+    answer = _expect(prover.answer(inst), n)  # P[A(x) = 1]
+    truth = problem.top_truth().astype(np.int64)
+
+    def init_tests(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p = h[:, 1]
+        f_init = np.stack([1.0 - answer, answer], axis=1)  # 1[ẑ = a], expected over A's answer
+        go = np.zeros(n)
+        for a, pa in prover.answer(inst):
+            go += np.asarray(pa) * ~prover.stops(inst, p, np.broadcast_to(a, (n,)))
+        s_d = (
+            go * _expect(prover.direction(inst, d, np.zeros(n, dtype=np.int64), p), n)
+            if d > 0
+            else go * 0
+        )
+        f_next = np.stack([np.zeros(n), s_d], axis=1)  # A_d(x, p_d)·ẑ
+        f_coord = np.tile([0.0, 1.0], (n, 1))
+        f = np.stack([f_init, f_next, f_coord])
+        scale = np.array([r ** (d + 1), r**d, 1.0])
+        return f, scale, np.maximum(delta / scale, 0.0)
+
+    h, steps, adv, ok = run_ogd(w, truth, 2, init_tests, max_steps)
+    report.levels.append(LevelReport("init", n, steps, adv, ok))
+    est.p_top = h[:, 1].copy()
+    p = est.p_top.copy()
+    # debates that go on past initialisation (sub-probability weights)
+    go = np.zeros(n)
+    for a, pa in prover.answer(inst):
+        go += np.asarray(pa) * ~prover.stops(inst, p, np.broadcast_to(a, (n,)))
+    keep = go > 0
+    s_inst, s_node, s_p, s_w = (
+        inst[keep],
+        np.zeros(int(keep.sum()), dtype=np.int64),
+        p[keep],
+        (w * go)[keep],
+    )
+    bits = outcome_bits(q).astype(np.int64)
+    for k in range(d, 0, -1):
+        if len(s_inst) == 0:
+            break
+        m = len(s_inst)
+        table = problem.rule(k).table.astype(np.float64)
+        true_idx = index_of(problem.children_of(problem.truth, s_inst, k, s_node))
+        s_k = _expect(prover.direction(s_inst, k, s_node, s_p), m)
+        f_reward = s_k[:, None] * (table[None, :] - s_p[:, None])
+        f_coords = [np.tile(bits[:, i].astype(float), (m, 1)) for i in range(q)]
+        f_m = np.tile(table, (m, 1))
+        rep = np.repeat(np.arange(m), 1 << q)
+        zz = np.tile(bits, (m, 1))
+
+        level_tests = _level_tests(
+            prover, k, q, r, delta, s_inst, s_node, [f_reward, f_m, *f_coords], bits
+        )
+
+        h, steps, adv, ok = run_ogd(s_w, true_idx, 1 << q, level_tests, max_steps)
+        report.levels.append(LevelReport(f"round {k}", m, steps, adv, ok))
+        for i, nd, pp, row in zip(s_inst, s_node, s_p, h, strict=True):
+            est.tables[(int(i), k, int(nd), int(np.float64(pp).view(np.int64)))] = row
+        # next round's inputs: z ~ h (B's own draws), A's recursion index, p = b_j
+        b = path_probabilities(levels_from_joint(h)).reshape(m << q, q)
+        wz = (s_w[:, None] * h).reshape(-1)
+        ni, nn, npp, nw = [], [], [], []
+        for j, pj in prover.choose(s_inst[rep], k, s_node[rep], b, zz):
+            jj = np.broadcast_to(j, (m << q,))
+            ww = wz * pj
+            ok_ = ww > 1e-15
+            ni.append(s_inst[rep][ok_])
+            nn.append(s_node[rep][ok_] * q + jj[ok_])
+            npp.append(b[np.flatnonzero(ok_), jj[ok_]])
+            nw.append(ww[ok_])
+        (s_inst, s_node), s_p, s_w = _merge(
+            [np.concatenate(ni), np.concatenate(nn)], np.concatenate(npp), np.concatenate(nw)
+        )
+    return est, report

@@ -1,0 +1,93 @@
+"""Prover policies for prover-estimator debate, vectorised over debates.
+
+* :class:`BeliefProver` is the strategy of Appendix A.3, eq. (13), run on a belief function g:
+  a = g(x); if |p_d - a| <= ε every direction is 0 (rest_zero); otherwise
+  s_k = +1 if g(ŷ_k) - p_k > ε, -1 if g(ŷ_k) - p_k < -ε, else 0; recurse on
+  j = argmax_i |b_i - g(y_i)| (first index on ties). With g the truth it is the honest prover
+  of Lemma A.5; with the beliefs of :func:`believed_values` (a wrong top answer defended with
+  the fewest changes) it is the dishonest prover, whose directions are the ones that maximise
+  its reward under its own false beliefs.
+* :class:`RandomProver` answers, points and recurses uniformly at random.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from llmdebate.formal.problems.base import TreeProblem, believed_values
+from llmdebate.formal.strategies.alternatives import Alternatives, deterministic, uniform
+
+
+class ProverPolicy:
+    """The decisions of prover A for a batch of debates."""
+
+    name = "prover"
+
+    def answer(self, inst: np.ndarray) -> Alternatives:
+        raise NotImplementedError
+
+    def stops(self, inst: np.ndarray, p: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """True where A sets every direction to 0 after seeing p_d (rest_zero at k = d)."""
+        return np.zeros(len(inst), dtype=bool)
+
+    def direction(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Alternatives:
+        raise NotImplementedError
+
+    def choose(
+        self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
+    ) -> Alternatives:
+        """Recursion index given B's path probabilities b (n, q) and the draws z (n, q)."""
+        raise NotImplementedError
+
+
+class BeliefProver(ProverPolicy):
+    """Eq. (13) with belief function ``values`` (truth: honest; false beliefs: dishonest)."""
+
+    def __init__(self, problem: TreeProblem, values: list[np.ndarray], epsilon: float, name: str):
+        self.problem, self.values, self.epsilon, self.name = problem, values, epsilon, name
+
+    def answer(self, inst: np.ndarray) -> Alternatives:
+        return deterministic(self.values[self.problem.depth][inst, 0].astype(np.int64))
+
+    def stops(self, inst: np.ndarray, p: np.ndarray, a: np.ndarray) -> np.ndarray:
+        return np.abs(p - a) <= self.epsilon
+
+    def direction(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Alternatives:
+        g = self.values[k][inst, node]
+        s = np.where(g - p > self.epsilon, 1, np.where(g - p < -self.epsilon, -1, 0))
+        return deterministic(s.astype(np.int64))
+
+    def choose(
+        self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
+    ) -> Alternatives:
+        g = self.problem.children_of(self.values, inst, k, node)
+        return deterministic(np.argmax(np.abs(b - g), axis=1).astype(np.int64))
+
+
+class RandomProver(ProverPolicy):
+    """Uniformly random answer, directions and recursion."""
+
+    name = "random"
+
+    def __init__(self, problem: TreeProblem):
+        self.problem = problem
+
+    def answer(self, inst: np.ndarray) -> Alternatives:
+        return uniform([0, 1], len(inst))
+
+    def direction(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Alternatives:
+        return uniform([-1, 0, 1], len(inst))
+
+    def choose(
+        self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
+    ) -> Alternatives:
+        return uniform(list(range(self.problem.width)), len(inst))
+
+
+def honest(problem: TreeProblem, epsilon: float) -> BeliefProver:
+    return BeliefProver(problem, problem.truth, epsilon, "honest")
+
+
+def dishonest(problem: TreeProblem, epsilon: float) -> BeliefProver:
+    lies = believed_values(problem, 1 - problem.top_truth())
+    return BeliefProver(problem, lies, epsilon, "dishonest")

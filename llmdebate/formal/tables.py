@@ -1,0 +1,77 @@
+"""Batched outcome tables: B's conditional probabilities for many debates at once.
+
+The layout is that of :class:`llmdebate.rules.CondProbs`, with a leading batch axis:
+``levels[i]`` has shape (n, 2^i) and entry ``[row, t]`` is b_{i+1} given the prefix
+z_1..z_i of index t (z_1 most significant). A joint distribution has shape (n, 2^q).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from llmdebate.rules import outcome_bits
+
+Levels = list[np.ndarray]
+
+
+@lru_cache(maxsize=32)
+def prefix_index(q: int) -> tuple[np.ndarray, ...]:
+    """``prefix_index(q)[i][t]``: the index of the length-i prefix of outcome t."""
+    t = np.arange(1 << q, dtype=np.int64)
+    return tuple(t >> (q - i) for i in range(q))
+
+
+def joint_from_levels(levels: Levels) -> np.ndarray:
+    """P(z) for every outcome index, shape (n, 2^q) (batched ``CondProbs.joint``)."""
+    n = levels[0].shape[0]
+    prob = np.ones((n, 1))
+    for b in levels:
+        prob = np.stack([prob * (1.0 - b), prob * b], axis=2).reshape(n, -1)
+    return prob
+
+
+def levels_from_joint(joint: np.ndarray) -> Levels:
+    """Conditionals of a batch of joints (batched ``CondProbs.from_joint``; 0/0 read as 1/2)."""
+    n, size = joint.shape
+    q = size.bit_length() - 1
+    marg = [joint]
+    mass = joint
+    for _ in range(q):
+        mass = mass.reshape(n, -1, 2).sum(axis=2)
+        marg.append(mass)
+    levels: Levels = []
+    for i in range(q):
+        child = marg[q - i - 1].reshape(n, -1, 2)
+        tot = child.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(tot > 0, child[:, :, 1] / np.where(tot > 0, tot, 1.0), 0.5)
+        levels.append(np.clip(b, 0.0, 1.0))
+    return levels
+
+
+def independent_levels(p: np.ndarray) -> Levels:
+    """Levels of independent subclaims: ``p`` has shape (n, q); b_i ignores the prefix."""
+    _n, q = p.shape
+    return [np.repeat(p[:, i : i + 1], 1 << i, axis=1) for i in range(q)]
+
+
+def path_probabilities(levels: Levels) -> np.ndarray:
+    """b_i along every outcome's own path, shape (n, 2^q, q): [row, t, i] = b_{i+1}(z_<i(t))."""
+    q = len(levels)
+    idx = prefix_index(q)
+    return np.stack([levels[i][:, idx[i]] for i in range(q)], axis=2)
+
+
+def marginals(joint: np.ndarray) -> np.ndarray:
+    """P(z_i = 1) for every subclaim, shape (n, q)."""
+    q = joint.shape[1].bit_length() - 1
+    return joint @ outcome_bits(q).astype(np.float64)
+
+
+def index_of(bits: np.ndarray) -> np.ndarray:
+    """Outcome indices of rows of bits (n, q), z_1 most significant."""
+    q = bits.shape[1]
+    weights = 1 << np.arange(q - 1, -1, -1, dtype=np.int64)
+    return bits.astype(np.int64) @ weights

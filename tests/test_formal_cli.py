@@ -1,0 +1,105 @@
+"""``llmdebate formal`` and ``llmdebate reproduce`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmdebate.cli import main
+from llmdebate.scoring import completeness_bound, reward_ratio
+
+FIELDS = {
+    "protocol",
+    "problem",
+    "prover",
+    "estimator",
+    "epsilon",
+    "rho",
+    "depth",
+    "width",
+    "reward_ratio",
+    "expected_payoff",
+    "payoff_stderr",
+    "normalized_payoff",
+    "completeness_bound",
+    "prover_accuracy",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_formal_json_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "formal",
+        "--problem",
+        "interval",
+        "--prover",
+        "honest",
+        "--depth",
+        "2",
+        "--width",
+        "3",
+        "--json",
+    )
+    assert code == 0
+    res = json.loads(out)
+    assert set(res) >= FIELDS
+    r = reward_ratio(0.2, 0.5)
+    assert res["payoff_stderr"] == 0 and res["prover_accuracy"] == 1.0
+    assert res["normalized_payoff"] == pytest.approx(res["expected_payoff"] / r**3)
+    assert res["completeness_bound"] == pytest.approx(completeness_bound(0.2, r, 2))
+
+
+def test_formal_json_naive_monte_carlo(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "formal",
+        "--protocol",
+        "naive-recursive",
+        "--prover",
+        "dishonest",
+        "--depth",
+        "2",
+        "--width",
+        "3",
+        "--samples",
+        "5000",
+        "--json",
+    )
+    res = json.loads(out)
+    assert code == 0 and res["payoff_stderr"] > 0
+    assert 0.8 < res["prover_win_rate"] <= 1.0 and res["prover_accuracy"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--epsilon", "0.7"], "epsilon"),
+        (["--rho", "1.5"], "rho"),
+        (["--depth", "-1"], "depth"),
+        (["--prover", "bob"], "prover must be one of"),
+        (["--estimator", "x"], "estimator must be one of"),
+        (["--problem", "sudoku"], "problem must be one of"),
+        (["--instances", "0"], "instances"),
+    ],
+)
+def test_formal_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], needle: str) -> None:
+    code, _out, err = run(capsys, "formal", *args)
+    assert code != 0 and needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_reproduce_writes_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, _ = run(capsys, "reproduce", "--out", str(tmp_path))
+    assert code == 0
+    table = json.loads((tmp_path / "reproduction.json").read_text())
+    sections = {r["section"] for r in table["rows"]}
+    assert sections == {"completeness", "obfuscation", "soundness", "stability"}
+    assert "| check |" in (tmp_path / "reproduction.md").read_text()
