@@ -25,9 +25,7 @@ def command(file: str, as_json: bool) -> None:
         mismatches.extend(str(m) for m in score_transcript(t).mismatches)
     if as_json:
         click.echo(
-            json.dumps(
-                {"file": file, "transcripts": n, "scored": scored, "mismatches": mismatches}
-            )
+            json.dumps({"file": file, "transcripts": n, "scored": scored, "mismatches": mismatches})
         )
     else:
         for m in mismatches:
