@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from llmdebate.errors import ConfigError
+from llmdebate.jsonl import first_error
 from llmdebate.schemas import DebateConfig
 
 ProbMethod = Literal["logprobs", "sampling", "verbalised"]
@@ -115,21 +116,12 @@ RESUMABLE_FIELDS = {
 }
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"]) or "config"
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown field"
-    return f"{loc}: {msg}"
-
-
 def validate_config(data: dict[str, Any], source: str = "config") -> RunConfig:
     """A :class:`RunConfig` from a dict, or one :class:`ConfigError` naming source and field."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {_first_error(exc)}") from None
+        raise ConfigError(f"{source}: {first_error(exc, 'config')}") from None
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from llmdebate.config import (
 from llmdebate.data.loader import load_items
 from llmdebate.debate_jobs import Job, make_jobs, run_debate
 from llmdebate.errors import ConfigError, ModelError, TranscriptError, UserError
+from llmdebate.jsonl import iter_json_lines
 from llmdebate.models import Model
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
@@ -93,18 +94,13 @@ def finished_ids(path: Path) -> dict[str, str]:
     done: dict[str, str] = {}
     if not path.exists():
         return done
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-                tid = data["id"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise TranscriptError(f"{path}:{lineno}: not a transcript line") from None
-            if tid in done:
-                raise TranscriptError(f"{path}:{lineno}: duplicate debate id {tid!r}")
-            done[tid] = str(data.get("status", "complete"))
+    for lineno, data in iter_json_lines(path, TranscriptError):
+        tid = data.get("id")
+        if not isinstance(tid, str):
+            raise TranscriptError(f"{path}:{lineno}: not a transcript line")
+        if tid in done:
+            raise TranscriptError(f"{path}:{lineno}: duplicate debate id {tid!r}")
+        done[tid] = str(data.get("status", "complete"))
     return done
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from llmdebate.errors import TranscriptError
+from llmdebate.jsonl import first_error, iter_json_lines
 from llmdebate.schemas import Transcript
 
 
@@ -21,20 +21,11 @@ def read_transcripts(path: str | Path) -> Iterator[Transcript]:
     path = Path(path)
     if not path.is_file():
         raise TranscriptError(f"{path}: no such transcript file")
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise TranscriptError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            try:
-                yield Transcript.model_validate(data)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                loc = ".".join(str(x) for x in err["loc"])
-                raise TranscriptError(f"{path}:{lineno}: {loc}: {err['msg']}") from None
+    for lineno, data in iter_json_lines(path, TranscriptError):
+        try:
+            yield Transcript.model_validate(data)
+        except ValidationError as exc:
+            raise TranscriptError(f"{path}:{lineno}: {first_error(exc)}") from None
 
 
 def append_transcript(path: str | Path, transcript: Transcript) -> None:

@@ -10,7 +10,6 @@ naming the file and the line.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from llmdebate.errors import DatasetError
+from llmdebate.jsonl import first_error, iter_json_lines
 
 
 class Item(BaseModel):
@@ -91,29 +91,17 @@ def read_items(path: str | Path) -> list[Item]:
         raise DatasetError(f"{path}: no such dataset file")
     items: list[Item] = []
     seen: dict[str, int] = {}
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                raise DatasetError(f"{path}:{lineno}: not valid JSON ({msg})") from None
-            if not isinstance(data, dict):
-                raise DatasetError(f"{path}:{lineno}: expected a JSON object")
-            try:
-                item = Item.model_validate(data)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                loc = ".".join(str(x) for x in err["loc"]) or "item"
-                raise DatasetError(f"{path}:{lineno}: {loc}: {err['msg']}") from None
-            if item.id in seen:
-                raise DatasetError(
-                    f"{path}:{lineno}: duplicate id {item.id!r} (first on line {seen[item.id]})"
-                )
-            seen[item.id] = lineno
-            items.append(item)
+    for lineno, data in iter_json_lines(path, DatasetError):
+        try:
+            item = Item.model_validate(data)
+        except ValidationError as exc:
+            raise DatasetError(f"{path}:{lineno}: {first_error(exc, 'item')}") from None
+        if item.id in seen:
+            raise DatasetError(
+                f"{path}:{lineno}: duplicate id {item.id!r} (first on line {seen[item.id]})"
+            )
+        seen[item.id] = lineno
+        items.append(item)
     if not items:
         raise DatasetError(f"{path}: the dataset has no items")
     return items

@@ -29,6 +29,7 @@ from llmdebate.formal.strategies import (
     make_naive_prover,
     make_prover,
 )
+from llmdebate.jsonl import first_error
 from llmdebate.schemas import DebateConfig
 
 PROTOCOLS = ("prover-estimator", "naive-recursive")
@@ -39,9 +40,7 @@ def validated_config(epsilon: float, rho: float, depth: int, width: int, seed: i
     try:
         return DebateConfig(epsilon=epsilon, rho=rho, depth=depth, width=width, seed=seed)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-        raise ConfigError(msg) from None
+        raise ConfigError(first_error(exc).split(": ", 1)[1]) from None
 
 
 def check_names(protocol: str, problem: str, prover: str, estimator: str) -> None:
