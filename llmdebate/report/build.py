@@ -45,20 +45,9 @@ def caveat(cfg: CompareConfig) -> str:
 
 
 def formal_section() -> dict[str, Any]:
-    """The formal obfuscation table (interval problem), from ``llmdebate.formal.reproduce``.
+    """The formal obfuscation table (interval problem), from ``llmdebate.formal.reproduce``."""
+    from llmdebate.formal.reproduce import obfuscation_table
 
-    Expects ``obfuscation_table() -> {"caption": str, "head": [...], "rows": [[...]]}``; if the
-    formal engine is not part of this build, the section says so instead.
-    """
-    try:
-        from llmdebate.formal.reproduce import obfuscation_table  # type: ignore[import-not-found]
-    except ImportError as exc:
-        return {
-            "caption": f"formal table unavailable: {exc}",
-            "head": [],
-            "rows": [],
-            "markdown": f"(formal table unavailable: {exc})",
-        }
     tab = dict(obfuscation_table())
     tab.setdefault("markdown", tables.markdown(tab["head"], tab["rows"]))
     return tab
