@@ -185,7 +185,11 @@ def obfuscation_table() -> dict[str, Any]:
         ),
         "head": ["check", "value", "normalized", "bound", "result"],
         "rows": [
-            [r["check"], *(_fmt(r[c]) for c in ("value", "normalized", "bound")), _fmt(r["passed"])]
+            [
+                r["check"],
+                *(_fmt(r[c]) for c in ("value", "normalized", "bound")),
+                "pass" if r["passed"] else "FAIL",
+            ]
             for r in rows
         ],
         "notes": NOTES[:6],

@@ -273,6 +273,8 @@ def render(
             f"<p>{e(f.get('caption', ''))}</p>",
             table(f["head"], f["rows"]),
         ]
+        if f.get("notes"):
+            parts.append(f"<p class='muted'>{e(' '.join(x.strip(' -') for x in f['notes']))}</p>")
     parts.append('<h2>Plots</h2><div class="plots">')
     parts += [img(png, name) for name, png in plots.items()]
     parts.append("</div><h2>Every debate</h2>")
