@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdebate.agents.recording import item_scope
+from llmdebate.agents.recording import debate_log, item_scope
 from llmdebate.engine import run_naive_recursive, run_prover_estimator
 from llmdebate.protocols.common import ItemDraws, ProtocolSettings, RoleModels, draws, item_dict
 from llmdebate.protocols.naive_llm import LLMChallenger, LLMNaiveProver
-from llmdebate.protocols.recording import recording
 from llmdebate.schemas import Claim, CombinationRule, Decomposition, ModelCallRecord, Transcript
 
 VARIANTS = ("honest", "dishonest")
@@ -106,7 +105,7 @@ async def run_pe(
     claim, dr = top_claim(item, roles, seed, variant)
     prover, estimator, judge = AGENT_FACTORY(roles, item)
     calls: list[ModelCallRecord] = []
-    with recording(calls), item_scope(item_dict(item)):
+    with debate_log(calls), item_scope(item_dict(item)):
         t = await run_prover_estimator(
             claim,
             prover,
@@ -135,7 +134,7 @@ async def run_naive(
     naive = LLMNaiveProver(prover, roles.debater, roles.prompts, answer=1, method=roles.method)
     challenger = LLMChallenger(roles.estimator, roles.prompts, method=roles.method)
     calls: list[ModelCallRecord] = []
-    with recording(calls), item_scope(item_dict(item)):
+    with debate_log(calls), item_scope(item_dict(item)):
         t = await run_naive_recursive(
             claim,
             naive,

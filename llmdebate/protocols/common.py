@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from llmdebate.agents.recording import attach_recorder
 from llmdebate.models.base import GenerateConfig
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.recording import attach
-from llmdebate.schemas import DebateConfig, Turn
+from llmdebate.schemas import DebateConfig, ModelCallRecord, Transcript, Turn
 
 LETTERS = "AB"
 
@@ -42,7 +42,7 @@ class RoleModels:
 
     def __post_init__(self) -> None:
         for m in {id(x): x for x in (self.debater, self.estimator, self.judge)}.values():
-            attach(m)
+            attach_recorder(m)
 
     def generate_config(self) -> GenerateConfig:
         return GenerateConfig(temperature=self.temperature, max_tokens=self.max_tokens)
@@ -126,3 +126,45 @@ async def judge_choice(
 
 def item_dict(item: Any) -> dict[str, Any]:
     return item.model_dump() if hasattr(item, "model_dump") else dict(item)
+
+
+def decided(
+    *,
+    protocol: str,
+    debate_id: str,
+    item: Any,
+    settings: ProtocolSettings,
+    seed: int,
+    dr: ItemDraws,
+    agents: dict[str, str],
+    turns: list[Turn],
+    calls: list[ModelCallRecord],
+    decision: tuple[str, float, dict[str, Any]],
+    variant: str,
+    judge_round: int,
+    **meta: Any,
+) -> Transcript:
+    """The transcript of a protocol that ends with the judge's choice between the two options."""
+    choice, prob, raw = decision
+    judge = Turn(
+        role="judge", round=judge_round, text=f"The correct answer is: {choice}", position=choice
+    )
+    return Transcript(
+        id=debate_id,
+        protocol=protocol,  # type: ignore[arg-type]
+        config=settings.debate,
+        seed=seed,
+        agents=agents,
+        item=item_dict(item),
+        turns=[*turns, judge],
+        calls=calls,
+        meta={
+            "item_id": item.id,
+            "variant": variant,
+            **meta,
+            "decision": choice,
+            "decision_probability": prob,
+            "judge": raw,
+            **dr.as_meta(),
+        },
+    )

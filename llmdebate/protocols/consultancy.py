@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.agents.recording import debate_log
 from llmdebate.protocols.common import (
     ProtocolSettings,
     RoleModels,
+    decided,
     draws,
-    item_dict,
     judge_choice,
     options_text,
     transcript_text,
 )
-from llmdebate.protocols.recording import recording
 from llmdebate.schemas import ModelCallRecord, Transcript, Turn
 
 VARIANTS = ("correct", "incorrect")
@@ -39,7 +39,7 @@ async def run_consultancy(
     position = dr.gold if variant == "correct" else dr.distractor
     calls: list[ModelCallRecord] = []
     turns: list[Turn] = []
-    with recording(calls):
+    with debate_log(calls):
         for rnd in range(1, settings.rounds + 1):
             msgs = roles.prompts.render(
                 "consultancy_consultant",
@@ -55,7 +55,7 @@ async def run_consultancy(
                 msgs, roles.generate_config(), role="consultant", act=f"argue round {rnd}"
             )
             turns.append(Turn(role="consultant", round=rnd, text=out.text, position=position))
-        choice, prob, raw = await judge_choice(
+        decision = await judge_choice(
             roles,
             "consultancy_judge",
             dr.shown,
@@ -63,31 +63,19 @@ async def run_consultancy(
             context=item.context,
             transcript=transcript_text(turns),
         )
-    turns.append(
-        Turn(
-            role="judge",
-            round=settings.rounds + 1,
-            text=f"The correct answer is: {choice}",
-            position=choice,
-        )
-    )
-    return Transcript(
-        id=debate_id,
+    return decided(
         protocol="consultancy",
-        config=settings.debate,
+        debate_id=debate_id,
+        item=item,
+        settings=settings,
         seed=seed,
+        dr=dr,
         agents={"consultant": roles.debater.name, "judge": roles.judge.name},
-        item=item_dict(item),
         turns=turns,
         calls=calls,
-        meta={
-            "item_id": item.id,
-            "variant": variant,
-            "assigned": position,
-            "decision": choice,
-            "decision_probability": prob,
-            "judge": raw,
-            "rounds": settings.rounds,
-            **dr.as_meta(),
-        },
+        decision=decision,
+        variant=variant,
+        judge_round=settings.rounds + 1,
+        assigned=position,
+        rounds=settings.rounds,
     )

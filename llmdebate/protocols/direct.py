@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdebate.protocols.common import ProtocolSettings, RoleModels, draws, item_dict, judge_choice
-from llmdebate.protocols.recording import recording
-from llmdebate.schemas import ModelCallRecord, Transcript, Turn
+from llmdebate.agents.recording import debate_log
+from llmdebate.protocols.common import ProtocolSettings, RoleModels, decided, draws, judge_choice
+from llmdebate.schemas import ModelCallRecord, Transcript
 
 VARIANTS = ("direct",)
 
@@ -23,25 +23,21 @@ async def run_direct(
     """One direct-judge decision on ``item`` between its gold answer and the distractor."""
     dr = draws(item, seed)
     calls: list[ModelCallRecord] = []
-    with recording(calls):
-        choice, prob, raw = await judge_choice(
+    with debate_log(calls):
+        decision = await judge_choice(
             roles, "direct_judge", dr.shown, question=item.question, context=item.context
         )
-    return Transcript(
-        id=debate_id,
+    return decided(
         protocol="direct",
-        config=settings.debate,
+        debate_id=debate_id,
+        item=item,
+        settings=settings,
         seed=seed,
+        dr=dr,
         agents={"judge": roles.judge.name},
-        item=item_dict(item),
-        turns=[Turn(role="judge", text=f"The correct answer is: {choice}", position=choice)],
+        turns=[],
         calls=calls,
-        meta={
-            "item_id": item.id,
-            "variant": variant,
-            "decision": choice,
-            "decision_probability": prob,
-            "judge": raw,
-            **dr.as_meta(),
-        },
+        decision=decision,
+        variant=variant,
+        judge_round=0,
     )

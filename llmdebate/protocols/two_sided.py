@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.agents.recording import debate_log
 from llmdebate.protocols.common import (
     ProtocolSettings,
     RoleModels,
+    decided,
     draws,
-    item_dict,
     judge_choice,
     options_text,
     transcript_text,
 )
-from llmdebate.protocols.recording import recording
 from llmdebate.schemas import ModelCallRecord, Transcript, Turn
 
 VARIANTS = ("order-0", "order-1")
@@ -74,7 +74,7 @@ async def run_two_sided(
     pos_a, pos_b = shown
     calls: list[ModelCallRecord] = []
     turns: list[Turn] = []
-    with recording(calls):
+    with debate_log(calls):
         for rnd in range(1, settings.rounds + 1):
             before = list(turns)
             a = await _speech(
@@ -85,7 +85,7 @@ async def run_two_sided(
                 roles, item, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b
             )
             turns += [a, b]
-        choice, prob, raw = await judge_choice(
+        decision = await judge_choice(
             roles,
             "two_sided_judge",
             shown,
@@ -93,36 +93,24 @@ async def run_two_sided(
             context=item.context,
             transcript=transcript_text(turns),
         )
-    turns.append(
-        Turn(
-            role="judge",
-            round=settings.rounds + 1,
-            text=f"The correct answer is: {choice}",
-            position=choice,
-        )
-    )
-    return Transcript(
-        id=debate_id,
+    return decided(
         protocol="two-sided",
-        config=settings.debate,
+        debate_id=debate_id,
+        item=item,
+        settings=settings,
         seed=seed,
+        dr=dr,
         agents={
             "debater A": roles.debater.name,
             "debater B": roles.debater.name,
             "judge": roles.judge.name,
         },
-        item=item_dict(item),
         turns=turns,
         calls=calls,
-        meta={
-            "item_id": item.id,
-            "variant": variant,
-            "order": list(shown),
-            "decision": choice,
-            "decision_probability": prob,
-            "judge": raw,
-            "rounds": settings.rounds,
-            "mode": settings.mode,
-            **dr.as_meta(),
-        },
+        decision=decision,
+        variant=variant,
+        judge_round=settings.rounds + 1,
+        order=list(shown),
+        rounds=settings.rounds,
+        mode=settings.mode,
     )
