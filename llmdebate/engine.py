@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -117,22 +117,9 @@ async def run_prover_estimator(
     r = scoring.reward_ratio(config.epsilon, config.rho)
     d = config.depth
     draw = protocol_rng(seed)
-    ctx = DebateContext(
-        config=config, rng=strategy_rng(seed), debate_id=debate_id, item=item, top_claim=claim
-    )
-    t = Transcript(
-        id=debate_id,
-        protocol="prover-estimator",
-        config=config,
-        seed=seed,
-        agents={"prover": prover.name, "estimator": estimator.name, "judge": judge.name},
-        item=item,
-    )
-
-    a = int(await prover.answer(claim, ctx))
-    if a not in (0, 1):
-        raise ProtocolViolation(f"the prover's answer is 0 or 1 (got {a})")
-    ctx.answer = a
+    roles = {"prover": prover, "estimator": estimator, "judge": judge}
+    ctx, t = _start("prover-estimator", claim, roles, config, seed, debate_id, item)
+    a = ctx.answer = await _answer(prover, claim, ctx)
     est = await estimator.estimate(claim, ctx)
     p = est.value
     u = float(draw.random())
@@ -228,6 +215,37 @@ async def run_prover_estimator(
     return t
 
 
+def _start(
+    protocol: Literal["prover-estimator", "naive-recursive"],
+    claim: Claim,
+    roles: dict[str, Any],
+    config: DebateConfig,
+    seed: int,
+    debate_id: str,
+    item: dict[str, Any] | None,
+) -> tuple[DebateContext, Transcript]:
+    """The agents' context (strategy stream of ``seed``) and the empty transcript."""
+    ctx = DebateContext(
+        config=config, rng=strategy_rng(seed), debate_id=debate_id, item=item, top_claim=claim
+    )
+    t = Transcript(
+        id=debate_id,
+        protocol=protocol,
+        config=config,
+        seed=seed,
+        agents={role: agent.name for role, agent in roles.items()},
+        item=item,
+    )
+    return ctx, t
+
+
+async def _answer(prover: Prover | NaiveProver, claim: Claim, ctx: DebateContext) -> int:
+    a = int(await prover.answer(claim, ctx))
+    if a not in (0, 1):
+        raise ProtocolViolation(f"the prover's answer is 0 or 1 (got {a})")
+    return a
+
+
 def _prefix_index(z: list[int]) -> int:
     v = 0
     for bit in z:
@@ -285,21 +303,9 @@ async def run_naive_recursive(
     A loses at once. At the leaf the judge rules; A's payoff is +1 iff the judge agrees with A.
     """
     seed = config.seed if seed is None else seed
-    ctx = DebateContext(
-        config=config, rng=strategy_rng(seed), debate_id=debate_id, item=item, top_claim=claim
-    )
-    t = Transcript(
-        id=debate_id,
-        protocol="naive-recursive",
-        config=config,
-        seed=seed,
-        agents={"prover": prover.name, "challenger": challenger.name, "judge": judge.name},
-        item=item,
-    )
-    claimed = int(await prover.answer(claim, ctx))
-    if claimed not in (0, 1):
-        raise ProtocolViolation(f"the prover's answer is 0 or 1 (got {claimed})")
-    ctx.answer = claimed
+    roles = {"prover": prover, "challenger": challenger, "judge": judge}
+    ctx, t = _start("naive-recursive", claim, roles, config, seed, debate_id, item)
+    claimed = ctx.answer = await _answer(prover, claim, ctx)
     current = claim
     for k in range(config.depth, 0, -1):
         dec = await prover.decompose(current, k, ctx)
