@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from llmdebate.errors import MissingAPIKeyError, UserError
+from llmdebate.errors import UserError
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -23,7 +23,7 @@ from llmdebate.models.base import (
     ModelOutput,
     TransientError,
 )
-from llmdebate.models.http_errors import is_local_url, map_sdk_error
+from llmdebate.models.http_errors import api_key, map_sdk_error
 
 LOCAL_DUMMY_KEY = "sk-ant-local-no-key"
 
@@ -51,16 +51,12 @@ class AnthropicBackend(Backend):
         self.name = name
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        variable = api_key_env or "ANTHROPIC_API_KEY"
-        key = os.environ.get(variable)
-        if not key:
-            if not is_local_url(self.base_url):
-                raise MissingAPIKeyError(variable, "Anthropic")
-            key = LOCAL_DUMMY_KEY
-        self._secret = key
+        self._secret = api_key(
+            api_key_env or "ANTHROPIC_API_KEY", "Anthropic", self.base_url, LOCAL_DUMMY_KEY
+        )
         self.send_temperature = send_temperature
         self._client = self._sdk.AsyncAnthropic(
-            api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
         )
 
     @property

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from llmdebate.errors import ModelError
+from llmdebate.errors import MissingAPIKeyError, ModelError
 from llmdebate.models.base import TransientError, parse_retry_after
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -44,3 +45,16 @@ def is_local_url(url: str | None) -> bool:
 
     host = (urlparse(url).hostname or "").lower()
     return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.startswith("127.")
+
+
+def api_key(variable: str, provider: str, base_url: str | None, dummy: str) -> str:
+    """The key in ``variable``; a server on this machine may do without one (``dummy`` is sent).
+
+    Raises :class:`~llmdebate.errors.MissingAPIKeyError` naming the variable otherwise.
+    """
+    key = os.environ.get(variable)
+    if key:
+        return key
+    if is_local_url(base_url):
+        return dummy
+    raise MissingAPIKeyError(variable, provider)

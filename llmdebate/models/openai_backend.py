@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from llmdebate.errors import MissingAPIKeyError, ModelError
+from llmdebate.errors import ModelError
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -21,7 +21,7 @@ from llmdebate.models.base import (
     TokenLogprob,
     TransientError,
 )
-from llmdebate.models.http_errors import is_local_url, map_sdk_error
+from llmdebate.models.http_errors import api_key, map_sdk_error
 
 LOCAL_DUMMY_KEY = "sk-local-no-key"
 
@@ -49,20 +49,16 @@ class OpenAIBackend(Backend):
         self.name = name
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        variable = api_key_env or "OPENAI_API_KEY"
-        key = os.environ.get(variable)
-        if not key:
-            if not is_local_url(self.base_url):
-                raise MissingAPIKeyError(variable, "OpenAI")
-            key = LOCAL_DUMMY_KEY
-        self._secret = key
+        self._secret = api_key(
+            api_key_env or "OPENAI_API_KEY", "OpenAI", self.base_url, LOCAL_DUMMY_KEY
+        )
         # Servers other than OpenAI's mostly know only max_tokens; OpenAI's newer models
         # require max_completion_tokens.
         self.max_tokens_param = max_tokens_param or (
             "max_tokens" if self.base_url else "max_completion_tokens"
         )
         self._client = self._sdk.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
         )
 
     @property
