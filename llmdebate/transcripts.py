@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from llmdebate.errors import TranscriptError
+from llmdebate.errors import RuleError, TranscriptError
 from llmdebate.jsonl import first_error, iter_json_lines
 from llmdebate.schemas import Transcript
 
@@ -26,6 +26,8 @@ def read_transcripts(path: str | Path) -> Iterator[Transcript]:
             yield Transcript.model_validate(data)
         except ValidationError as exc:
             raise TranscriptError(f"{path}:{lineno}: {first_error(exc)}") from None
+        except RuleError as exc:
+            raise TranscriptError(f"{path}:{lineno}: {exc}") from None
 
 
 def append_transcript(path: str | Path, transcript: Transcript) -> None:

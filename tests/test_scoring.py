@@ -130,3 +130,21 @@ def test_malformed_transcript_file_is_one_line_naming_file_and_line(
         fh.write("not json\n")
     assert main(["score", str(tmp_path / "missing.jsonl")]) == 2
     assert "no such transcript file" in capsys.readouterr().err
+
+
+def test_a_rule_naming_a_missing_subclaim_is_one_line_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t = run(DebateConfig(depth=1, width=2))
+    bad = t.model_dump_json().replace(
+        '"kind":"and","k":null,"expr":null', '"kind":"expr","k":null,"expr":"y1 & y3"'
+    )
+    assert bad != t.model_dump_json()
+    path = tmp_path / "t.jsonl"
+    path.write_text(t.model_dump_json() + "\n" + bad + "\n")
+    assert main(["score", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: {path}:2: rule expression 'y1 & y3': names subclaim y3, "
+        "but the decomposition has y1..y2"
+    )
