@@ -2,10 +2,10 @@
 
 Where the templates live: the canonical files are the top-level ``prompts/`` folder of the
 repository (found next to the package in a source checkout or an editable install). An
-installed wheel carries the same files as ``llmdebate/_prompts/`` (pyproject maps the folder). A user
-points at their own folder (``prompts_dir`` in a run config, ``--prompts-dir`` on the command
-line); a file there overrides the default of the same name, and acts it does not define keep
-the defaults.
+installed wheel carries the same files as ``llmdebate/_prompts/`` (pyproject maps the
+folder). A user points at their own folder (``prompts_dir`` in a run config,
+``--prompts-dir`` on the command line); a file there overrides the default of the same
+name, and acts it does not define keep the defaults.
 
 A template defines ``{% block system %}`` and ``{% block user %}`` (either may be absent);
 each block becomes one chat message. Dataset text is only ever passed as a *variable*: it is
