@@ -47,7 +47,11 @@ NOTES = [
     "  only on (b_<=j, z_<j), but not for this prover. Example (d=1, q=2): B must put almost no",
     "  mass on 'both clean' (so that E[M_D] ~ p_1 ~ 0). After a draw z_1 = 1 it then says",
     "  b_2 ~ 0, A recurses",
-    "  on y_2 with p_0 ~ 0, and y_2 is clean on half of the instances.",
+    "  on y_2 with p_0 ~ 0, and y_2 is clean on half of the instances. Such a B is",
+    "  indistinguishable from the truth for any test that cannot locate the factor, so it is the",
+    "  proof's step from indistinguishability to a small reward that fails; a B best-responding",
+    "  to this prover (e.g. p = 0.79 everywhere at ε = 0.2) would push its payoff below 0, so the",
+    "  statement of the lemma is not contradicted (docs/protocol.md).",
 ]
 
 
