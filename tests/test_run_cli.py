@@ -127,3 +127,24 @@ def test_resume_keeps_what_was_written(tmp_path: Path) -> None:
     assert main(["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]) == 0
     assert (run_dir / "transcripts.jsonl").read_bytes().startswith(first)
     assert len((run_dir / "transcripts.jsonl").read_text().splitlines()) == 8
+
+
+def _without_timing(line: str) -> dict:
+    t = json.loads(line)
+    t["meta"].pop("wall_s")
+    for call in t["calls"]:
+        call.pop("latency_s"), call.pop("cached")
+    return t
+
+
+def test_a_run_replays_bit_for_bit(tmp_path: Path) -> None:
+    """The same config and seed give the same debates: every draw, probability and reward."""
+    cfg = config_file(tmp_path, debate={"depth": 2, "width": 2, "seed": 0})
+    outs = []
+    for name in ("a", "b"):
+        argv = ["run", "--config", str(cfg), "--run-dir", str(tmp_path / name), "--quiet"]
+        assert main([*argv, "--limit", "4", "--max-concurrency", "3"]) == 0
+        lines = (tmp_path / name / "transcripts.jsonl").read_text().splitlines()
+        outs.append(sorted((_without_timing(x) for x in lines), key=lambda t: t["id"]))
+    assert len(outs[0]) == 4 and outs[0] == outs[1]
+    assert len({t["seed"] for t in outs[0]}) == 4
