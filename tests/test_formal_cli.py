@@ -76,6 +76,7 @@ def test_formal_json_naive_monte_carlo(capsys: pytest.CaptureFixture[str]) -> No
     res = json.loads(out)
     assert code == 0 and res["payoff_stderr"] > 0
     assert 0.8 < res["prover_win_rate"] <= 1.0 and res["prover_accuracy"] == 0.0
+    assert res["normalized_payoff"] is None and res["completeness_bound"] is None
 
 
 @pytest.mark.parametrize(

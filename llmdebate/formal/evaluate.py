@@ -127,7 +127,9 @@ def evaluate(
             mc = monte_carlo_naive(ng, samples, seed)
             pay, se, acc, win, win_se = mc.mean, mc.stderr, mc.accuracy, mc.win_rate, mc.win_stderr
             out["samples"] = mc.n
+        # the payoff is ±1, not in units of r^(d+1): the prover-estimator fields are null
         out.update(expected_payoff=pay, payoff_stderr=se, prover_accuracy=acc)
+        out.update(normalized_payoff=None, completeness_bound=None)
         out.update(prover_win_rate=win, win_rate_stderr=win_se)
         return out
     pol = make_prover(prover, prob, epsilon)
