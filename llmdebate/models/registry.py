@@ -19,7 +19,15 @@ from llmdebate.models.pricing import Prices
 from llmdebate.models.wrapper import Model
 
 ACCEPTED = "openai/<model>, anthropic/<model>, hf/<dir or .gguf>, local, scripted"
-_WRAPPER_OPTIONS = ("on_call", "retry_base_delay", "retry_max_delay", "max_retry_after", "cache")
+_WRAPPER_OPTIONS = (
+    "on_call",
+    "retry_base_delay",
+    "retry_max_delay",
+    "max_retry_after",
+    "cache",
+    "requests_per_minute",
+    "tokens_per_minute",
+)
 
 # Local weights are large: every get_model("local") with the same settings shares one
 # backend (one copy of the weights, one batching worker).
@@ -45,6 +53,7 @@ def get_model(
     (default ``$LLMDEBATE_CACHE_DIR`` or ``~/.cache/llmdebate``). ``max_concurrency`` bounds
     requests in flight (None: 8 for HTTP providers, 64 for local and scripted). Wrapper
     options: ``on_call``, ``retry_base_delay``, ``retry_max_delay``, ``max_retry_after``,
+    ``requests_per_minute``, ``tokens_per_minute``,
     ``cache``; the rest go to the backend (e.g. ``timeout``, ``max_batch``, ``backend``).
     """
     wrapper_kw = {k: options.pop(k) for k in _WRAPPER_OPTIONS if k in options}

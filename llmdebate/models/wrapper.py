@@ -51,6 +51,7 @@ from llmdebate.models.probability import (
     parse_probability,
     with_instruction,
 )
+from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
 from llmdebate.schemas import Estimate, ModelCallRecord
 
 _CONTEXT: ContextVar[tuple[str, str]] = ContextVar("llmdebate_call_context", default=("", ""))
@@ -82,6 +83,8 @@ class Model:
     default). ``max_retries`` is the number of re-sends after the first attempt, with
     exponential backoff and jitter starting at ``retry_base_delay`` seconds, or the server's
     ``Retry-After`` when it sends one (capped at ``max_retry_after``).
+    ``requests_per_minute`` / ``tokens_per_minute`` optionally pace the requests sent
+    (:mod:`llmdebate.models.ratelimit`); cache hits are not paced.
     """
 
     def __init__(
@@ -98,6 +101,8 @@ class Model:
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 30.0,
         max_retry_after: float = 60.0,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
     ) -> None:
         if max_retries < 0:
             raise UserError(f"max_retries must be >= 0 (got {max_retries})")
@@ -111,6 +116,7 @@ class Model:
         self.prices = prices
         self.on_call = on_call
         self.usage = Usage()
+        self.rate = RateLimiter(requests_per_minute, tokens_per_minute)
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
         self.max_retry_after = max_retry_after
@@ -220,6 +226,8 @@ class Model:
         try:
             async for attempt in retrying:
                 with attempt:
+                    if self.rate.active:
+                        await self.rate.acquire(estimate_tokens(messages, config.max_tokens))
                     async with self._semaphore():
                         start = time.perf_counter()
                         out = await self.backend.generate(messages, config, sample_index)
