@@ -29,9 +29,15 @@ class ExactResult:
     accuracy: np.ndarray
     win: np.ndarray | None = None
     states: int = 0
+    by_round: np.ndarray | None = None  # (instances, d+2): E[r_init], E[r_d], ..., E[r_0]
 
     def mean(self, weights: np.ndarray) -> float:
         return float(weights @ self.payoff)
+
+    def round_means(self, weights: np.ndarray) -> list[float]:
+        """E[r_init], E[r_d], ..., E[r_0] averaged over instances (they sum to the payoff)."""
+        assert self.by_round is not None
+        return [float(v) for v in weights @ self.by_round]
 
 
 def _merge(
@@ -58,7 +64,7 @@ def exact_prover_estimator(game: Game) -> ExactResult:
     prob, prover, est = game.problem, game.prover, game.estimator
     d, q, r = prob.depth, prob.width, game.r
     n_inst = prob.n
-    payoff = np.zeros(n_inst)
+    by_round = np.zeros((n_inst, d + 2))  # column 0: r_init; column d + 1 - k: r_k
     accuracy = np.zeros(n_inst)
     all_inst = np.arange(n_inst)
 
@@ -69,7 +75,7 @@ def exact_prover_estimator(game: Game) -> ExactResult:
         w_l.append(np.broadcast_to(np.asarray(pa, dtype=float), (n_inst,)))
     inst, a, w = np.concatenate(inst_l), np.concatenate(a_l), np.concatenate(w_l)
     p = est.top(inst)
-    payoff += np.bincount(
+    by_round[:, 0] += np.bincount(
         inst, weights=w * scoring.expected_init_reward(r, d, p, a), minlength=n_inst
     )
     accuracy += np.bincount(inst, weights=w * (a == prob.top_truth()[inst]), minlength=n_inst)
@@ -88,7 +94,7 @@ def exact_prover_estimator(game: Game) -> ExactResult:
         em = joint @ rule.table.astype(np.float64)
         for s, ps in prover.direction(inst, k, node, p):
             rew = scoring.expected_round_reward(r, k, s, em, p)
-            payoff += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
+            by_round[:, d + 1 - k] += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
         n = len(inst)
         b = path_probabilities(levels).reshape(n * (1 << q), q)
         z = np.tile(bits, (n, 1))
@@ -117,8 +123,9 @@ def exact_prover_estimator(game: Game) -> ExactResult:
         po = game.judge.prob_true(inst, node)
         for s, ps in prover.direction(inst, 0, node, p):
             rew = scoring.leaf_reward(r, s, po, p)
-            payoff += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
-    return ExactResult(payoff=payoff, accuracy=accuracy, states=states)
+            by_round[:, d + 1] += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
+    payoff = scoring.total(by_round[:, i] for i in range(d + 2))
+    return ExactResult(payoff=payoff, accuracy=accuracy, states=states, by_round=by_round)
 
 
 def exact_naive(game: NaiveGame) -> ExactResult:

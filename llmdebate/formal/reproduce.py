@@ -138,9 +138,14 @@ def obfuscation_rows(eps: float, rho: float, depth: int, q: int, n: int, seed: i
         ex = exact_prover_estimator(game)
         val = ex.mean(prob.weights)
         norm = float(scoring.normalized(val, r, depth))
+        parts = ex.round_means(prob.weights)
         rows.append(
             {
                 "section": "obfuscation",
+                "prover": prover,
+                "by_round": dict(
+                    zip(["r_init", *(f"r_{k}" for k in range(depth, -1, -1))], parts, strict=True)
+                ),
                 "check": (
                     f"prover-estimator: {prover} vs calibrated-ignorant, normalized payoff {target}"
                 ),
@@ -337,6 +342,10 @@ def to_markdown(table: dict[str, Any]) -> str:
             ]
             out.append("| " + " | ".join([*cells, _fmt(result)]) + " |")
         out.append("")
+        for r in rows:
+            if r.get("by_round"):
+                parts = ", ".join(f"E[{k}] = {_fmt(v)}" for k, v in r["by_round"].items())
+                out += [f"Where the {r['prover']} prover's payoff comes from: {parts}.", ""]
     failed = {r["section"] for r in table["rows"] if r["passed"] is False}
     if failed & {"obfuscation", "soundness"}:
         out += ["## Notes on rows not passed", "", *NOTES, ""]
