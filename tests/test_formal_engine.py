@@ -220,3 +220,12 @@ def test_naive_engine_agrees_with_exact() -> None:
         prob, ng.prover, EstimatorChallenger(make_estimator("omniscient", prob)), ng.judge
     )
     assert float(prob.weights @ exact_naive(omni).win) == 0.0
+
+
+def test_the_minimal_obfuscation_example_pays_a_quarter_at_the_leaf() -> None:
+    """d=1, q=2 (docs/protocol.md): B's draw z_1 = 1 forces b_2 = 0; A recurses there."""
+    g = game("interval", "dishonest", "calibrated-ignorant", d=1, q=2, n=16)
+    ex = exact_prover_estimator(g)
+    w = g.problem.weights
+    assert ex.round_means(w) == pytest.approx([0.0, 0.0, 0.25])
+    assert sum(ex.round_means(w)) == pytest.approx(ex.mean(w))
