@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from llmdebate.formal.problems.base import TreeProblem
@@ -21,16 +23,18 @@ from llmdebate.formal.tables import Levels, independent_levels, levels_from_join
 DEFAULT_BIAS = 0.3
 
 
-class EstimatorPolicy:
+class EstimatorPolicy(ABC):
     """B's numbers for a batch of debates (one current claim and its p_k per row)."""
 
     name = "estimator"
 
+    @abstractmethod
     def top(self, inst: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """p_d for each instance."""
 
+    @abstractmethod
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
-        raise NotImplementedError
+        """B's conditional probabilities at every prefix for the current claim of each row."""
 
 
 class Omniscient(EstimatorPolicy):

@@ -12,32 +12,36 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from llmdebate.formal.problems.base import TreeProblem, believed_values
 from llmdebate.formal.strategies.alternatives import Alternatives, deterministic, uniform
 
 
-class ProverPolicy:
+class ProverPolicy(ABC):
     """The decisions of prover A for a batch of debates."""
 
     name = "prover"
 
+    @abstractmethod
     def answer(self, inst: np.ndarray) -> Alternatives:
-        raise NotImplementedError
+        """A's top answer a for each instance."""
 
     def stops(self, inst: np.ndarray, p: np.ndarray, a: np.ndarray) -> np.ndarray:
         """True where A sets every direction to 0 after seeing p_d (rest_zero at k = d)."""
         return np.zeros(len(inst), dtype=bool)
 
+    @abstractmethod
     def direction(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Alternatives:
-        raise NotImplementedError
+        """s_k at the current claim (node) given B's p_k."""
 
+    @abstractmethod
     def choose(
         self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
     ) -> Alternatives:
         """Recursion index given B's path probabilities b (n, q) and the draws z (n, q)."""
-        raise NotImplementedError
 
 
 class BeliefProver(ProverPolicy):
