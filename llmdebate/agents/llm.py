@@ -41,6 +41,20 @@ def _context_text(item: dict[str, Any] | None) -> str | None:
     return ctx if isinstance(ctx, str) and ctx.strip() else None
 
 
+def claim_messages(prompts: Prompts, claim: Claim, ctx: DebateContext) -> list[dict[str, str]]:
+    """The ``estimate`` prompt for a claim on its own (no parent, no earlier outcomes)."""
+    return prompts.render(
+        "estimate",
+        claim=claim.text,
+        parent=None,
+        rule=None,
+        subclaims=None,
+        index=None,
+        outcomes=[],
+        context=_context_text(current_item(ctx.item)),
+    )
+
+
 async def ask_structured(
     model: Model,
     messages: list[dict[str, str]],
@@ -167,16 +181,7 @@ class LLMProver:
         memo = self.beliefs.setdefault(ctx.debate_id, {})
         if claim.text in memo:
             return memo[claim.text]
-        messages = self.prompts.render(
-            "estimate",
-            claim=claim.text,
-            parent=None,
-            rule=None,
-            subclaims=None,
-            index=None,
-            outcomes=[],
-            context=_context_text(current_item(ctx.item)),
-        )
+        messages = claim_messages(self.prompts, claim, ctx)
         with recording(ctx.calls):
             est = await self.model.probability(
                 messages, self.belief_method, samples=self.samples, role="prover", act="belief"
@@ -338,16 +343,7 @@ class LLMEstimator:
         )
 
     async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
-        messages = self.prompts.render(
-            "estimate",
-            claim=claim.text,
-            parent=None,
-            rule=None,
-            subclaims=None,
-            index=None,
-            outcomes=[],
-            context=_context_text(current_item(ctx.item)),
-        )
+        messages = claim_messages(self.prompts, claim, ctx)
         with recording(ctx.calls):
             return await self._probability(messages, "estimate")
 
