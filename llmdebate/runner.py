@@ -45,6 +45,7 @@ from llmdebate.jsonl import iter_json_lines
 from llmdebate.models import Model
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
+from llmdebate.redact import is_protected
 from llmdebate.run_summary import summarize
 from llmdebate.schemas import Transcript
 from llmdebate.transcripts import append_transcript
@@ -203,6 +204,8 @@ def run(
         ids=ds.ids,
         password=ds.password,
     )
+    if any(is_protected(it) for it in items):  # no on-disk cache of protected text
+        config = config.model_copy(update={"use_cache": False})
     prepare_run_dir(config, run_dir)
     out = run_dir / TRANSCRIPTS_FILE
     repair_transcripts(out)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from llmdebate.errors import RuleError, TranscriptError
 from llmdebate.jsonl import first_error, iter_json_lines
+from llmdebate.redact import redact
 from llmdebate.schemas import Transcript
 
 
@@ -33,10 +34,11 @@ def read_transcripts(path: str | Path) -> Iterator[Transcript]:
 def append_transcript(path: str | Path, transcript: Transcript) -> None:
     """Append one transcript as a single line, flushed and fsynced, so no line is ever torn.
 
+    A transcript of a protected item (GPQA) is redacted first (:mod:`llmdebate.redact`).
     One ``write`` of the whole line on a file opened in append mode: a crash leaves either the
     whole line or, at worst, a partial last line without newline that readers report.
     """
-    line = transcript.model_dump_json() + "\n"
+    line = redact(transcript).model_dump_json() + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode("utf-8"))

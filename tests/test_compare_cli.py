@@ -27,7 +27,7 @@ ITEMS = [
 ]
 
 
-def _roles(cfg: object, prompts_dir: object) -> RoleModels:
+def _roles(cfg: object, prompts_dir: object, use_cache: bool = True) -> RoleModels:
     def judge_p(messages: list[dict[str, str]]) -> float:  # always picks the first option
         return 0.7
 

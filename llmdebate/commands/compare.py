@@ -11,7 +11,7 @@ import click
 from llmdebate.errors import UserError
 
 
-def _roles(cfg, prompts_dir: str | None):  # type: ignore[no-untyped-def]
+def _roles(cfg, prompts_dir: str | None, use_cache: bool = True):  # type: ignore[no-untyped-def]
     from llmdebate.models import get_model
     from llmdebate.prompts import Prompts
     from llmdebate.protocols.common import RoleModels
@@ -19,7 +19,7 @@ def _roles(cfg, prompts_dir: str | None):  # type: ignore[no-untyped-def]
     cache: dict[str, object] = {}
     for name in (cfg.models.debater, cfg.models.estimator, cfg.models.judge):
         if name not in cache:
-            cache[name] = get_model(name)
+            cache[name] = get_model(name, use_cache=use_cache)
     return RoleModels(
         debater=cache[cfg.models.debater],
         estimator=cache[cfg.models.estimator],
@@ -80,7 +80,10 @@ def command(
         transcripts = latest(run_dir / "transcripts.jsonl", cfg, items)
     else:
         save_config(cfg, run_dir)
-        roles = _roles(cfg, prompts_dir)
+        from llmdebate.redact import is_protected
+
+        # no on-disk response cache for protected items (GPQA)
+        roles = _roles(cfg, prompts_dir, use_cache=not any(is_protected(it) for it in items))
         click.echo(f"run directory: {run_dir} ({len(items)} items, {', '.join(cfg.protocols)})")
         transcripts = asyncio.run(
             run_comparison(cfg, roles, items, run_dir, progress=lambda s: click.echo(s, err=True))
