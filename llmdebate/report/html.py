@@ -26,7 +26,8 @@ font-size:.9em;vertical-align:top}th{background:#f2f2f2}
 details{margin:.25em 0 .25em .6em}summary{cursor:pointer}
 .debate{border:1px solid #ddd;border-radius:4px;padding:.2em .6em;margin:.4em 0}
 .tree ul{list-style:none;padding-left:1.3em;border-left:1px dashed #bbb}
-.tree li{margin:.25em 0}.path{background:#eef6ff;border-left:3px solid #4C78A8}
+.tree li{margin:.25em 0;background:#fff}
+.tree li.path{background:#eef6ff;border-left:3px solid #4C78A8}
 .claim{font-weight:600}.k{color:#666;font-size:.85em}
 .win{color:#2a7a2a;font-weight:600}.lose{color:#b02a2a;font-weight:600}
 pre{white-space:pre-wrap;background:#f8f8f8;padding:.4em;margin:.2em 0;font-size:.85em}
