@@ -148,3 +148,26 @@ def test_a_rule_naming_a_missing_subclaim_is_one_line_with_file_and_line(
         f"error: {path}:2: rule expression 'y1 & y3': names subclaim y3, "
         "but the decomposition has y1..y2"
     )
+
+
+@given(
+    st.floats(0.01, 0.49),
+    st.floats(0.01, 0.99),
+    st.integers(0, 3),
+    st.integers(1, 4),
+    st.integers(0, 2**31),
+    st.booleans(),
+)
+@settings(max_examples=60, deadline=None)
+def test_every_debate_rescores_to_the_last_bit_after_a_json_round_trip(
+    eps: float, rho: float, depth: int, width: int, seed: int, expected: bool
+) -> None:
+    cfg = DebateConfig(
+        epsilon=eps, rho=rho, depth=depth, width=width, seed=seed, expected_rewards=expected
+    )
+    t = run(cfg)
+    back = Transcript.model_validate_json(t.model_dump_json())
+    s = scoring.score_transcript(back)
+    assert s.mismatches == []
+    assert s.total == t.total == scoring.total([t.init.reward, *(r.reward for r in t.rounds)])  # type: ignore[union-attr]
+    assert len(t.rounds) == depth + 1 and all(len(r.z) == width for r in t.rounds[:-1])
