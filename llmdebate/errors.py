@@ -50,11 +50,32 @@ class MissingAPIKeyError(UserError):
 
 
 class ModelError(LLMDebateError):
-    """A model call that failed after its retries (network, server, or invalid output)."""
+    """A model call that failed; it ends the debate that made it (recorded ``failed``).
+
+    Subclasses say why. Errors that no debate can survive derive from :class:`FatalModelError`
+    instead, and stop the run.
+    """
 
 
 class InvalidOutputError(ModelError):
     """A model's reply that did not validate against the expected schema after re-asking."""
+
+
+class RequestRejectedError(ModelError):
+    """The server refused this request for what it contains (HTTP 400/413/422: the prompt is
+    too long, content filtered, an unencodable string): not retried, the debate fails."""
+
+
+class RetriesExhaustedError(ModelError):
+    """Transient failures (429, 5xx, timeouts, malformed bodies) outlasted every retry."""
+
+
+class FatalModelError(LLMDebateError):
+    """A model failure no debate can survive: the run stops (and still writes its summary)."""
+
+
+class AuthenticationError(FatalModelError):
+    """The server refused the credentials (HTTP 401/403) or the key is malformed."""
 
 
 def require(module: str, extra: str) -> object:
