@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "llmdebate.commands.reproduce",
     "llmdebate.commands.run",
     "llmdebate.commands.compare",
+    "llmdebate.commands.report",
 ]
 
 
@@ -43,7 +44,7 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line and exit 2; no traceback."""
     try:
-        cli.main(args=argv, prog_name="llmdebate", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="llmdebate", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

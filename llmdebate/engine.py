@@ -33,6 +33,7 @@ from llmdebate.schemas import (
     Decomposition,
     Estimate,
     InitRecord,
+    ModelCallRecord,
     RoundRecord,
     Transcript,
     Verdict,
@@ -106,6 +107,7 @@ async def run_prover_estimator(
     seed: int | None = None,
     debate_id: str = "debate-0",
     item: dict[str, Any] | None = None,
+    calls: list[ModelCallRecord] | None = None,
 ) -> Transcript:
     """One prover-estimator debate (Figure 2) on ``claim``.
 
@@ -118,7 +120,7 @@ async def run_prover_estimator(
     d = config.depth
     draw = protocol_rng(seed)
     roles = {"prover": prover, "estimator": estimator, "judge": judge}
-    ctx, t = _start("prover-estimator", claim, roles, config, seed, debate_id, item)
+    ctx, t = _start("prover-estimator", claim, roles, config, seed, debate_id, item, calls)
     a = ctx.answer = await _answer(prover, claim, ctx)
     est = await estimator.estimate(claim, ctx)
     p = est.value
@@ -144,7 +146,7 @@ async def run_prover_estimator(
             break
         s = choice.value
         if k == 0:
-            fresh = DebateContext(config=config, rng=ctx.rng, debate_id=debate_id, calls=ctx.calls)
+            fresh = ctx.fresh()
             ev = await prover.evidence(current, fresh)
             rec = RoundRecord(k=0, claim=current, p=p, direction=s, evidence=ev)
             t.rounds.append(rec)
@@ -223,10 +225,20 @@ def _start(
     seed: int,
     debate_id: str,
     item: dict[str, Any] | None,
+    calls: list[ModelCallRecord] | None,
 ) -> tuple[DebateContext, Transcript]:
-    """The agents' context (strategy stream of ``seed``) and the empty transcript."""
+    """The agents' context (strategy stream of ``seed``) and the empty transcript.
+
+    ``calls`` is the debate's call log: the context appends every model call to it (a new list
+    when None), and the transcript keeps it.
+    """
     ctx = DebateContext(
-        config=config, rng=strategy_rng(seed), debate_id=debate_id, item=item, top_claim=claim
+        config=config,
+        rng=strategy_rng(seed),
+        debate_id=debate_id,
+        item=item,
+        top_claim=claim,
+        calls=calls if calls is not None else [],
     )
     t = Transcript(
         id=debate_id,
@@ -296,6 +308,7 @@ async def run_naive_recursive(
     seed: int | None = None,
     debate_id: str = "debate-0",
     item: dict[str, Any] | None = None,
+    calls: list[ModelCallRecord] | None = None,
 ) -> Transcript:
     """Naive recursive debate: A states the truth of every subclaim, the opponent challenges one.
 
@@ -304,7 +317,7 @@ async def run_naive_recursive(
     """
     seed = config.seed if seed is None else seed
     roles = {"prover": prover, "challenger": challenger, "judge": judge}
-    ctx, t = _start("naive-recursive", claim, roles, config, seed, debate_id, item)
+    ctx, t = _start("naive-recursive", claim, roles, config, seed, debate_id, item, calls)
     claimed = ctx.answer = await _answer(prover, claim, ctx)
     current = claim
     for k in range(config.depth, 0, -1):
@@ -332,7 +345,7 @@ async def run_naive_recursive(
             raise ProtocolViolation(f"round {k}: challenge index {j} outside 0..{dec.width - 1}")
         rec.recurse = j
         current, claimed = dec.subclaims[j], values[j]
-    fresh = DebateContext(config=config, rng=ctx.rng, debate_id=debate_id, calls=ctx.calls)
+    fresh = ctx.fresh()
     ev = await prover.evidence(current, fresh)
     leaf = RoundRecord(k=0, claim=current, claimed=claimed, evidence=ev)
     t.rounds.append(leaf)

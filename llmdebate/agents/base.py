@@ -27,10 +27,11 @@ from llmdebate.schemas import (
 
 @dataclass
 class DebateContext:
-    """What an agent may see of the debate so far.
+    """What an agent may see of the debate so far, and where its model calls are logged.
 
     ``rng`` is the strategy stream (separate from the protocol's draws, so a random strategy
-    never shifts ẑ or z_i); ``calls`` collects every model call made for this debate.
+    never shifts ẑ or z_i); ``item`` is the dataset item (its passage may be shown, its gold
+    answer never); ``calls`` is the debate's call log: agents pass it to every model call.
     """
 
     config: DebateConfig
@@ -41,6 +42,17 @@ class DebateContext:
     calls: list[ModelCallRecord] = field(default_factory=list)
     answer: int | None = None
     top_claim: Claim | None = None
+
+    def fresh(self) -> DebateContext:
+        """The context of the leaf acts (Figure 2, step 3(b)): no debate history is shown, but
+        the item and the call log stay, so nothing is lost from the record."""
+        return DebateContext(
+            config=self.config,
+            rng=self.rng,
+            debate_id=self.debate_id,
+            item=self.item,
+            calls=self.calls,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,39 @@
-"""Building the models and agents of a run from its configuration."""
+"""The models of a run and the agents of each debate, built from the role settings.
+
+:func:`build_models` makes one :class:`~llmdebate.models.Model` per role (roles with the same
+settings share one). A :class:`Team` holds the models, prompts and settings of a run and makes
+fresh agents for every debate, so no agent carries state from one debate into another.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmdebate.agents.base import Estimator, Judge
+from llmdebate.agents.base import Judge
 from llmdebate.agents.judges import DeferredJudge, LLMJudge, OracleJudge
 from llmdebate.agents.llm import LLMEstimator, LLMProver
-from llmdebate.config import ModelSettings, RunConfig
+from llmdebate.agents.naive import LLMChallenger, LLMNaiveProver
+from llmdebate.agents.settings import (
+    EstimatorSettings,
+    JudgeSettings,
+    ModelSettings,
+    ProverSettings,
+)
 from llmdebate.data.problems import claim_truth, formal_decomposition
 from llmdebate.errors import ConfigError
-from llmdebate.models import Model, get_model
+from llmdebate.models import GenerateConfig, Model, get_model
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
+from llmdebate.schemas import Claim, CombinationRule, Decomposition
 
 
 def _import_ref(ref: str) -> Any:
     """The object named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``."""
-    import importlib
-    import importlib.util
-
     module, _, attr = ref.rpartition(":")
     try:
         if module.endswith(".py"):
@@ -50,14 +61,18 @@ def _model_options(settings: ModelSettings) -> dict[str, Any]:
     return opts
 
 
-def build_models(config: RunConfig) -> dict[str, Model]:
+def build_models(
+    roles: dict[str, ModelSettings],
+    *,
+    cache_dir: str | None = None,
+    use_cache: bool = True,
+    model_concurrency: int | None = None,
+    max_retries: int = 4,
+) -> dict[str, Model]:
     """One :class:`Model` per role; roles with identical settings share one instance."""
     shared: dict[str, Model] = {}
     out: dict[str, Model] = {}
-    roles: dict[str, ModelSettings] = {"prover": config.prover, "estimator": config.estimator}
-    if config.judge.kind in ("llm", "oracle-or-llm"):
-        roles["judge"] = config.judge
-    cache_dir = Path(config.cache_dir).expanduser() if config.cache_dir else None
+    folder = Path(cache_dir).expanduser() if cache_dir else None
     for role, s in roles.items():
         key = json.dumps([s.model, s.base_url, s.api_key_env, s.options], sort_keys=True)
         if key not in shared:
@@ -65,59 +80,114 @@ def build_models(config: RunConfig) -> dict[str, Model]:
                 s.model,
                 base_url=s.base_url,
                 api_key_env=s.api_key_env,
-                cache_dir=cache_dir,
-                use_cache=config.use_cache,
-                max_concurrency=config.model_concurrency,
-                max_retries=config.max_retries,
+                cache_dir=folder,
+                use_cache=use_cache,
+                max_concurrency=model_concurrency,
+                max_retries=max_retries,
                 **_model_options(s),
             )
         out[role] = shared[key]
     return out
 
 
+def facts_decomposition(claim: Claim, item: dict[str, Any], width: int) -> Decomposition | None:
+    """AND(the item's gold facts hold, given them the claimed answer follows): top claim only."""
+    facts = [f.strip() for f in (item.get("facts") or []) if f.strip()]
+    if claim.id != "x" or not facts or width < 2:
+        return None
+    answer = claim.data.get("answer", "")
+    y1 = Claim(text="All of these are true: " + " ".join(facts), id="x.1", truth=1)
+    y2 = Claim(
+        text=f'Given that {" ".join(facts)} the answer to the question "{item["question"]}" '
+        f'is "{answer}".',
+        id="x.2",
+        truth=claim.truth,
+    )
+    return Decomposition(
+        subclaims=[y1, y2],
+        rule=CombinationRule(kind="and"),
+        rationale="gold facts of the item, then the inference from them",
+    )
+
+
+def item_decomposition(claim: Claim, item: dict[str, Any], width: int) -> Decomposition | None:
+    """The item's own decomposition of ``claim``: its problem's structure, else its gold facts."""
+    dec = formal_decomposition(claim, item.get("meta") or {}, width)
+    return dec if dec is not None else facts_decomposition(claim, item, width)
+
+
 @dataclass
-class Agents:
-    prover: LLMProver
-    estimator: Estimator
-    judge: Judge
-    models: dict[str, Model] = field(default_factory=dict)
+class Team:
+    """The models, prompts and role settings of a run; fresh agents for every debate."""
 
+    models: dict[str, Model]
+    prompts: Prompts
+    prover: ProverSettings
+    estimator: EstimatorSettings
+    judge: JudgeSettings
 
-def build_agents(config: RunConfig, models: dict[str, Model], prompts: Prompts) -> Agents:
-    p, e, j = config.prover, config.estimator, config.judge
-    prover = LLMProver(
-        models["prover"],
-        prompts,
-        direction=p.direction,
-        recursion=p.recursion,
-        belief_method=p.belief_method,
-        samples=p.samples,
-        temperature=p.temperature,
-        max_tokens=p.max_tokens,
-        max_attempts=p.max_attempts,
-        decomposer=p.decomposer,
-        formal=formal_decomposition,
-    )
-    estimator = LLMEstimator(
-        models["estimator"],
-        prompts,
-        method=e.method,
-        samples=e.samples,
-        temperature=e.temperature,
-        independent=e.independent,
-    )
-    judge: Judge
-    if j.kind == "deferred":
-        judge = DeferredJudge()
-    elif j.kind == "llm":
-        judge = LLMJudge(
-            models["judge"], prompts, method=j.method, samples=j.samples, temperature=j.temperature
+    def make_prover(self) -> LLMProver:
+        p = self.prover
+        return LLMProver(
+            self.models["prover"],
+            self.prompts,
+            direction=p.direction,
+            recursion=p.recursion,
+            belief_method=p.belief_method,
+            samples=p.samples,
+            temperature=p.temperature,
+            max_tokens=p.max_tokens,
+            max_attempts=p.max_attempts,
+            decomposer=p.decomposer,
+            formal=item_decomposition,
         )
-    else:
-        fallback = (
-            LLMJudge(models["judge"], prompts, method=j.method, samples=j.samples)
-            if j.kind == "oracle-or-llm"
-            else None
+
+    def make_estimator(self) -> LLMEstimator:
+        e = self.estimator
+        return LLMEstimator(
+            self.models["estimator"],
+            self.prompts,
+            method=e.method,
+            samples=e.samples,
+            temperature=e.temperature,
+            independent=e.independent,
         )
-        judge = OracleJudge(claim_truth, fallback=fallback)
-    return Agents(prover, estimator, judge, models)
+
+    def _llm_judge(self) -> LLMJudge:
+        j = self.judge
+        return LLMJudge(
+            self.models["judge"],
+            self.prompts,
+            method=j.method,
+            samples=j.samples,
+            temperature=j.temperature,
+        )
+
+    def make_judge(self) -> Judge:
+        kind = self.judge.kind
+        if kind == "deferred":
+            return DeferredJudge()
+        if kind == "llm":
+            return self._llm_judge()
+        fallback = self._llm_judge() if kind == "oracle-or-llm" else None
+        return OracleJudge(claim_truth, fallback=fallback)
+
+    def make_naive_prover(self, answer: int) -> LLMNaiveProver:
+        return LLMNaiveProver(
+            self.make_prover(),
+            self.models["prover"],
+            self.prompts,
+            answer=answer,
+            method=self.prover.belief_method,
+        )
+
+    def make_challenger(self) -> LLMChallenger:
+        return LLMChallenger(
+            self.models["estimator"], self.prompts, method=self.estimator.method
+        )
+
+    def speech_config(self) -> GenerateConfig:
+        """Generation settings of debaters' and consultants' speeches."""
+        return GenerateConfig(
+            temperature=self.prover.temperature, max_tokens=self.prover.max_tokens
+        )

@@ -6,10 +6,12 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from llmdebate.agents.base import DebateContext, Judge
+from llmdebate.agents.llm import ask_structured
 from llmdebate.agents.parsing import ReplyError
-from llmdebate.agents.recording import attach_recorder, current_item, recording
+from llmdebate.data.problems import claim_truth
+from llmdebate.elicit import estimate, parse_bool
 from llmdebate.errors import InvalidOutputError
-from llmdebate.models import GenerateConfig, Model, parse_bool
+from llmdebate.models import GenerateConfig, Model
 from llmdebate.prompts import Prompts
 from llmdebate.schemas import Claim, Evidence, Verdict
 
@@ -43,27 +45,24 @@ class LLMJudge:
         self.temperature = temperature
         self.max_attempts = max_attempts
         self.name = name or f"llm-judge:{model.name}"
-        attach_recorder(model)
 
     async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> Verdict:
-        item = current_item(ctx.item)
-        context = item.get("context") if item else None
+        context = ctx.item.get("context") if ctx.item else None
         messages = self.prompts.render(
             "judge", claim=claim.text, evidence=evidence.text, context=context or None
         )
         if self.method != "generate":
-            with recording(ctx.calls):
-                est = await self.model.probability(
-                    messages,
-                    self.method,
-                    samples=self.samples,
-                    temperature=self.temperature,
-                    role="judge",
-                    act="verdict",
-                )
+            est = await estimate(
+                self.model,
+                messages,
+                self.method,
+                samples=self.samples,
+                temperature=self.temperature,
+                role="judge",
+                act="verdict",
+                log=ctx.calls,
+            )
             return Verdict(value=int(est.value >= 0.5), probability=est.value, judge=self.name)
-        from llmdebate.agents.llm import ask_structured
-
         def parse(text: str) -> bool:
             v = parse_bool(text)
             if v is None:
@@ -105,19 +104,14 @@ class OracleJudge:
         fallback: Judge | None = None,
         name: str = "oracle",
     ) -> None:
-        if truth is None:
-            from llmdebate.data.problems import claim_truth
-
-            truth = claim_truth
-        self.truth = truth
+        self.truth = truth or claim_truth
         self.fallback = fallback
         self.name = name
 
     async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> Verdict | None:
         value = claim.truth
         if value is None:
-            item = current_item(ctx.item)
-            value = self.truth(claim.text, (item or {}).get("meta"))
+            value = self.truth(claim.text, (ctx.item or {}).get("meta"))
         if value is not None:
             return Verdict(value=int(value), probability=float(value), judge=self.name)
         if self.fallback is not None:

@@ -1,7 +1,9 @@
 """Language-model agents: the prover A and the estimator B of prover-estimator debate.
 
 Every model call goes through :class:`~llmdebate.models.Model` with a role and an act, and is
-recorded in the debate's ``calls`` (see :mod:`llmdebate.agents.recording`). Structured replies
+recorded in the call log of the debate's context (``ctx.calls``). One agent instance plays one
+debate (:mod:`llmdebate.agents.factory` builds them), so per-debate memory such as the
+prover's stated beliefs lives on the instance. Structured replies
 (decompositions, indices, directions) are validated; an invalid reply is re-asked with the
 validation error, at most ``max_attempts`` times, then :class:`InvalidOutputError` is raised
 (the runner records the debate as failed).
@@ -20,18 +22,18 @@ from llmdebate.agents.parsing import (
     parse_direction,
     parse_index,
 )
-from llmdebate.agents.recording import attach_recorder, current_item, recording
+from llmdebate.elicit import ProbMethod, estimate, estimates
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
 from llmdebate.prompts import Prompts, rule_text
 from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence
 
-ProbMethod = Literal["logprobs", "sampling", "verbalised"]
 DirectionMode = Literal["belief", "model"]
 RecursionMode = Literal["belief", "model"]
 Decomposer = Literal["model", "formal"]
 
 FormalDecomposer = Callable[[Claim, dict[str, Any], int], Decomposition | None]
+"""(claim, the dataset item, width) -> the item's own decomposition of the claim, or None."""
 
 
 def _context_text(item: dict[str, Any] | None) -> str | None:
@@ -51,7 +53,7 @@ def claim_messages(prompts: Prompts, claim: Claim, ctx: DebateContext) -> list[d
         subclaims=None,
         index=None,
         outcomes=[],
-        context=_context_text(current_item(ctx.item)),
+        context=_context_text(ctx.item),
     )
 
 
@@ -70,8 +72,7 @@ async def ask_structured(
     errors: list[str] = []
     convo = list(messages)
     for _ in range(max_attempts):
-        with recording(calls):
-            out = await model.generate(convo, config, role=role, act=act)
+        out = await model.generate(convo, config, role=role, act=act, log=calls)
         try:
             return parse(out.text)
         except ReplyError as exc:
@@ -126,8 +127,8 @@ class LLMProver:
         self.decomposer = decomposer
         self.formal = formal
         self.name = name or f"llm-prover:{model.name}"
-        self.beliefs: dict[str, dict[str, float]] = {}
-        attach_recorder(model)
+        self.beliefs: dict[str, float] = {}
+        """The prover's own probability of every claim it was asked about in this debate."""
 
     # ---------------------------------------------------------------- answers
     async def pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
@@ -177,21 +178,21 @@ class LLMProver:
 
     # ---------------------------------------------------------------- beliefs
     async def belief(self, claim: Claim, ctx: DebateContext) -> float:
-        """A's own probability that ``claim`` is true (memoised per debate)."""
-        memo = self.beliefs.setdefault(ctx.debate_id, {})
-        if claim.text in memo:
-            return memo[claim.text]
+        """A's own probability that ``claim`` is true (asked once per claim and debate)."""
+        if claim.text in self.beliefs:
+            return self.beliefs[claim.text]
         messages = claim_messages(self.prompts, claim, ctx)
-        with recording(ctx.calls):
-            est = await self.model.probability(
-                messages, self.belief_method, samples=self.samples, role="prover", act="belief"
-            )
-        memo[claim.text] = est.value
+        est = await estimate(
+            self.model,
+            messages,
+            self.belief_method,
+            samples=self.samples,
+            role="prover",
+            act="belief",
+            log=ctx.calls,
+        )
+        self.beliefs[claim.text] = est.value
         return est.value
-
-    def pop_beliefs(self, debate_id: str) -> dict[str, float]:
-        """The own probabilities A stated in a debate (and forget them)."""
-        return self.beliefs.pop(debate_id, {})
 
     # ---------------------------------------------------------------- the rounds
     async def direction(
@@ -228,9 +229,9 @@ class LLMProver:
 
     async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
         width = ctx.config.width
-        item = current_item(ctx.item)
+        item = ctx.item
         if self.decomposer == "formal" and self.formal is not None and item is not None:
-            dec = self.formal(claim, item.get("meta") or {}, width)
+            dec = self.formal(claim, item, width)
             if dec is not None:
                 return dec
         messages = self.prompts.render(
@@ -292,10 +293,11 @@ class LLMProver:
     async def evidence(self, claim: Claim, ctx: DebateContext) -> Evidence:
         """Evidence for the leaf, from a prompt holding only the claim (and the item's passage)."""
         messages = self.prompts.render(
-            "evidence", claim=claim.text, context=_context_text(current_item(ctx.item))
+            "evidence", claim=claim.text, context=_context_text(ctx.item)
         )
-        with recording(ctx.calls):
-            out = await self.model.generate(messages, self.gen, role="prover", act="evidence")
+        out = await self.model.generate(
+            messages, self.gen, role="prover", act="evidence", log=ctx.calls
+        )
         text = out.text.strip()
         if not text:
             raise InvalidOutputError("prover evidence: the model returned an empty reply")
@@ -329,23 +331,24 @@ class LLMEstimator:
         self.temperature = temperature
         self.independent = independent
         self.name = name or f"llm-estimator:{model.name}"
-        self._batches: dict[tuple[str, str], asyncio.Future[list[Estimate]]] = {}
-        attach_recorder(model)
+        self._batches: dict[str, asyncio.Future[list[Estimate]]] = {}
 
-    async def _probability(self, messages: list[dict[str, str]], act: str) -> Estimate:
-        return await self.model.probability(
+    async def _probability(
+        self, messages: list[dict[str, str]], act: str, ctx: DebateContext
+    ) -> Estimate:
+        return await estimate(
+            self.model,
             messages,
             self.method,
             samples=self.samples,
             temperature=self.temperature,
             role="estimator",
             act=act,
+            log=ctx.calls,
         )
 
     async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
-        messages = claim_messages(self.prompts, claim, ctx)
-        with recording(ctx.calls):
-            return await self._probability(messages, "estimate")
+        return await self._probability(claim_messages(self.prompts, claim, ctx), "estimate", ctx)
 
     def _messages(
         self,
@@ -367,7 +370,7 @@ class LLMEstimator:
                 {"index": j + 1, "text": subs[j].text, "value": int(v)}
                 for j, v in enumerate(prefix)
             ],
-            context=_context_text(current_item(ctx.item)),
+            context=_context_text(ctx.item),
         )
 
     async def conditional(
@@ -379,33 +382,28 @@ class LLMEstimator:
         ctx: DebateContext,
     ) -> Estimate:
         if not self.independent:
-            with recording(ctx.calls):
-                return await self._probability(
-                    self._messages(claim, decomposition, i, prefix, ctx), "conditional"
-                )
-        key = (ctx.debate_id, claim.id + "\n" + decomposition.model_dump_json())
+            return await self._probability(
+                self._messages(claim, decomposition, i, prefix, ctx), "conditional", ctx
+            )
+        key = claim.id + "\n" + decomposition.model_dump_json()
         fut = self._batches.get(key)
         if fut is None:
             batch = [
                 self._messages(claim, decomposition, j, (), ctx) for j in range(decomposition.width)
             ]
-            with recording(ctx.calls):
-                fut = asyncio.ensure_future(
-                    self.model.probabilities(
-                        batch,
-                        self.method,
-                        samples=self.samples,
-                        temperature=self.temperature,
-                        role="estimator",
-                        act="independent",
-                    )
+            fut = asyncio.ensure_future(
+                estimates(
+                    self.model,
+                    batch,
+                    self.method,
+                    samples=self.samples,
+                    temperature=self.temperature,
+                    role="estimator",
+                    act="independent",
+                    log=ctx.calls,
                 )
+            )
             self._batches[key] = fut
         ests = await fut
         e = ests[i]
         return e.model_copy(update={"evidence": {**e.evidence, "independent": True}})
-
-    def forget(self, debate_id: str) -> None:
-        """Drop the batched estimates kept for a finished debate."""
-        for key in [k for k in self._batches if k[0] == debate_id]:
-            del self._batches[key]

@@ -2,42 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from llmdebate.agents.recording import debate_log
-from llmdebate.protocols.common import ProtocolSettings, RoleModels, decided, draws, judge_choice
-from llmdebate.schemas import ModelCallRecord, Transcript
-
-VARIANTS = ("direct",)
+from llmdebate.agents.factory import Team
+from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.common import decided, judge_choice
+from llmdebate.schemas import Transcript
 
 
 async def run_direct(
-    item: Any,
-    roles: RoleModels,
-    settings: ProtocolSettings,
-    *,
-    variant: str = "direct",
-    seed: int = 0,
-    debate_id: str = "direct-0",
+    spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
 ) -> Transcript:
-    """One direct-judge decision on ``item`` between its gold answer and the distractor."""
-    dr = draws(item, seed)
-    calls: list[ModelCallRecord] = []
-    with debate_log(calls):
-        decision = await judge_choice(
-            roles, "direct_judge", dr.shown, question=item.question, context=item.context
-        )
+    """One direct-judge decision between the item's gold answer and its distractor."""
+    decision = await judge_choice(
+        team,
+        "direct_judge",
+        spec.shown,
+        log,
+        question=spec.item.question,
+        context=spec.item.context,
+    )
     return decided(
-        protocol="direct",
-        debate_id=debate_id,
-        item=item,
-        settings=settings,
-        seed=seed,
-        dr=dr,
-        agents={"judge": roles.judge.name},
+        spec,
+        settings,
+        agents={"judge": team.models["judge"].name},
         turns=[],
-        calls=calls,
+        log=log,
         decision=decision,
-        variant=variant,
         judge_round=0,
     )

@@ -1,36 +1,22 @@
-"""Two-sided debate (Khan et al. 2024; Michael et al. 2023).
+"""Two-sided debate: debaters A and B argue for the two options for n rounds; the judge decides.
 
-Debaters A and B are assigned opposite answers and argue for ``rounds`` rounds, either
-``sequential`` (B sees A's speech of the same round) or ``simultaneous`` (each sees only earlier
-rounds); the judge then picks. Paired design: every item is run twice with the answers' order
-swapped (variant ``order-0``: A defends the first shown option, which the judge also sees
-first; ``order-1``: the option order and the assignment are both swapped), so position bias
-cancels across the pair.
+Every item is run in both orders (variant ``order-0``: A defends ``shown[0]``; ``order-1``:
+A defends ``shown[1]``), so any advantage of speaking first or of an option's position cancels
+across the pair. ``mode``: ``sequential`` (B sees A's speech of the same round) or
+``simultaneous``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from llmdebate.agents.recording import debate_log
-from llmdebate.protocols.common import (
-    ProtocolSettings,
-    RoleModels,
-    decided,
-    draws,
-    judge_choice,
-    options_text,
-    transcript_text,
-)
-from llmdebate.schemas import ModelCallRecord, Transcript, Turn
-
-VARIANTS = ("order-0", "order-1")
-MODES = ("sequential", "simultaneous")
+from llmdebate.agents.factory import Team
+from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.common import decided, judge_choice, options_text, transcript_text
+from llmdebate.schemas import Transcript, Turn
 
 
 async def _speech(
-    roles: RoleModels,
-    item: Any,
+    team: Team,
+    spec: DebateSpec,
     options: tuple[str, str],
     who: str,
     position: str,
@@ -38,11 +24,12 @@ async def _speech(
     rnd: int,
     rounds: int,
     seen: list[Turn],
+    log: Log,
 ) -> Turn:
-    msgs = roles.prompts.render(
+    msgs = team.prompts.render(
         "two_sided_debater",
-        question=item.question,
-        context=item.context,
+        question=spec.item.question,
+        context=spec.item.context,
         options=options_text(options),
         position=position,
         opponent_position=opponent,
@@ -50,65 +37,45 @@ async def _speech(
         rounds=rounds,
         transcript=transcript_text(seen),
     )
-    out = await roles.debater.generate(
-        msgs, roles.generate_config(), role=who, act=f"argue round {rnd}"
+    out = await team.models["prover"].generate(
+        msgs, team.speech_config(), role=who, act=f"argue round {rnd}", log=log
     )
     return Turn(role=who, round=rnd, text=out.text, position=position)
 
 
 async def run_two_sided(
-    item: Any,
-    roles: RoleModels,
-    settings: ProtocolSettings,
-    *,
-    variant: str = "order-0",
-    seed: int = 0,
-    debate_id: str = "two-sided-0",
+    spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
 ) -> Transcript:
-    if variant not in VARIANTS:
-        raise ValueError(f"two-sided variant is one of {VARIANTS} (got {variant!r})")
-    if settings.mode not in MODES:
-        raise ValueError(f"two-sided mode is one of {MODES} (got {settings.mode!r})")
-    dr = draws(item, seed)
-    shown = dr.shown if variant == "order-0" else (dr.shown[1], dr.shown[0])
+    shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
     pos_a, pos_b = shown
-    calls: list[ModelCallRecord] = []
     turns: list[Turn] = []
-    with debate_log(calls):
-        for rnd in range(1, settings.rounds + 1):
-            before = list(turns)
-            a = await _speech(
-                roles, item, shown, "debater A", pos_a, pos_b, rnd, settings.rounds, before
-            )
-            seen_b = [*before, a] if settings.mode == "sequential" else before
-            b = await _speech(
-                roles, item, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b
-            )
-            turns += [a, b]
-        decision = await judge_choice(
-            roles,
-            "two_sided_judge",
-            shown,
-            question=item.question,
-            context=item.context,
-            transcript=transcript_text(turns),
+    for rnd in range(1, settings.rounds + 1):
+        before = list(turns)
+        a = await _speech(
+            team, spec, shown, "debater A", pos_a, pos_b, rnd, settings.rounds, before, log
         )
+        seen_b = [*before, a] if settings.mode == "sequential" else before
+        b = await _speech(
+            team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
+        )
+        turns += [a, b]
+    decision = await judge_choice(
+        team,
+        "two_sided_judge",
+        shown,
+        log,
+        question=spec.item.question,
+        context=spec.item.context,
+        transcript=transcript_text(turns),
+    )
+    debater = team.models["prover"].name
     return decided(
-        protocol="two-sided",
-        debate_id=debate_id,
-        item=item,
-        settings=settings,
-        seed=seed,
-        dr=dr,
-        agents={
-            "debater A": roles.debater.name,
-            "debater B": roles.debater.name,
-            "judge": roles.judge.name,
-        },
+        spec,
+        settings,
+        agents={"debater A": debater, "debater B": debater, "judge": team.models["judge"].name},
         turns=turns,
-        calls=calls,
+        log=log,
         decision=decision,
-        variant=variant,
         judge_round=settings.rounds + 1,
         order=list(shown),
         rounds=settings.rounds,

@@ -1,23 +1,42 @@
-"""Writing a comparison's outputs from its transcripts: JSON, Markdown, plots, HTML."""
+"""The report of a run directory, from its config.yaml and transcripts alone.
+
+``comparison.json`` (every metric), ``comparison.md`` (the tables), ``plots/*.png`` and one
+self-contained ``report.html``. Nothing here runs a debate or recomputes a reward other than
+through :mod:`llmdebate.scoring`.
+"""
 
 from __future__ import annotations
 
 import html
+import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from llmdebate.report import html as report_html
 from llmdebate.report import metrics, plots, tables
-from llmdebate.report.comparison import CompareConfig, write_json
+from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
 WEAK_MODELS = ("local",)
 
 
-def caveat(cfg: CompareConfig) -> str:
+def role_models(info: dict[str, Any]) -> dict[str, str]:
+    """The model string of every role of a run's config (``config.yaml`` as a mapping)."""
+    out = {}
+    for role in ("prover", "estimator", "judge"):
+        section = info.get(role) or {}
+        if role == "judge" and section.get("kind") in ("oracle", "deferred"):
+            out[role] = str(section.get("kind"))
+        else:
+            out[role] = str(section.get("model", "local"))
+    return out
+
+
+def caveat(info: dict[str, Any]) -> str:
     """What the numbers do and do not show (HTML, trusted text with escaped model names)."""
-    names = {cfg.models.debater, cfg.models.estimator, cfg.models.judge}
+    names = set(role_models(info).values()) - {"oracle", "deferred"}
     shown = html.escape(", ".join(sorted(names)))
     if names & set(WEAK_MODELS) or any(n.startswith("local") for n in names):
         return (
@@ -53,67 +72,112 @@ def formal_section() -> dict[str, Any]:
     return tab
 
 
+def build_report(
+    run_dir: Path,
+    *,
+    formal: bool | None = None,
+    bootstrap: int | None = None,
+    calibration_bins: int | None = None,
+    progress: bool = False,
+) -> Path:
+    """Write the report of ``run_dir``; return the path of report.html."""
+    info = read_run_config(run_dir)
+    transcripts = load_transcripts(run_dir)
+    settings = info.get("report") or {}
+    if progress:
+        print(f"writing the report of {len(transcripts)} debates…", file=sys.stderr, flush=True)
+    write_outputs(
+        info,
+        transcripts,
+        run_dir,
+        formal=settings.get("formal", False) if formal is None else formal,
+        n_boot=bootstrap or settings.get("bootstrap", metrics.DEFAULT_BOOTSTRAP),
+        n_bins=calibration_bins or settings.get("calibration_bins", 10),
+    )
+    return run_dir / "report.html"
+
+
 def write_outputs(
-    cfg: CompareConfig,
+    info: dict[str, Any],
     transcripts: Sequence[Transcript],
     run_dir: Path,
     *,
-    facts: dict[str, Any] | None = None,
     formal: bool = False,
+    n_boot: int = metrics.DEFAULT_BOOTSTRAP,
+    n_bins: int = 10,
 ) -> dict[str, Any]:
     """comparison.json, comparison.md, plots/*.png and report.html in ``run_dir``."""
-    m = metrics.compute(
-        transcripts, seed=cfg.seed, n_boot=cfg.bootstrap, n_bins=cfg.calibration_bins
-    )
-    m["run"] = {"name": cfg.name, "models": cfg.models.model_dump(), **(facts or {})}
-    if formal or cfg.formal:
+    seed = int(info.get("seed", 0))
+    name = str(info.get("name", run_dir.name))
+    m = metrics.compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
+    facts = _facts(transcripts)
+    m["run"] = {"name": name, "models": role_models(info), **facts}
+    if formal:
         m["formal"] = formal_section()
-    write_json(run_dir / "comparison.json", m)
-    (run_dir / "comparison.md").write_text(tables.comparison_markdown(m, f"Comparison: {cfg.name}"))
+    (run_dir / "comparison.json").write_text(json.dumps(m, indent=2) + "\n")
+    (run_dir / "comparison.md").write_text(tables.comparison_markdown(m, f"Comparison: {name}"))
     pngs = plots.all_plots(m)
     (run_dir / "plots").mkdir(exist_ok=True)
-    for name, png in pngs.items():
-        (run_dir / "plots" / f"{name}.png").write_bytes(png)
-    notes = _notes(cfg, facts or {})
-    done, planned = (facts or {}).get("debates_complete"), (facts or {}).get("debates_planned")
-    if done is not None and planned and done < planned:
+    for plot, png in pngs.items():
+        (run_dir / "plots" / f"{plot}.png").write_bytes(png)
+    notes = _notes(info, facts)
+    if facts["debates_complete"] < facts["debates"]:
         notes = (
-            f'<div class="caveat"><b>Incomplete run:</b> {done} of {planned} debates are '
-            "complete; the tables cover only those. Re-run the same command to resume."
-            "</div>"
+            f'<div class="caveat"><b>Not all debates are complete:</b> '
+            f"{facts['debates_complete']} of {facts['debates']} are; the tables cover only "
+            "those. Failed debates are listed with their reasons below; re-run the same "
+            "command to resume.</div>"
         ) + notes
     page = report_html.render(
         m,
         transcripts,
         pngs,
-        title=f"Protocol comparison: {cfg.name}",
-        caveat=caveat(cfg),
+        title=f"Report: {name}",
+        caveat=caveat(info),
         notes=notes,
     )
     (run_dir / "report.html").write_text(page, encoding="utf-8")
     return m
 
 
-def _notes(cfg: CompareConfig, facts: dict[str, Any]) -> str:
+def _facts(transcripts: Sequence[Transcript]) -> dict[str, Any]:
+    return {
+        "items": len({metrics.item_id(t) for t in transcripts}),
+        "debates": len(transcripts),
+        "debates_complete": sum(t.status == "complete" for t in transcripts),
+        "debates_failed": sum(t.status == "failed" for t in transcripts),
+    }
+
+
+def _notes(info: dict[str, Any], facts: dict[str, Any]) -> str:
+    debate = info.get("debate") or {}
+    models = role_models(info)
     rows = [
-        ["dataset", cfg.dataset],
-        ["items", str(facts.get("items", ""))],
-        ["protocols", ", ".join(cfg.protocols)],
+        ["dataset", str((info.get("dataset") or {}).get("path", ""))],
+        ["items", str(facts["items"])],
+        ["protocols", ", ".join(info.get("protocols") or [])],
+        ["models (prover / estimator / judge)", " / ".join(models.values())],
         [
-            "models (debater / estimator / judge)",
-            f"{cfg.models.debater} / {cfg.models.estimator} / {cfg.models.judge}",
+            "probability methods (prover / estimator / judge)",
+            " / ".join(
+                str((info.get(r) or {}).get(k, ""))
+                for r, k in (
+                    ("prover", "belief_method"),
+                    ("estimator", "method"),
+                    ("judge", "method"),
+                )
+            ),
         ],
-        ["probability method", cfg.method],
         [
             "debate (depth, width, ε, ρ)",
-            f"{cfg.debate.depth}, {cfg.debate.width}, {cfg.debate.epsilon}, {cfg.debate.rho}",
+            f"{debate.get('depth')}, {debate.get('width')}, {debate.get('epsilon')}, "
+            f"{debate.get('rho')}",
         ],
-        ["two-sided / consultancy rounds", f"{cfg.rounds} ({cfg.mode})"],
-        ["seed", str(cfg.seed)],
+        ["two-sided / consultancy rounds", f"{info.get('rounds')} ({info.get('mode')})"],
+        ["seed", str(info.get("seed"))],
         [
-            "debates complete / planned",
-            f"{facts.get('debates_complete', '')} / {facts.get('debates_planned', '')}",
+            "debates complete / failed / in all",
+            f"{facts['debates_complete']} / {facts['debates_failed']} / {facts['debates']}",
         ],
-        ["wall time of this invocation (s)", str(facts.get("wall_s", ""))],
     ]
     return "<h2>Setup</h2>" + report_html.table(["setting", "value"], rows)

@@ -66,6 +66,45 @@ def normalized_payoff(t: Transcript) -> float | None:
     return float(scoring.normalized(t.total, r, t.config.depth))
 
 
+def normalized_expected_payoff(t: Transcript) -> float | None:
+    """E[R_A] over the protocol's own draws, in units of r^(d+1) (prover-estimator only)."""
+    if t.status != "complete" or t.expected_total is None or t.protocol != "prover-estimator":
+        return None
+    r = scoring.reward_ratio(t.config.epsilon, t.config.rho)
+    return float(scoring.normalized(t.expected_total, r, t.config.depth))
+
+
+def side(t: Transcript) -> str | None:
+    """``honest`` if the prover defended the gold answer, ``dishonest`` if not, else None."""
+    claimed, g = t.meta.get("claimed_answer"), gold(t)
+    if claimed is None or g is None:
+        return None
+    return "honest" if str(claimed).strip().lower() == g.strip().lower() else "dishonest"
+
+
+def payoffs_by_side(transcripts: Iterable[Transcript], protocol: str) -> dict[str, Any]:
+    """Mean normalised payoff (sampled and expected) of honest and dishonest provers."""
+    vals: dict[str, list[float]] = defaultdict(list)
+    exp: dict[str, list[float]] = defaultdict(list)
+    for t in transcripts:
+        s = side(t) if t.protocol == protocol else None
+        pay = normalized_payoff(t)
+        if s is None or pay is None:
+            continue
+        vals[s].append(pay)
+        e = normalized_expected_payoff(t)
+        if e is not None:
+            exp[s].append(e)
+    return {
+        s: {
+            "n": len(vals[s]),
+            "mean_normalized": float(np.mean(vals[s])) if vals[s] else None,
+            "mean_expected_normalized": float(np.mean(exp[s])) if exp[s] else None,
+        }
+        for s in ("honest", "dishonest")
+    }
+
+
 @dataclass
 class Pair:
     """An honest and a dishonest prover on the same item (and the same claim)."""
@@ -245,6 +284,7 @@ def compute(
         }
         if proto in ASYMMETRIC:
             entry["pairs"] = _pair_stats(pairs(transcripts, proto), seed=seed + 100 + k, n=n_boot)
+            entry["payoff"] = payoffs_by_side(transcripts, proto)
         per[proto] = entry
     cal = calibration(calibration_points(transcripts), n_bins)
     return {
@@ -272,4 +312,86 @@ def _pair_stats(ps: list[Pair], *, seed: int, n: int) -> dict[str, Any]:
         "honest": [p.honest for p in ps],
         "dishonest": [p.dishonest for p in ps],
         "bootstrap_seed": seed,
+    }
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return float(np.mean(xs)) if len(xs) else None
+
+
+def failure_kind(reason: str | None) -> str:
+    """The class of a failure (``RetriesExhaustedError``, ``InvalidOutputError``, ...)."""
+    head = (reason or "").split(":", 1)[0].strip()
+    return head if head.isidentifier() else "other"
+
+
+def run_summary(
+    transcripts: Sequence[Transcript],
+    *,
+    seed: int = 0,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    n_bins: int = 10,
+) -> dict[str, Any]:
+    """``summary.json``: status, failures by reason, retries, time and calls per debate, usage
+    per role, and every metric of :func:`compute` — from transcripts alone."""
+    status: dict[str, int] = defaultdict(int)
+    by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    kinds: dict[str, int] = defaultdict(int)
+    by_role: dict[str, dict[str, float]] = defaultdict(
+        lambda: {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0.0}
+    )
+    walls: list[float] = []
+    retries = calls = cached = tokens_in = tokens_out = 0
+    cost = 0.0
+    judge_hits: list[float] = []
+    for t in transcripts:
+        status[t.status] += 1
+        by_protocol[t.protocol][t.status] += 1
+        if t.status == "failed":
+            kinds[failure_kind(t.failure)] += 1
+        if isinstance(t.meta.get("wall_s"), int | float):
+            walls.append(float(t.meta["wall_s"]))
+        for c in t.calls:
+            calls += 1
+            cached += c.cached
+            tokens_in += c.tokens_in
+            tokens_out += c.tokens_out
+            cost += c.cost
+            retries += int(getattr(c, "retries", 0) or 0)
+            r = by_role[c.role or "?"]
+            r["calls"] += 1
+            r["tokens_in"] += c.tokens_in
+            r["tokens_out"] += c.tokens_out
+            r["cost"] += c.cost
+        for rd in t.rounds:
+            if rd.verdict is not None and rd.claim.truth is not None:
+                judge_hits.append(float(rd.verdict.value == rd.claim.truth))
+    n = len(transcripts)
+    return {
+        "transcripts": n,
+        "status": dict(status),
+        "by_protocol": {p: dict(v) for p, v in sorted(by_protocol.items())},
+        "failures": {
+            "by_kind": dict(sorted(kinds.items())),
+            "debates": [
+                {"id": t.id, "reason": t.failure} for t in transcripts if t.status == "failed"
+            ],
+        },
+        "retries": retries,
+        "debate_wall_s": {
+            "mean": _mean(walls),
+            "median": float(np.median(walls)) if walls else None,
+            "max": max(walls) if walls else None,
+        },
+        "usage": {
+            "calls": calls,
+            "cached_calls": cached,
+            "calls_per_debate": calls / n if n else None,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost": cost,
+            "by_role": {k: dict(v) for k, v in sorted(by_role.items())},
+        },
+        "leaf_judge_accuracy": {"n": len(judge_hits), "accuracy": _mean(judge_hits)},
+        "metrics": compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from llmdebate.agents.base import DebateContext
+from llmdebate.elicit import estimates
 from llmdebate.rules import compile_rule
 from llmdebate.schemas import Claim, Decomposition, Evidence
 
@@ -29,13 +30,13 @@ async def subclaim_probabilities(
     role: str,
 ) -> list[float]:
     """The model's P(true) for each subclaim, asked independently (``naive_value.j2``)."""
-    context = (ctx.item or {}).get("context") if ctx.item else None
-    out = []
-    for sub in dec.subclaims:
-        msgs = prompts.render("naive_value", claim=sub.text, parent=claim.text, context=context)
-        est = await model.probability(msgs, method, role=role, act="subclaim value")
-        out.append(float(est.value))
-    return out
+    context = ctx.item.get("context") if ctx.item else None
+    batch = [
+        prompts.render("naive_value", claim=sub.text, parent=claim.text, context=context)
+        for sub in dec.subclaims
+    ]
+    ests = await estimates(model, batch, method, role=role, act="subclaim value", log=ctx.calls)
+    return [float(e.value) for e in ests]
 
 
 def most_likely_consistent(probs: list[float], dec: Decomposition, claimed: int) -> list[int]:

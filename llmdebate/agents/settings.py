@@ -1,0 +1,94 @@
+"""The settings of the agents of each role, as the experiment config holds them.
+
+One section per role (``prover``, ``estimator``, ``judge``); every field is also a flag of
+every command that takes a config. The agents of :mod:`llmdebate.agents.factory` are built
+from these sections.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from llmdebate.elicit import ProbMethod
+
+# Option names that hold a secret: refused in a config, which is written into the run directory.
+SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization)", re.I)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ModelSettings(_Section):
+    """Which model plays a role, and how it is reached."""
+
+    model: str = "local"
+    """Model string: local, hf/<dir or .gguf>, openai/<model>, anthropic/<model>, scripted."""
+    base_url: str | None = None
+    """Server URL of an OpenAI-compatible or Anthropic endpoint (default: the provider's)."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key (default: the provider's usual one)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Backend options as JSON (e.g. {"requests_per_minute": 500}); never secrets."""
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if SECRET_KEY.search(str(key)):
+                raise ValueError(
+                    f"option {key!r} looks like a secret, and the configuration is saved in the "
+                    "run directory: put it in an environment variable and name that variable "
+                    "in api_key_env"
+                )
+        return v
+
+
+class ProverSettings(ModelSettings):
+    assignment: Literal["paired", "honest", "dishonest", "alternate", "choose"] = "paired"
+    """Which answer the prover (the consultant) defends: paired runs every item twice, once
+    for the gold answer and once for a wrong one; alternate takes gold on even items; choose
+    lets the model answer (asymmetric protocols only)."""
+    direction: Literal["belief", "model"] = "belief"
+    """belief: eq. 13 on the prover's own probability; model: the model picks."""
+    recursion: Literal["belief", "model"] = "belief"
+    """belief: the subclaim where B is furthest from the prover's own view; model: it picks."""
+    decomposer: Literal["model", "formal"] = "model"
+    """model: the model writes decompositions; formal: the item's own (problem structure or
+    gold facts) where it has one, else the model."""
+    belief_method: ProbMethod = "logprobs"
+    """How the prover's own probabilities are elicited."""
+    samples: int = Field(default=8, ge=1)
+    """Samples per probability with the sampling method."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Temperature of the prover's and debaters' generations."""
+    max_tokens: int = Field(default=400, ge=1)
+    """Tokens per generation (decompositions, evidence, speeches)."""
+    max_attempts: int = Field(default=3, ge=1)
+    """Attempts at a valid structured reply before the debate fails."""
+
+
+class EstimatorSettings(ModelSettings):
+    method: ProbMethod = "logprobs"
+    """How the estimator's (and naive debate's challenger's) probabilities are elicited."""
+    samples: int = Field(default=8, ge=1)
+    """Samples per probability with the sampling method."""
+    temperature: float = Field(default=1.0, ge=0.0)
+    """Sampling temperature."""
+    independent: bool = False
+    """Ask all b_i of a round in one batch, ignoring z_<i (cheaper; not the paper's protocol)."""
+
+
+class JudgeSettings(ModelSettings):
+    kind: Literal["llm", "oracle", "oracle-or-llm", "deferred"] = "llm"
+    """llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
+    else the model; deferred: no verdict, the debate waits for a person."""
+    method: Literal["logprobs", "sampling", "verbalised", "generate"] = "logprobs"
+    """How the judge's probability is elicited (generate: a True/False word, no probability)."""
+    samples: int = Field(default=8, ge=1)
+    """Samples per probability with the sampling method."""
+    temperature: float = Field(default=1.0, ge=0.0)
+    """Sampling temperature."""

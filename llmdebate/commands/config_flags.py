@@ -1,0 +1,129 @@
+"""Every field of the experiment config as a flag, for every command that takes a config.
+
+A nested field is ``--<section>-<field>`` (``--debate-depth 2``, ``--prover-model
+openai/gpt-4o-mini``); dict fields take JSON, list fields JSON or a comma-separated list.
+``--help`` shows each field's description, allowed values and default.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import click
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from llmdebate.errors import ConfigError
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.loading import flag_name, load
+
+PREFIX = "cfg__"
+
+
+def config_fields(
+    model: type[BaseModel] = ExperimentConfig, prefix: str = ""
+) -> list[tuple[str, Any, Any, str]]:
+    """(dotted name, annotation, default, description) of every leaf field."""
+    out: list[tuple[str, Any, Any, str]] = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out.extend(config_fields(ann, f"{prefix}{name}."))
+            continue
+        default = field.default
+        if default is PydanticUndefined and field.default_factory is not None:
+            default = field.default_factory()  # type: ignore[call-arg]
+        out.append((f"{prefix}{name}", ann, default, " ".join((field.description or "").split())))
+    return out
+
+
+def _literal_values(annotation: Any) -> tuple[Any, ...]:
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)
+    values: tuple[Any, ...] = ()
+    for arg in typing.get_args(annotation):
+        values += _literal_values(arg)
+    return values
+
+
+def _kind(annotation: Any) -> str:
+    """``dict``, ``list`` or ``scalar``."""
+    origin = typing.get_origin(annotation)
+    if origin is dict:
+        return "dict"
+    if origin is list:
+        return "list"
+    for arg in typing.get_args(annotation):
+        k = _kind(arg)
+        if k != "scalar":
+            return k
+    return "scalar"
+
+
+def _help(annotation: Any, default: Any, description: str) -> str:
+    parts = [description.rstrip(".") + "." if description else ""]
+    values = _literal_values(annotation)
+    if values:
+        parts.append("One of: " + ", ".join(str(v) for v in values) + ".")
+    if default is not None and default != {} and default != []:
+        shown = json.dumps(default) if isinstance(default, list | dict) else str(default)
+        parts.append(f"[default: {shown}]")
+    return " ".join(p for p in parts if p)
+
+
+def config_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a click command with one option per config field."""
+    for dotted, ann, default, description in reversed(config_fields()):
+        kind = _kind(ann)
+        values = _literal_values(ann)
+        metavar = {"dict": "JSON", "list": "LIST"}.get(kind, "VALUE")
+        if values and kind == "scalar":
+            metavar = "[" + "|".join(str(v) for v in values) + "]"
+        func = click.option(
+            flag_name(dotted),
+            PREFIX + dotted.replace(".", "__"),
+            default=None,
+            metavar=metavar,
+            help=_help(ann, default, description),
+        )(func)
+    return func
+
+
+def _value(dotted: str, raw: str, annotation: Any) -> Any:
+    kind = _kind(annotation)
+    if kind == "dict" or (kind == "list" and raw.lstrip().startswith("[")):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{flag_name(dotted)}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+    if kind == "list":
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    if raw.lower() in ("none", "null") and type(None) in typing.get_args(annotation):
+        return None
+    return raw
+
+
+def overrides_from(fields: dict[str, Any]) -> dict[str, Any]:
+    """The dotted overrides given by the config flags of a command's keyword arguments."""
+    annotations = {d: a for d, a, _, _ in config_fields()}
+    out: dict[str, Any] = {}
+    for param, raw in fields.items():
+        if not param.startswith(PREFIX) or raw is None:
+            continue
+        dotted = param.removeprefix(PREFIX).replace("__", ".")
+        out[dotted] = _value(dotted, raw, annotations[dotted])
+    return out
+
+
+def config_from(
+    config_path: str | None, fields: dict[str, Any], extra: dict[str, Any] | None = None
+) -> ExperimentConfig:
+    """The config of a command: the file (or defaults), the flags, then ``extra`` overrides."""
+    overrides = overrides_from(fields)
+    overrides.update(extra or {})
+    return load(config_path, overrides)

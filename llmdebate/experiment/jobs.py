@@ -1,0 +1,127 @@
+"""The debates of a run: every (item, protocol, variant), with its answers, id and seed.
+
+Everything a debate is about is drawn here, once, from the run seed and the item id alone:
+the wrong answer (a distractor choice, or a nearby number for a free-form numeric answer),
+the order in which a judge sees the two answers, and the debate seed. So the same item and
+seed give the same claim, the same assigned answers and the same debate whichever protocols
+the run holds, whatever else is in the dataset, and whichever command ran it.
+
+Debate ids are ``<protocol>/<item id>/<variant>``; variants: ``honest`` / ``dishonest`` (the
+prover or consultant defends the gold answer / the distractor), ``chosen`` (the prover picks),
+``order-0`` / ``order-1`` (two-sided: which answer debater A defends), ``direct``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmdebate.data.loader import Item
+from llmdebate.engine import debate_seed
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.protocols.base import DebateSpec
+
+ASSIGNED = ("prover-estimator", "naive-recursive", "consultancy")
+
+
+def item_key(item_id: str) -> int:
+    """A 63-bit number naming an item (the per-item part of every seed)."""
+    return int.from_bytes(hashlib.sha256(item_id.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def item_rng(seed: int, item_id: str) -> np.random.Generator:
+    """The generator of an item's draws (distractor, shown order) under the run seed."""
+    return np.random.default_rng([seed, item_key(item_id), 0])
+
+
+@dataclass(frozen=True)
+class ItemDraws:
+    """The answers every protocol decides between, the order shown to a judge, or why none."""
+
+    gold: str
+    distractor: str
+    shown: tuple[str, str]
+    problem: str | None = None
+
+
+def wrong_answer(item: Item, rng: np.random.Generator) -> str | None:
+    """A wrong choice, or for a numeric free-form answer a nearby number; None if neither."""
+    wrong = [c for c in (item.choices or []) if c != item.answer]
+    if wrong:
+        return str(wrong[int(rng.integers(len(wrong)))])
+    if item.choices:
+        return None
+    try:
+        gold = float(item.answer.replace(",", ""))
+    except ValueError:
+        return None
+    delta = max(1, round(abs(gold) * 0.2)) * int(rng.choice([-1, 1])) * int(rng.integers(1, 4))
+    value = gold + delta
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def draws(item: Item, seed: int) -> ItemDraws:
+    rng = item_rng(seed, item.id)
+    distractor = wrong_answer(item, rng)
+    if distractor is None:
+        return ItemDraws(
+            item.answer,
+            "",
+            (item.answer, ""),
+            problem=f"item {item.id} has no wrong answer to debate against "
+            "(free-form and not a number)",
+        )
+    gold_first = bool(rng.integers(2))
+    shown = (item.answer, distractor) if gold_first else (distractor, item.answer)
+    return ItemDraws(item.answer, distractor, shown)
+
+
+def variants(protocol: str, assignment: str, index: int) -> tuple[str, ...]:
+    """The debates a protocol runs on item number ``index`` under a prover assignment."""
+    if protocol == "two-sided":
+        return ("order-0", "order-1")
+    if protocol == "direct":
+        return ("direct",)
+    if assignment == "paired":
+        return ("honest", "dishonest")
+    if assignment == "alternate":
+        return ("honest",) if index % 2 == 0 else ("dishonest",)
+    if assignment == "choose":
+        return ("chosen",)
+    return (assignment,)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A debate to run, or (``problem`` set) one that can only be recorded as failed."""
+
+    spec: DebateSpec
+    problem: str | None = None
+
+
+def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
+    """Every debate of the run, item by item, protocol by protocol, in a stable order."""
+    jobs: list[Job] = []
+    for index, item in enumerate(items):
+        dr = draws(item, config.seed)
+        seed = debate_seed(config.seed, item_key(item.id))
+        for protocol in config.protocols:
+            for variant in variants(protocol, config.prover.assignment, index):
+                answer = {"honest": dr.gold, "dishonest": dr.distractor}.get(variant)
+                spec = DebateSpec(
+                    debate_id=f"{protocol}/{item.id}/{variant}",
+                    protocol=protocol,
+                    variant=variant,
+                    item=item,
+                    index=index,
+                    seed=seed,
+                    gold=dr.gold,
+                    distractor=dr.distractor,
+                    shown=dr.shown,
+                    answer=answer,
+                )
+                needs_wrong = variant != "honest" and variant != "chosen"
+                jobs.append(Job(spec, dr.problem if needs_wrong else None))
+    return jobs

@@ -1,0 +1,163 @@
+"""Reading an experiment config from YAML and flags, with errors that name their source.
+
+A bad value is reported on one line with where it came from: the flag
+(``--debate-epsilon: epsilon must satisfy 0 < epsilon < 1/2 (got 0.7)``) or the file, line and
+column of the key (``configs/x.yaml:7:3: debate.epsilon: ...``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from llmdebate.errors import ConfigError
+from llmdebate.experiment.config import RESUMABLE_FIELDS, ExperimentConfig
+
+
+def flag_name(dotted: str) -> str:
+    """The command-line flag of a dotted field: ``debate.depth`` -> ``--debate-depth``."""
+    return "--" + dotted.replace(".", "-").replace("_", "-")
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """The mapping of a YAML file (errors name the file, line and column)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: not valid YAML ({exc.problem or exc.context})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    return _unshare(data)
+
+
+def _unshare(value: Any) -> Any:
+    """A copy in which YAML aliases (&a / *a) no longer share one mutable object."""
+    if isinstance(value, dict):
+        return {k: _unshare(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshare(v) for v in value]
+    return value
+
+
+def _key_marks(path: Path) -> dict[str, tuple[int, int]]:
+    """(line, column) of every mapping key in a YAML file, by dotted path (1-based)."""
+    marks: dict[str, tuple[int, int]] = {}
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return marks
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                dotted = f"{prefix}{key.value}"
+                marks[dotted] = (key.start_mark.line + 1, key.start_mark.column + 1)
+                walk(value, dotted + ".")
+        elif isinstance(node, yaml.SequenceNode):
+            for i, value in enumerate(node.value):
+                marks[f"{prefix}{i}"] = (value.start_mark.line + 1, value.start_mark.column + 1)
+                walk(value, f"{prefix}{i}.")
+
+    walk(root, "")
+    return marks
+
+
+def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = data
+    for key in keys[:-1]:
+        nxt = node.get(key)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[key] = nxt
+        node = nxt
+    node[keys[-1]] = value
+
+
+def _message(err: Any) -> str:
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "literal_error":
+        ctx = err.get("ctx") or {}
+        return f"must be one of {ctx.get('expected', '')} (got {err.get('input')!r})"
+    if kind.endswith(("_parsing", "_type")) or kind in ("greater_than_equal", "less_than_equal"):
+        return f"{msg} (got {err.get('input')!r})"
+    return msg
+
+
+def validate(
+    data: dict[str, Any],
+    *,
+    file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> ExperimentConfig:
+    """An :class:`ExperimentConfig`, or one :class:`ConfigError` naming field and source."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(x) for x in err["loc"]]
+        dotted = ".".join(loc)
+        for n in range(len(loc), 0, -1):  # the flag that set this field or a parent of it
+            if ".".join(loc[:n]) in (overrides or {}):
+                raise ConfigError(f"{flag_name('.'.join(loc[:n]))}: {_message(err)}") from None
+        if file is not None:
+            marks = _key_marks(file)
+            for n in range(len(loc), 0, -1):
+                mark = marks.get(".".join(loc[:n]))
+                if mark:
+                    where = f"{file}:{mark[0]}:{mark[1]}"
+                    raise ConfigError(f"{where}: {dotted or 'config'}: {_message(err)}") from None
+            raise ConfigError(f"{file}: {dotted or 'config'}: {_message(err)}") from None
+        raise ConfigError(f"{dotted or 'config'}: {_message(err)}") from None
+
+
+def load(path: str | Path | None, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """The config in ``path`` (None: all defaults) with dotted ``overrides`` applied."""
+    data = read_yaml(path) if path is not None else {}
+    for dotted, value in (overrides or {}).items():
+        set_dotted(data, dotted, value)
+    return validate(data, file=Path(path) if path is not None else None, overrides=overrides)
+
+
+def dump(config: ExperimentConfig) -> dict[str, Any]:
+    """The config as a plain mapping for ``config.yaml`` (a dataset password is not written)."""
+    data = config.model_dump(mode="json")
+    if data["dataset"].get("password"):
+        data["dataset"]["password"] = "***"
+    return data
+
+
+def differences(a: ExperimentConfig, b: ExperimentConfig) -> list[str]:
+    """Dotted fields that differ between two configs, ignoring :data:`RESUMABLE_FIELDS`."""
+    fa, fb = _flat(dump(a)), _flat(dump(b))
+    keys = sorted(set(fa) | set(fb))
+    return [k for k in keys if k not in RESUMABLE_FIELDS and fa.get(k) != fb.get(k)]
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict) and k not in ("options", "fields"):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

@@ -1,0 +1,460 @@
+"""The one runner: every debate of an experiment, concurrent, resumable, with one failure policy.
+
+Order of work: the config is validated, the dataset read, the prompts and the models built —
+and only then is anything written, so a run that cannot start leaves nothing behind and can
+be re-run under the same id with corrected settings.
+
+Resume: debates already in ``transcripts.jsonl`` as complete (or awaiting a verdict) are
+skipped; failed ones are moved to ``failures.jsonl`` and run again. After a SIGKILL only the
+debates in flight are lost (a torn last line is cut off); nothing is duplicated.
+
+Failure policy. A debate is recorded ``failed`` with its reason when the failure belongs to
+it: invalid model output, a protocol violation, a request the server rejected (too long,
+filtered), a call that exhausted its retries, an item with no wrong answer. The run stops —
+cancelling the debates in flight, which a resume re-runs — only for what no debate can
+survive: a :class:`~llmdebate.errors.FatalModelError` (bad credentials, unknown model), a
+user error met at run time (a missing extra, a method the backend lacks), or
+``max_consecutive_failures`` debates in a row failing on the server (the circuit breaker).
+``summary.json`` is written however the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm import tqdm
+
+from llmdebate.agents.factory import Team, build_models
+from llmdebate.data import load_items
+from llmdebate.errors import (
+    AuthenticationError,
+    FatalModelError,
+    InvalidOutputError,
+    ModelError,
+    ProtocolViolation,
+    RequestRejectedError,
+    RuleError,
+    UserError,
+)
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.jobs import Job, make_jobs
+from llmdebate.experiment.loading import differences, dump, validate
+from llmdebate.models import Model
+from llmdebate.paths import resolve_path
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.protocols.registry import get_protocol
+from llmdebate.redact import is_protected
+from llmdebate.report.metrics import run_summary
+from llmdebate.rundir import (
+    CONFIG_FILE,
+    SUMMARY_FILE,
+    TRANSCRIPTS_FILE,
+    load_transcripts,
+    read_run_config,
+    repair_transcripts,
+    retire_failed,
+    statuses,
+    write_atomic,
+)
+from llmdebate.schemas import ModelCallRecord, Transcript
+from llmdebate.transcripts import append_transcript
+
+# Failures that say something about the debate's own content, not about the server: they
+# do not count towards the circuit breaker.
+CONTENT_FAILURES: tuple[type[BaseException], ...] = (
+    InvalidOutputError,
+    RequestRejectedError,
+    ProtocolViolation,
+    RuleError,
+)
+
+
+class RunStopped(Exception):
+    """The run stopped for a reason no debate can survive (the summary is written)."""
+
+    def __init__(self, reason: str, exit_code: int = 1) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.exit_code = exit_code
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    ran: int
+    skipped: int
+    wall_s: float
+    summary: dict[str, Any]
+    stopped: str | None = None
+    stop_exit_code: int = 1
+
+    @property
+    def failed(self) -> int:
+        return int(self.summary["status"].get("failed", 0))
+
+    @property
+    def awaiting(self) -> int:
+        return int(self.summary["status"].get("awaiting_verdict", 0))
+
+    @property
+    def exit_code(self) -> int:
+        """0: every debate complete; 1: any failed or awaiting, or the run stopped; 2: user
+        error (bad credentials met at run time)."""
+        if self.stopped:
+            return self.stop_exit_code
+        return 1 if self.failed or self.awaiting or self.summary["missing"] else 0
+
+
+def default_run_id(config: ExperimentConfig) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", config.name).strip("-") or "run"
+    return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def _say(message: str, progress: bool) -> None:
+    if progress:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _prepare_models(models: dict[str, Model], progress: bool) -> None:
+    """Load local weights before the clock starts, saying so (the first load takes a while)."""
+    seen: set[int] = set()
+    for m in models.values():
+        load = getattr(m.backend, "load", None)
+        if id(m) in seen or not callable(load):
+            continue
+        seen.add(id(m))
+        weights = getattr(m.backend, "weights_dir", None)
+        first = isinstance(weights, Path) and not weights.exists()
+        _say(
+            f"preparing {m.name}: "
+            + (
+                "dequantising the weights once (about a minute on 2 cores)…"
+                if first
+                else "loading the weights…"
+            ),
+            progress,
+        )
+        load()
+
+
+def servers_of(models: dict[str, Model]) -> dict[str, str | None]:
+    """The effective server URL of each role (None for local and scripted models)."""
+    return {role: getattr(m, "base_url", None) for role, m in models.items()}
+
+
+def check_resume(
+    run_dir: Path,
+    config: ExperimentConfig,
+    servers: dict[str, str | None],
+    allow_server_change: bool,
+) -> bool:
+    """Whether ``run_dir`` may take ``config``; True if it already holds debates to keep."""
+    if not (run_dir / CONFIG_FILE).exists():
+        return False
+    saved = read_run_config(run_dir)
+    saved_servers = saved.pop("servers", {}) or {}
+    kept = {s for s in statuses(run_dir / TRANSCRIPTS_FILE).values() if s != "failed"}
+    if not kept:  # nothing to keep: a run that failed at start takes new settings
+        return False
+    old = validate(saved, file=run_dir / CONFIG_FILE)
+    diff = differences(old, config)
+    if diff:
+        raise UserError(
+            f"{run_dir} was started with a different configuration ({', '.join(diff[:4])} "
+            "differ): resume with the same settings or use a new run id"
+        )
+    moved = {
+        r: (saved_servers.get(r), u)
+        for r, u in servers.items()
+        if r in saved_servers and saved_servers.get(r) != u
+    }
+    if moved and not allow_server_change:
+        role, (was, now) = next(iter(moved.items()))
+        raise UserError(
+            f"{run_dir} was run against {was} for the {role}, now {now}: debates from two "
+            "servers would mix; pass --allow-server-change to resume anyway"
+        )
+    return True
+
+
+def _record_failure(
+    job: Job, settings: ProtocolSettings, log: list[ModelCallRecord], why: str
+) -> Transcript:
+    spec = job.spec
+    return Transcript(
+        id=spec.debate_id,
+        protocol=spec.protocol,  # type: ignore[arg-type]
+        config=settings.debate,
+        seed=spec.seed,
+        item=spec.item_dict,
+        status="failed",
+        failure=why[:2000],
+        calls=log,
+    )
+
+
+async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Transcript, bool]:
+    """One debate; returns its transcript and whether a failure counts towards the breaker.
+
+    Errors that belong to the debate become a ``failed`` transcript; fatal ones propagate.
+    """
+    spec = job.spec
+    log: list[ModelCallRecord] = []
+    start = time.perf_counter()
+    server_failure = False
+    if job.problem is not None:
+        t = _record_failure(job, settings, log, f"ItemError: {job.problem}")
+    else:
+        try:
+            t = await get_protocol(spec.protocol)(spec, team, settings, log)
+        except (FatalModelError, UserError):
+            raise
+        except CONTENT_FAILURES as exc:
+            t = _record_failure(job, settings, log, f"{type(exc).__name__}: {exc}")
+        except (ModelError, Exception) as exc:  # the server, or a defect: counts as a strike
+            server_failure = True
+            t = _record_failure(job, settings, log, f"{type(exc).__name__}: {exc}")
+    t.meta.update(spec.meta())
+    t.meta["wall_s"] = round(time.perf_counter() - start, 4)
+    t.meta["retries"] = sum(getattr(c, "retries", 0) for c in log)
+    return t, server_failure
+
+
+async def execute(
+    jobs: list[Job],
+    team: Team,
+    settings: ProtocolSettings,
+    out: Path,
+    *,
+    concurrency: int,
+    max_consecutive_failures: int,
+    servers: dict[str, str | None],
+    on_done: Callable[[Transcript], None],
+) -> None:
+    """Run ``jobs`` with ``concurrency`` workers, appending each transcript as it finishes.
+
+    Raises :class:`RunStopped` (after cancelling the debates in flight) when the run cannot
+    go on; every transcript already appended stays.
+    """
+    queue: asyncio.Queue[Job] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    strikes = 0
+    stop: list[RunStopped] = []
+
+    async def worker() -> None:
+        nonlocal strikes
+        while not stop:
+            try:
+                job = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            try:
+                t, server_failure = await run_one(job, team, settings)
+            except AuthenticationError as exc:
+                stop.append(RunStopped(f"{type(exc).__name__}: {exc}", exit_code=2))
+                return
+            except FatalModelError as exc:
+                stop.append(RunStopped(f"{type(exc).__name__}: {exc}"))
+                return
+            except UserError as exc:
+                stop.append(RunStopped(str(exc), exit_code=2))
+                return
+            t.meta["servers"] = servers
+            append_transcript(out, t)
+            on_done(t)
+            strikes = strikes + 1 if server_failure else 0
+            if strikes >= max_consecutive_failures:
+                stop.append(
+                    RunStopped(
+                        f"{strikes} debates in a row failed on the server (last: {t.failure}); "
+                        "stopped by max_consecutive_failures"
+                    )
+                )
+                return
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(jobs)))]
+    try:
+        while workers:
+            done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_COMPLETED)
+            for w in done:
+                w.result()  # a defect in the runner itself propagates
+            workers = [w for w in workers if not w.done()]
+            if stop:
+                break
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    if stop:
+        raise stop[0]
+
+
+class Progress:
+    """A progress bar of debates with the failures and model calls so far."""
+
+    def __init__(self, total: int, initial: int, enabled: bool) -> None:
+        self.failed = 0
+        self.calls = 0
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            desc="debates",
+            unit="debate",
+            file=sys.stderr,
+            disable=not enabled,
+            dynamic_ncols=True,
+        )
+
+    def __call__(self, t: Transcript) -> None:
+        self.failed += t.status == "failed"
+        self.calls += len(t.calls)
+        self.bar.set_postfix(failed=self.failed, calls=self.calls, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run(
+    config: ExperimentConfig,
+    run_dir: str | Path | None = None,
+    *,
+    run_id: str | None = None,
+    models: dict[str, Model] | None = None,
+    progress: bool = True,
+    allow_server_change: bool = False,
+) -> RunResult:
+    """Run (or resume) every debate of ``config`` in ``run_dir``; write the summary."""
+    start = time.perf_counter()
+    run_dir = Path(run_dir) if run_dir is not None else (
+        Path(config.runs_dir) / (run_id or default_run_id(config))
+    )
+    prompts = Prompts(resolve_path(config.prompts_dir) if config.prompts_dir else None)
+    ds = config.dataset
+    items = load_items(
+        resolve_path(ds.path),
+        shuffle_seed=ds.shuffle_seed,
+        limit=ds.limit,
+        ids=ds.ids,
+        password=ds.password,
+        split=ds.split,
+        subset=ds.subset,
+        fields=ds.fields,
+    )
+    if any(is_protected(it) for it in items):  # no on-disk cache of protected text
+        config = config.model_copy(update={"use_cache": False})
+    jobs = make_jobs(items, config)
+    own_models = models is None
+    if models is None:
+        models = build_models(
+            config.role_settings(),
+            cache_dir=config.cache_dir,
+            use_cache=config.use_cache,
+            model_concurrency=config.model_concurrency,
+            max_retries=config.max_retries,
+        )
+    servers = servers_of(models)
+    check_resume(run_dir, config, servers, allow_server_change)
+    # --- from here on, the run directory is written
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(
+        run_dir / CONFIG_FILE,
+        yaml.safe_dump({**dump(config), "servers": servers}, sort_keys=False),
+    )
+    out = run_dir / TRANSCRIPTS_FILE
+    repair_transcripts(out)
+    retried = retire_failed(run_dir)
+    done = statuses(out)
+    todo = [j for j in jobs if j.spec.debate_id not in done]
+    settings = ProtocolSettings(
+        debate=config.debate.model_copy(update={"seed": config.seed}),
+        rounds=config.rounds,
+        mode=config.mode,
+    )
+    team = Team(models, prompts, config.prover, config.estimator, config.judge)
+    stopped: RunStopped | None = None
+    if todo:
+        _prepare_models(models, progress)
+        _say(
+            f"{run_dir}: {len(todo)} debates to run ({len(jobs) - len(todo)} done"
+            + (f", {retried} failed ones retried" if retried else "")
+            + f"), {config.max_concurrency} at a time",
+            progress,
+        )
+        bar = Progress(len(jobs), len(jobs) - len(todo), progress)
+        try:
+            asyncio.run(
+                _close_after(
+                    execute(
+                        todo,
+                        team,
+                        settings,
+                        out,
+                        concurrency=config.max_concurrency,
+                        max_consecutive_failures=config.max_consecutive_failures,
+                        servers=servers,
+                        on_done=bar,
+                    ),
+                    models if own_models else {},
+                )
+            )
+        except RunStopped as exc:
+            stopped = exc
+        finally:
+            bar.close()
+    summary = write_summary(run_dir, jobs, config, stopped)
+    summary["last_invocation"].update(
+        debates_run=len(todo),
+        debates_skipped=len(jobs) - len(todo),
+        failed_retried=retried,
+        wall_s=round(time.perf_counter() - start, 3),
+    )
+    write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    return RunResult(
+        run_dir,
+        len(todo),
+        len(jobs) - len(todo),
+        time.perf_counter() - start,
+        summary,
+        stopped=stopped.reason if stopped else None,
+        stop_exit_code=stopped.exit_code if stopped else 1,
+    )
+
+
+def write_summary(
+    run_dir: Path, jobs: list[Job], config: ExperimentConfig, stopped: RunStopped | None
+) -> dict[str, Any]:
+    transcripts = load_transcripts(run_dir)
+    summary = run_summary(
+        transcripts, seed=config.seed, n_boot=config.report.bootstrap,
+        n_bins=config.report.calibration_bins,
+    )
+    have = {t.id for t in transcripts}
+    missing = [j.spec.debate_id for j in jobs if j.spec.debate_id not in have]
+    summary["planned"] = len(jobs)
+    summary["missing"] = len(missing)
+    summary["stopped"] = stopped.reason if stopped else None
+    summary["last_invocation"] = {}
+    return summary
+
+
+async def _close_after(coro: Any, models: dict[str, Model]) -> None:
+    try:
+        await coro
+    finally:
+        for m in {id(m): m for m in models.values()}.values():
+            with contextlib.suppress(Exception):  # closing is best effort
+                await m.aclose()
