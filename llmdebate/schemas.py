@@ -187,6 +187,7 @@ class ModelCallRecord(_Model):
     cached: bool = False
     latency_s: float = 0.0
     error: str | None = None
+    retries: int = 0
 
 
 class InitRecord(_Model):

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from llmdebate.elicit import estimate
 from llmdebate.errors import (
     InvalidOutputError,
     MissingAPIKeyError,
     MissingExtraError,
-    ModelError,
+    RequestRejectedError,
+    RetriesExhaustedError,
     UserError,
 )
 from llmdebate.models import GenerateConfig, Model, get_model
@@ -70,13 +72,13 @@ async def test_openai_generate_usage_and_cost(server: FakeServer):
 
 async def test_cache_second_run_sends_nothing_and_holds_no_key(server: FakeServer, tmp_path):
     records: list[ModelCallRecord] = []
-    first = openai_model(server, on_call=records.append)
-    await first.generate(Q)
-    await first.probability(Q, "logprobs")
+    first = openai_model(server)
+    await first.generate(Q, log=records)
+    await estimate(first, Q, "logprobs", log=records)
     assert server.requests == 2
-    second = openai_model(server, on_call=records.append)  # a new process, same cache dir
-    out = await second.generate(Q)
-    est = await second.probability(Q, "logprobs")
+    second = openai_model(server)  # a new process, same cache dir
+    out = await second.generate(Q, log=records)
+    est = await estimate(second, Q, "logprobs", log=records)
     assert server.requests == 2 and out.cached and records[-1].cached
     assert second.usage.cached_calls == 2 and second.usage.cost == 0.0
     assert est.value == pytest.approx(math.exp(-0.2) / (math.exp(-0.2) + math.exp(-1.8)))
@@ -102,7 +104,7 @@ async def test_429_with_retry_after_is_honoured(server: FakeServer):
 async def test_gives_up_after_max_retries(server: FakeServer):
     server.faults.extend([{"status": 503}] * 10)
     m = openai_model(server, max_retries=2)
-    with pytest.raises(ModelError, match=r"HTTP 503.*gave up after 3 attempts"):
+    with pytest.raises(RetriesExhaustedError, match=r"HTTP 503.*gave up after 3 attempts"):
         await m.generate(Q)
     assert server.requests == 3  # the SDK itself did not retry (max_retries=0)
 
@@ -110,7 +112,7 @@ async def test_gives_up_after_max_retries(server: FakeServer):
 async def test_client_errors_are_not_retried(server: FakeServer):
     server.faults.append({"status": 400})
     m = openai_model(server)
-    with pytest.raises(ModelError, match="HTTP 400"):
+    with pytest.raises(RequestRejectedError, match="HTTP 400"):
         await m.generate(Q)
     assert server.requests == 1 and m.usage.retries == 0
 
@@ -144,7 +146,7 @@ async def test_logprobs_request_and_extraction(server: FakeServer):
     server.top_logprobs = {" True": math.log(0.3), "True": math.log(0.1), " False": math.log(0.2)}
     server.top_logprobs[" Paris"] = math.log(0.4)
     m = openai_model(server)
-    est = await m.probability(Q, "logprobs")
+    est = await estimate(m, Q, "logprobs")
     body = server.bodies[0]
     assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 1
     assert body["messages"][-1]["content"].startswith("Is 7 prime?\n\nAnswer with exactly")
@@ -152,20 +154,20 @@ async def test_logprobs_request_and_extraction(server: FakeServer):
     assert est.evidence["neither_mass"] == pytest.approx(0.4)
     server.top_logprobs = {" Paris": -0.1}
     with pytest.raises(InvalidOutputError, match="no True/False"):
-        await m.probability([{"role": "user", "content": "Capital?"}], "logprobs")
+        await estimate(m, [{"role": "user", "content": "Capital?"}], "logprobs")
 
 
 async def test_sampling_uses_separate_cached_samples(server: FakeServer):
     answers = iter(["True", "False", "True", "True", "banana"] * 2)
     server.responder = lambda body: next(answers)
     m = openai_model(server)
-    est = await m.probability(Q, "sampling", samples=5, temperature=0.7)
+    est = await estimate(m, Q, "sampling", samples=5, temperature=0.7)
     assert server.requests == 5 and all(b["temperature"] == 0.7 for b in server.bodies)
     assert est.value == pytest.approx((3 + 1) / (4 + 2))
     assert sorted(est.evidence["samples"]) == ["False", "True", "True", "True", "banana"]
-    again = await m.probability(Q, "sampling", samples=5, temperature=0.7)
+    again = await estimate(m, Q, "sampling", samples=5, temperature=0.7)
     assert server.requests == 5 and again.value == est.value
-    await m.probability(Q, "sampling", samples=6, temperature=0.7)
+    await estimate(m, Q, "sampling", samples=6, temperature=0.7)
     assert server.requests == 6  # only the new sample index is sent
 
 
@@ -173,20 +175,20 @@ async def test_verbalised_reasks_with_the_error(server: FakeServer):
     replies = iter(["Quite likely!", "0.8"])
     server.responder = lambda body: next(replies)
     m = openai_model(server)
-    est = await m.probability(Q, "verbalised")
+    est = await estimate(m, Q, "verbalised")
     assert est.value == pytest.approx(0.8) and est.evidence["attempts"] == 2
     reask = server.bodies[1]["messages"]
     assert reask[-2] == {"role": "assistant", "content": "Quite likely!"}
     assert "no number" in reask[-1]["content"]
     server.responder = lambda body: "no idea"
     with pytest.raises(InvalidOutputError, match="3 attempts"):
-        await m.probability([{"role": "user", "content": "Other?"}], "verbalised")
+        await estimate(m, [{"role": "user", "content": "Other?"}], "verbalised")
 
 
 async def test_anthropic_generate_and_estimates(server: FakeServer):
     server.responder = lambda body: "False"
     records: list[ModelCallRecord] = []
-    m = anthropic_model(server, on_call=records.append)
+    m = anthropic_model(server)
     out = await m.generate(Q, GenerateConfig(temperature=0.5, max_tokens=7, stop=["."]))
     await m.generate(Q, GenerateConfig(temperature=1.5, max_tokens=7))
     body = server.bodies[0]
@@ -202,9 +204,9 @@ async def test_anthropic_generate_and_estimates(server: FakeServer):
     )
     assert out.cost == pytest.approx((3 * 1.0 + 1 * 5.0) / 1e6)  # system is not in messages
     with pytest.raises(UserError, match=r"no logprobs.*sampling.*verbalised"):
-        await m.probability(Q, "logprobs")
+        await estimate(m, Q, "logprobs", log=records)
     assert server.requests == 2 and records[-1].error and "no logprobs" in records[-1].error
-    est = await m.probability(Q, "sampling", samples=4)
+    est = await estimate(m, Q, "sampling", samples=4)
     assert est.value == pytest.approx(1 / 6)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llmdebate.elicit import estimate, estimates
 from llmdebate.models import GenerateConfig, Model, get_model
 from llmdebate.models.hf_backend import HFBackend, format_prompt
 from llmdebate.models.registry import create_backend
@@ -40,9 +41,9 @@ def local_backend() -> HFBackend:
 
 async def test_probability_valid_and_batched_equals_single(local_backend: HFBackend):
     model = Model(local_backend, use_cache=False)
-    single = [await model.probability(_ask(q)) for q in QUESTIONS]
+    single = [await estimate(model, _ask(q), "logprobs") for q in QUESTIONS]
     before = sum(n for size, n in local_backend.batch_sizes.items() if size > 1)
-    batched = await model.probabilities([_ask(q) for q in QUESTIONS])
+    batched = await estimates(model, [_ask(q) for q in QUESTIONS], "logprobs")
     after = sum(n for size, n in local_backend.batch_sizes.items() if size > 1)
     assert after > before  # the concurrent calls really shared a forward pass
     for s, b in zip(single, batched, strict=True):
@@ -73,10 +74,10 @@ async def test_generation_is_deterministic_and_bounded(local_backend: HFBackend)
 
 async def test_sampling_and_cache(local_backend: HFBackend, tmp_path: Path):
     model = Model(local_backend, cache_dir=tmp_path)
-    est = await model.probability(_ask(QUESTIONS[2]), "sampling", samples=4)
+    est = await estimate(model, _ask(QUESTIONS[2]), "sampling", samples=4)
     assert est.evidence["n"] == 4 and 1 / 6 <= est.value <= 5 / 6
     calls = model.usage.requests
-    again = await model.probability(_ask(QUESTIONS[2]), "sampling", samples=4)
+    again = await estimate(model, _ask(QUESTIONS[2]), "sampling", samples=4)
     assert again.value == est.value and model.usage.requests == calls
 
 
@@ -84,8 +85,8 @@ async def test_hf_directory_matches_local(local_backend: HFBackend):
     weights = Path(local_backend.load_info.weights_dir)
     hf = get_model(f"hf/{weights}", use_cache=False)
     local = Model(local_backend, use_cache=False)
-    p_hf = await hf.probability(_ask(QUESTIONS[0]))
-    p_local = await local.probability(_ask(QUESTIONS[0]))
+    p_hf = await estimate(hf, _ask(QUESTIONS[0]), "logprobs")
+    p_local = await estimate(local, _ask(QUESTIONS[0]), "logprobs")
     assert math.isclose(p_hf.value, p_local.value, abs_tol=1e-5)
     await hf.aclose()
 

@@ -1,4 +1,4 @@
-"""Pure parts of the model layer: answer parsing, probability extraction, prices, the cache."""
+"""Pure parts: answer parsing and probability extraction (elicit), prices, the cache."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llmdebate.errors import InvalidOutputError
-from llmdebate.models import GenerateConfig, ModelOutput, ResponseCache, TokenLogprob
-from llmdebate.models.cache import cache_key
-from llmdebate.models.pricing import call_cost, lookup_price
-from llmdebate.models.probability import (
+from llmdebate.elicit import (
     answer_masses,
     estimate_from_logprobs,
     estimate_from_samples,
@@ -20,6 +16,10 @@ from llmdebate.models.probability import (
     parse_probability,
     with_instruction,
 )
+from llmdebate.errors import InvalidOutputError
+from llmdebate.models import GenerateConfig, ModelOutput, ResponseCache, TokenLogprob
+from llmdebate.models.cache import cache_key
+from llmdebate.models.pricing import call_cost, lookup_price
 
 
 def _out(top: dict[str, float], token: str | None = None) -> ModelOutput:

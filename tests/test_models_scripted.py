@@ -6,24 +6,16 @@ import asyncio
 
 import pytest
 
-from llmdebate.errors import InvalidOutputError, ModelError, UserError
-from llmdebate.models import (
-    GenerateConfig,
-    Model,
-    ScriptedBackend,
-    call_context,
-    get_model,
-)
+from llmdebate.elicit import estimate, estimates
+from llmdebate.errors import InvalidOutputError, RetriesExhaustedError, UserError
+from llmdebate.models import GenerateConfig, Model, ScriptedBackend, get_model
 from llmdebate.schemas import ModelCallRecord
 
 Q = [{"role": "user", "content": "Is 7 prime?"}]
 
 
-def _model(backend: ScriptedBackend, records: list[ModelCallRecord] | None = None) -> Model:
-    m = get_model("scripted", backend=backend, retry_base_delay=0.001)
-    if records is not None:
-        m.on_call = records.append
-    return m
+def _model(backend: ScriptedBackend) -> Model:
+    return get_model("scripted", backend=backend, retry_base_delay=0.001)
 
 
 async def test_replies_then_responder_then_error():
@@ -38,23 +30,20 @@ async def test_replies_then_responder_then_error():
         await bare.generate(Q)
 
 
-async def test_records_carry_role_and_act_from_context_or_kwargs():
+async def test_records_go_to_the_log_given_with_role_and_act():
     records: list[ModelCallRecord] = []
-    m = _model(ScriptedBackend(responder=lambda msgs: "ok"), records)
-    with call_context(role="prover", act="decompose"):
-        await m.generate(Q)
-        await asyncio.gather(m.generate(Q, sample_index=1), m.generate(Q, sample_index=2))
-        await m.generate(Q, role="judge", sample_index=3)
-    await m.generate(Q, sample_index=4)
-    assert [(r.role, r.act) for r in records] == [
-        ("prover", "decompose"),
-        ("prover", "decompose"),
-        ("prover", "decompose"),
-        ("judge", "decompose"),
-        ("", ""),
-    ]
+    other: list[ModelCallRecord] = []
+    m = _model(ScriptedBackend(responder=lambda msgs: "ok"))
+    await m.generate(Q, role="prover", act="decompose", log=records)
+    await asyncio.gather(
+        m.generate(Q, sample_index=1, role="prover", act="decompose", log=records),
+        m.generate(Q, sample_index=2, role="judge", log=other),
+    )
+    await m.generate(Q, sample_index=4)  # no log: no record anywhere
+    assert [(r.role, r.act) for r in records] == [("prover", "decompose")] * 2
+    assert [(r.role, r.act) for r in other] == [("judge", "")]
     assert records[0].messages == Q and records[0].completion == "ok"
-    assert records[0].tokens_in == 3
+    assert records[0].tokens_in == 3 and records[0].retries == 0
 
 
 async def test_cache_hit_makes_no_request_and_is_accounted():
@@ -82,54 +71,55 @@ async def test_scripted_cache_is_per_instance():
 
 async def test_transient_failures_are_retried_then_give_up():
     records: list[ModelCallRecord] = []
-    m = _model(ScriptedBackend(["fine"], fail_first=2), records)
-    assert (await m.generate(Q)).text == "fine"
-    assert m.usage.retries == 2
+    m = _model(ScriptedBackend(["fine"], fail_first=2))
+    assert (await m.generate(Q, log=records)).text == "fine"
+    assert m.usage.retries == 2 and records[-1].retries == 2
     failing = get_model(
         "scripted", backend=ScriptedBackend(fail_first=10), max_retries=3, retry_base_delay=0.001
     )
-    failing.on_call = records.append
-    with pytest.raises(ModelError, match="gave up after 4 attempts"):
-        await failing.generate(Q)
+    with pytest.raises(RetriesExhaustedError, match="gave up after 4 attempts") as info:
+        await failing.generate(Q, log=records)
     assert failing.usage.retries == 3 and failing.usage.errors == 1
     assert records[-1].error is not None and "gave up" in records[-1].error
+    assert records[-1].retries == 3
+    assert getattr(info.value, "attempts", None) == 4
 
 
 async def test_probability_methods_follow_the_script():
     probs = {"prime": 0.9, "even": 0.2}
     records: list[ModelCallRecord] = []
-    m = _model(ScriptedBackend(probabilities=probs), records)
-    est = await m.probability(Q, "logprobs")
+    m = _model(ScriptedBackend(probabilities=probs))
+    est = await estimate(m, Q, "logprobs", log=records)
     assert est.value == pytest.approx(0.9)
     assert est.evidence["p_true_mass"] == pytest.approx(0.9)
     assert records[-1].logprobs and records[-1].logprobs[0]["token"] == " True"
-    verbal = await m.probability([{"role": "user", "content": "Is 4 even?"}], "verbalised")
+    verbal = await estimate(m, [{"role": "user", "content": "Is 4 even?"}], "verbalised")
     assert verbal.value == pytest.approx(0.2) and verbal.method == "verbalised"
-    sampled = await m.probability(Q, "sampling", samples=40, temperature=1.0)
+    sampled = await estimate(m, Q, "sampling", samples=40, temperature=1.0, log=records)
     k = sampled.evidence["k_true"]
     assert sampled.value == pytest.approx((k + 1) / 42)
     assert 28 <= k <= 40  # p = 0.9; a deterministic draw, but checks the wiring
     assert records[-1].samples is not None and len(records[-1].samples) == 40
-    again = await m.probability(Q, "sampling", samples=40, temperature=1.0)
+    again = await estimate(m, Q, "sampling", samples=40, temperature=1.0, log=records)
     assert again.value == sampled.value and records[-1].cached
 
 
 async def test_probability_callable_and_zero_one_edges():
     backend = ScriptedBackend(probabilities=lambda msgs: 0.0 if "no" in msgs[-1]["content"] else 1)
     m = _model(backend)
-    assert (await m.probability([{"role": "user", "content": "no"}])).value == 0.0
-    assert (await m.probability([{"role": "user", "content": "yes"}])).value == 1.0
+    assert (await estimate(m, [{"role": "user", "content": "no"}], "logprobs")).value == 0.0
+    assert (await estimate(m, [{"role": "user", "content": "yes"}], "logprobs")).value == 1.0
 
 
 async def test_probabilities_batch_and_logprob_refusal():
     m = _model(ScriptedBackend(probabilities={"a": 0.25, "b": 0.75}))
-    ests = await m.probabilities([[{"role": "user", "content": c}] for c in "ab"])
+    ests = await estimates(m, [[{"role": "user", "content": c}] for c in "ab"], "logprobs")
     assert [e.value for e in ests] == pytest.approx([0.25, 0.75])
     nolp = _model(ScriptedBackend(supports_logprobs=False))
     with pytest.raises(UserError, match="sampling"):
-        await nolp.probability(Q, "logprobs")
+        await estimate(nolp, Q, "logprobs")
     with pytest.raises(UserError, match="unknown probability method"):
-        await m.probability(Q, "vibes")  # type: ignore[arg-type]
+        await estimate(m, Q, "vibes")
 
 
 async def test_bad_messages_and_options():

@@ -42,7 +42,7 @@ class AnthropicBackend(Backend):
         *,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        timeout: float = 60.0,
+        timeout: float = 60.0,  # seconds per request
         send_temperature: bool = True,
     ) -> None:
         from llmdebate.errors import require
@@ -51,9 +51,8 @@ class AnthropicBackend(Backend):
         self.name = name
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self._secret = api_key(
-            api_key_env or "ANTHROPIC_API_KEY", "Anthropic", self.base_url, LOCAL_DUMMY_KEY
-        )
+        self.key_variable = api_key_env or "ANTHROPIC_API_KEY"
+        self._secret = api_key(self.key_variable, "Anthropic", self.base_url, LOCAL_DUMMY_KEY)
         self.send_temperature = send_temperature
         self._client = self._sdk.AsyncAnthropic(
             api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
@@ -62,6 +61,11 @@ class AnthropicBackend(Backend):
     @property
     def identity(self) -> str:
         return f"{self.name}@{self.base_url}" if self.base_url else self.name
+
+    @property
+    def server_url(self) -> str:
+        """The option, else the environment variable, else the SDK's default URL."""
+        return str(self._client.base_url).rstrip("/")
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
@@ -90,7 +94,14 @@ class AnthropicBackend(Backend):
         try:
             resp = await self._client.messages.create(**kwargs)
         except Exception as exc:
-            raise map_sdk_error(exc, self._sdk, self.name, self._secret) from exc
+            raise map_sdk_error(
+                exc,
+                self._sdk,
+                self.name,
+                self._secret,
+                key_variable=self.key_variable,
+                server=self.server_url,
+            ) from exc
         try:
             text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
             return ModelOutput(

@@ -8,26 +8,31 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from llmdebate.errors import ModelError
+from llmdebate.errors import ModelError, RequestRejectedError, RetriesExhaustedError, UserError
 
 ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
-ProbMethod = Literal["logprobs", "sampling", "verbalised"]
 ROLES = ("system", "user", "assistant")
 
 
 @dataclass
 class GenerateConfig:
-    """Sampling parameters of one call. ``top_logprobs`` asks for that many alternatives."""
+    """Sampling parameters of one call. ``top_logprobs`` asks for that many alternatives.
+
+    ``logprob_tokens`` asks, with ``top_logprobs``, for these tokens' logprobs at every
+    position as well, top-k or not; only backends with ``reports_logprob_tokens`` (local
+    models) can, the others ignore it. It enters the cache key only when set.
+    """
 
     temperature: float = 0.0
     max_tokens: int = 256
     top_logprobs: int | None = None
     stop: list[str] | None = None
     seed: int | None = None
+    logprob_tokens: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -88,7 +93,9 @@ class Usage:
 
 
 class TransientError(ModelError):
-    """A failure worth retrying (429, 5xx, timeout, connection error, malformed body).
+    """A failure worth retrying (408/409/425/429, 5xx, timeout, connection error, malformed
+    body). The wrapper retries it; it never escapes :class:`~llmdebate.models.Model`, which
+    raises :class:`RetriesExhausted` once the retries are spent.
 
     ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one.
     """
@@ -96,6 +103,16 @@ class TransientError(ModelError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class RetriesExhausted(RetriesExhaustedError):
+    """:class:`~llmdebate.errors.RetriesExhaustedError` with ``attempts`` (requests sent)
+    and ``last_error`` (the last :class:`TransientError`)."""
+
+    def __init__(self, message: str, attempts: int, last_error: TransientError) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_error = last_error
 
 
 class Backend(ABC):
@@ -108,17 +125,25 @@ class Backend(ABC):
     name: str = ""
     provider: str = ""
     supports_logprobs: bool = True
+    reports_logprob_tokens: bool = False  # honours GenerateConfig.logprob_tokens
     default_concurrency: int = 8
 
     @property
     def identity(self) -> str:
         return self.name
 
+    @property
+    def server_url(self) -> str | None:
+        """The effective URL of the server this backend talks to (None: no server)."""
+        return None
+
     @abstractmethod
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
     ) -> ModelOutput:
-        """One completion. Raise :class:`TransientError` for retryable failures."""
+        """One completion. Raise :class:`TransientError` for retryable failures, a
+        :class:`~llmdebate.errors.ModelError` subclass for the debate's own failures, a
+        :class:`~llmdebate.errors.FatalModelError` for those no debate survives."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections, threads or weights."""
@@ -142,9 +167,9 @@ def parse_retry_after(headers: Any) -> float | None:
 
 
 def check_messages(messages: list[ChatMessage]) -> None:
-    """Validate the message list shape; raise :class:`~llmdebate.errors.UserError` if bad."""
-    from llmdebate.errors import UserError
-
+    """Validate the message list: its shape (else :class:`~llmdebate.errors.UserError`) and
+    that every text encodes as UTF-8 (else :class:`~llmdebate.errors.RequestRejectedError`:
+    e.g. a lone surrogate from a dataset; the debate fails, nothing is sent or retried)."""
     if not messages:
         raise UserError("a model call needs at least one message")
     for i, m in enumerate(messages):
@@ -156,3 +181,10 @@ def check_messages(messages: list[ChatMessage]) -> None:
             raise UserError(
                 f"message {i} must be {{'role': 'system'|'user'|'assistant', 'content': str}}"
             )
+        try:
+            m["content"].encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RequestRejectedError(
+                f"message {i} cannot be sent: {exc.reason} at character {exc.start} "
+                f"({m['content'][max(0, exc.start - 20) : exc.start]!r} comes before it)"
+            ) from None

@@ -30,10 +30,13 @@ def default_cache_dir() -> Path:
 def cache_key(
     identity: str, messages: list[ChatMessage], config: GenerateConfig, sample_index: int
 ) -> str:
+    params = asdict(config)
+    if params.get("logprob_tokens") is None:
+        params.pop("logprob_tokens", None)  # keys made before the field existed stay valid
     payload: dict[str, Any] = {
         "model": identity,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "params": asdict(config),
+        "params": params,
         "sample_index": sample_index,
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -22,7 +22,9 @@ waiting at that moment into one left-padded batched forward pass (attention mask
 position ids from the mask), so a batched call gives the same probabilities as single calls.
 Sampling uses a ``torch.Generator`` seeded from (seed, sample_index): it is deterministic.
 When ``top_logprobs`` is asked for, each position's ``top`` holds the top-k tokens *plus*
-the True/False answer variants, so the answer masses are exact rather than top-k truncated.
+the tokens of ``GenerateConfig.logprob_tokens`` (those that are single tokens): given the
+answer words, the answer masses are exact rather than top-k truncated. ``batch_sizes``
+counts the forward passes by batch size (how much batching happened).
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ from typing import Any
 from llmdebate.errors import ModelError, UserError, require
 from llmdebate.models.base import Backend, ChatMessage, GenerateConfig, ModelOutput, TokenLogprob
 from llmdebate.models.cache import default_cache_dir
-from llmdebate.models.probability import FALSE_VARIANTS, TRUE_VARIANTS
 
 log = logging.getLogger(__name__)
 EMBEDDED_NAME = "gemma-3-270m-q4_k_m"
@@ -94,6 +95,7 @@ class HFBackend(Backend):
     """
 
     provider = "hf"
+    reports_logprob_tokens = True
     persistent_cache = True
     default_concurrency = 64
 
@@ -124,7 +126,7 @@ class HFBackend(Backend):
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
-        self._variant_ids: list[int] = []
+        self._extra_ids: dict[tuple[str, ...], list[int]] = {}
         self.batch_sizes: collections.Counter[int] = collections.Counter()  # size -> passes
 
     # ------------------------------------------------------------------ weights
@@ -189,7 +191,6 @@ class HFBackend(Backend):
             model.eval()
             tokenizer.padding_side = "left"
             self.tokenizer, self.model = tokenizer, model
-            self._variant_ids = self._single_token_ids([*TRUE_VARIANTS, *FALSE_VARIANTS])
             self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
             return self.load_info
 
@@ -322,7 +323,11 @@ class HFBackend(Backend):
                         nxt = int(torch.multinomial(probs, 1, generator=gens[i]).item())
                     else:
                         nxt = int(logp[i].argmax().item())
-                    top = self._top(logp[i], cfg.top_logprobs) if cfg.top_logprobs else {}
+                    top = (
+                        self._top(logp[i], cfg.top_logprobs, cfg.logprob_tokens)
+                        if cfg.top_logprobs
+                        else {}
+                    )
                     lps[i].append(TokenLogprob(tok.decode([nxt]), float(logp[i, nxt]), top))
                     produced[i].append(nxt)
                     step.append(nxt)
@@ -358,10 +363,13 @@ class HFBackend(Backend):
             )
         return results
 
-    def _top(self, logp: Any, k: int) -> dict[str, float]:
+    def _top(self, logp: Any, k: int, extra: tuple[str, ...] | None) -> dict[str, float]:
         torch: Any = require("torch", "local")
         head = [int(i) for i in torch.topk(logp, k).indices]
-        ids = head + [i for i in self._variant_ids if i not in set(head)]
+        extra_ids = self._extra_ids.get(extra or ())
+        if extra_ids is None:
+            extra_ids = self._extra_ids[extra or ()] = self._single_token_ids(list(extra or ()))
+        ids = head + [i for i in extra_ids if i not in set(head)]
         top: dict[str, float] = {}
         for i in ids:
             text, lp = self.tokenizer.decode([i]), float(logp[i])

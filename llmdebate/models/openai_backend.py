@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from llmdebate.errors import ModelError
+from llmdebate.errors import InvalidOutputError
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -40,7 +40,7 @@ class OpenAIBackend(Backend):
         *,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        timeout: float = 60.0,
+        timeout: float = 60.0,  # seconds per request
         max_tokens_param: str | None = None,
     ) -> None:
         from llmdebate.errors import require
@@ -49,9 +49,8 @@ class OpenAIBackend(Backend):
         self.name = name
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._secret = api_key(
-            api_key_env or "OPENAI_API_KEY", "OpenAI", self.base_url, LOCAL_DUMMY_KEY
-        )
+        self.key_variable = api_key_env or "OPENAI_API_KEY"
+        self._secret = api_key(self.key_variable, "OpenAI", self.base_url, LOCAL_DUMMY_KEY)
         # Servers other than OpenAI's mostly know only max_tokens; OpenAI's newer models
         # require max_completion_tokens.
         self.max_tokens_param = max_tokens_param or (
@@ -64,6 +63,11 @@ class OpenAIBackend(Backend):
     @property
     def identity(self) -> str:
         return f"{self.name}@{self.base_url}" if self.base_url else self.name
+
+    @property
+    def server_url(self) -> str:
+        """The option, else the environment variable, else the SDK's default URL."""
+        return str(self._client.base_url).rstrip("/")
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
@@ -84,7 +88,14 @@ class OpenAIBackend(Backend):
         try:
             resp = await self._client.chat.completions.create(**kwargs)
         except Exception as exc:
-            raise map_sdk_error(exc, self._sdk, self.name, self._secret) from exc
+            raise map_sdk_error(
+                exc,
+                self._sdk,
+                self.name,
+                self._secret,
+                key_variable=self.key_variable,
+                server=self.server_url,
+            ) from exc
         return self._parse(resp, bool(config.top_logprobs))
 
     def _parse(self, resp: Any, want_logprobs: bool) -> ModelOutput:
@@ -96,7 +107,7 @@ class OpenAIBackend(Backend):
             if want_logprobs:
                 content = choice.logprobs.content if choice.logprobs else None
                 if not content:
-                    raise ModelError(f"{self.name}: the server returned no logprobs")
+                    raise InvalidOutputError(f"{self.name}: the server returned no logprobs")
                 logprobs = [
                     TokenLogprob(t.token, float(t.logprob), _top(t.top_logprobs)) for t in content
                 ]

@@ -20,7 +20,6 @@ from llmdebate.models.wrapper import Model
 
 ACCEPTED = "openai/<model>, anthropic/<model>, hf/<dir or .gguf>, local, scripted"
 _WRAPPER_OPTIONS = (
-    "on_call",
     "retry_base_delay",
     "retry_max_delay",
     "max_retry_after",
@@ -52,9 +51,9 @@ def get_model(
     ``cache_dir`` holds the response cache (``responses.sqlite``) and local weights
     (default ``$LLMDEBATE_CACHE_DIR`` or ``~/.cache/llmdebate``). ``max_concurrency`` bounds
     requests in flight (None: 8 for HTTP providers, 64 for local and scripted). Wrapper
-    options: ``on_call``, ``retry_base_delay``, ``retry_max_delay``, ``max_retry_after``,
-    ``requests_per_minute``, ``tokens_per_minute``,
-    ``cache``; the rest go to the backend (e.g. ``timeout``, ``max_batch``, ``backend``).
+    options: ``retry_base_delay``, ``retry_max_delay``, ``max_retry_after``,
+    ``requests_per_minute``, ``tokens_per_minute``, ``cache``; the rest go to the backend
+    (e.g. ``timeout`` in seconds for HTTP backends, ``max_batch``, ``backend``).
     """
     wrapper_kw = {k: options.pop(k) for k in _WRAPPER_OPTIONS if k in options}
     backend = create_backend(

@@ -2,12 +2,14 @@
 
 It is a *test double* — for tests of agents and protocols and for dry runs — not a model.
 Requests go through the same :class:`~llmdebate.models.wrapper.Model` wrapper as any provider
-(cache, retries, accounting, ``on_call``); its cache is in memory by default, so scripted
-replies never leak between runs.
+(cache, retries, accounting, call records); its cache is in memory by default, so scripted
+replies never leak between runs. It recognises the prompts of :mod:`llmdebate.elicit`
+(from the dependency-free :mod:`llmdebate.elicit.prompts`) so that it can play a model
+answering them.
 
 How it answers, in order:
 
-1. a probability probe made by :meth:`Model.probability` is answered from the scripted
+1. a probability probe made by :func:`llmdebate.elicit.estimate` is answered from the scripted
    probability p of the conversation (``probabilities``: a ``{substring: p}`` dict matched
    against the message texts in order, or a callable ``messages -> p``; else
    ``default_probability``):
@@ -36,6 +38,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models.base import (
     Backend,
@@ -45,7 +48,6 @@ from llmdebate.models.base import (
     TokenLogprob,
     TransientError,
 )
-from llmdebate.models.probability import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 
 ProbabilitySource = dict[str, float] | Callable[[list[ChatMessage]], float] | None
 IMPOSSIBLE = -9999.0  # the logprob OpenAI reports for a token it rules out

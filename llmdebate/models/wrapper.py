@@ -1,13 +1,18 @@
-"""The one wrapper around every backend: cache, retries, concurrency limit, accounting, logging.
+"""The one wrapper around every backend: cache, retries, concurrency limit, accounting.
 
-Attaching a role and an act to the :class:`~llmdebate.schemas.ModelCallRecord` of a call:
-either pass ``role=``/``act=`` to :meth:`Model.generate` / :meth:`Model.probability`, or set
-them for a whole block (including nested coroutines started inside it) with::
+It is transport only: messages in, text/tokens/logprobs/usage out (probabilities are
+:mod:`llmdebate.elicit`'s). The caller owns the call log: pass ``log=`` (a list) to
+:meth:`Model.generate` / :meth:`Model.generate_many` and each call appends its
+:class:`~llmdebate.schemas.ModelCallRecord` (labelled with ``role`` and ``act``) to it, on
+success and on failure. Records never contain an API key.
 
-    with call_context(role="prover", act="decompose"):
-        await model.generate(messages)
-
-Keyword arguments win over the context. Records never contain an API key.
+Failures: :class:`~llmdebate.models.base.TransientError` (429, 5xx, timeouts, malformed
+bodies) is retried with backoff, honouring ``Retry-After``; when the retries are spent,
+:class:`~llmdebate.models.base.RetriesExhausted` (a
+:class:`~llmdebate.errors.RetriesExhaustedError`) is raised. Everything else is raised at
+once: :class:`~llmdebate.errors.RequestRejectedError` and other
+:class:`~llmdebate.errors.ModelError` subclasses end one debate,
+:class:`~llmdebate.errors.FatalModelError` (e.g. authentication) stops the run.
 """
 
 from __future__ import annotations
@@ -16,10 +21,8 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import asdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,49 +33,28 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from llmdebate.errors import InvalidOutputError, ModelError, UserError
+from llmdebate.errors import UserError
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
     GenerateConfig,
     ModelOutput,
-    ProbMethod,
+    RetriesExhausted,
     TransientError,
     Usage,
     check_messages,
 )
 from llmdebate.models.cache import ResponseCache, cache_key
 from llmdebate.models.pricing import Prices, call_cost
-from llmdebate.models.probability import (
-    TF_INSTRUCTION,
-    VERBALISED_INSTRUCTION,
-    estimate_from_logprobs,
-    estimate_from_samples,
-    parse_probability,
-    with_instruction,
-)
 from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
-from llmdebate.schemas import Estimate, ModelCallRecord
-
-_CONTEXT: ContextVar[tuple[str, str]] = ContextVar("llmdebate_call_context", default=("", ""))
-
-LOGPROBS_TOP = 20  # the most OpenAI returns
-VERBALISED_ATTEMPTS = 3
+from llmdebate.schemas import ModelCallRecord
 
 
-@contextmanager
-def call_context(role: str, act: str = "") -> Iterator[None]:
-    """Label every model call made inside the block with ``role`` and ``act``."""
-    token = _CONTEXT.set((role, act))
-    try:
-        yield
-    finally:
-        _CONTEXT.reset(token)
+@dataclass
+class _Tries:
+    """Re-sends of one call (for its record)."""
 
-
-def current_call_context() -> tuple[str, str]:
-    """The (role, act) labels in force for calls made now."""
-    return _CONTEXT.get()
+    retries: int = 0
 
 
 class Model:
@@ -97,7 +79,6 @@ class Model:
         max_concurrency: int | None = None,
         max_retries: int = 4,
         prices: Prices | None = None,
-        on_call: Callable[[ModelCallRecord], None] | None = None,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 30.0,
         max_retry_after: float = 60.0,
@@ -114,7 +95,6 @@ class Model:
         self.max_retries = max_retries
         self.max_concurrency = limit
         self.prices = prices
-        self.on_call = on_call
         self.usage = Usage()
         self.rate = RateLimiter(requests_per_minute, tokens_per_minute)
         self.retry_base_delay = retry_base_delay
@@ -135,6 +115,18 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({self.name!r})"
 
+    @property
+    def base_url(self) -> str | None:
+        """The effective server URL of an HTTP backend (the ``base_url`` option, else
+        ``$OPENAI_BASE_URL`` / ``$ANTHROPIC_BASE_URL``, else the provider's default); None
+        for local and scripted backends."""
+        return self.backend.server_url
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """Whether the backend returns token logprobs (Anthropic's API does not)."""
+        return self.backend.supports_logprobs
+
     # ------------------------------------------------------------------ generation
     async def generate(
         self,
@@ -142,32 +134,95 @@ class Model:
         config: GenerateConfig | None = None,
         *,
         sample_index: int = 0,
-        role: str | None = None,
-        act: str | None = None,
+        role: str = "",
+        act: str = "",
+        log: list[ModelCallRecord] | None = None,
     ) -> ModelOutput:
-        """One completion (from the cache when possible); logs one call record."""
+        """One completion (from the cache when possible).
+
+        ``sample_index`` tells apart samples of the same request (each is cached on its
+        own). When ``log`` is given, the call's record is appended to it, also on failure.
+        """
         config = config or GenerateConfig()
+        tries = _Tries()
         try:
-            out = await self._generate(messages, config, sample_index)
+            out = await self._generate(messages, config, sample_index, tries)
         except Exception as exc:
-            self._emit(role, act, messages=messages, error=_describe(exc))
+            if log is not None:
+                log.append(
+                    self.record(
+                        role,
+                        act,
+                        messages=messages,
+                        error=describe_error(exc),
+                        retries=tries.retries,
+                    )
+                )
             raise
-        self._emit(
-            role,
-            act,
-            messages=messages,
-            completion=out.text,
-            logprobs=[asdict(lp) for lp in out.logprobs] if out.logprobs else None,
-            tokens_in=out.tokens_in,
-            tokens_out=out.tokens_out,
-            cost=out.cost,
-            cached=out.cached,
-            latency_s=out.latency_s,
-        )
+        if log is not None:
+            log.append(
+                self.record(
+                    role,
+                    act,
+                    messages=messages,
+                    completion=out.text,
+                    logprobs=[asdict(lp) for lp in out.logprobs] if out.logprobs else None,
+                    tokens_in=out.tokens_in,
+                    tokens_out=out.tokens_out,
+                    cost=out.cost,
+                    cached=out.cached,
+                    latency_s=out.latency_s,
+                    retries=tries.retries,
+                )
+            )
         return out
 
+    async def generate_many(
+        self,
+        batch: Sequence[list[ChatMessage]],
+        config: GenerateConfig | None = None,
+        *,
+        sample_indices: Sequence[int] | None = None,
+        role: str = "",
+        act: str = "",
+        log: list[ModelCallRecord] | None = None,
+    ) -> list[ModelOutput]:
+        """:meth:`generate` for several conversations at once, outputs in input order.
+
+        The calls are sent concurrently (bounded by ``max_concurrency``); a local model
+        answers them in one padded forward pass. Every call runs to its end; then the
+        records are appended to ``log`` in input order and the first failure, if any, is
+        raised.
+        """
+        indices = list(sample_indices) if sample_indices is not None else [0] * len(batch)
+        if len(indices) != len(batch):
+            raise UserError(
+                f"generate_many: {len(batch)} conversations but {len(indices)} sample indices"
+            )
+        logs: list[list[ModelCallRecord]] = [[] for _ in batch]
+        results = await asyncio.gather(
+            *(
+                self.generate(messages, config, sample_index=index, role=role, act=act, log=own)
+                for messages, index, own in zip(batch, indices, logs, strict=True)
+            ),
+            return_exceptions=True,
+        )
+        if log is not None:
+            for own in logs:
+                log.extend(own)
+        outputs: list[ModelOutput] = []
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+            outputs.append(result)
+        return outputs
+
     async def _generate(
-        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        sample_index: int,
+        tries: _Tries,
     ) -> ModelOutput:
         check_messages(messages)
         key = None
@@ -181,7 +236,7 @@ class Model:
                 return hit
         self.usage.calls += 1
         try:
-            out = await self._send(messages, config, sample_index)
+            out = await self._send(messages, config, sample_index, tries)
         except Exception:
             self.usage.errors += 1
             raise
@@ -210,17 +265,22 @@ class Model:
         delay = self.retry_base_delay * 2 ** (state.attempt_number - 1)
         return min(delay, self.retry_max_delay) + random.uniform(0, self.retry_base_delay)
 
-    def _before_sleep(self, state: RetryCallState) -> None:
-        self.usage.retries += 1
-
     async def _send(
-        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        sample_index: int,
+        tries: _Tries,
     ) -> ModelOutput:
+        def before_sleep(state: RetryCallState) -> None:
+            self.usage.retries += 1
+            tries.retries += 1
+
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(TransientError),
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
-            before_sleep=self._before_sleep,
+            before_sleep=before_sleep,
             reraise=True,
         )
         try:
@@ -233,125 +293,16 @@ class Model:
                         out = await self.backend.generate(messages, config, sample_index)
                         out.latency_s = time.perf_counter() - start
         except TransientError as exc:
-            raise ModelError(
-                f"{self.name}: {exc} (gave up after {self.max_retries + 1} attempts)"
+            attempts = tries.retries + 1
+            raise RetriesExhausted(
+                f"{self.name}: {exc} (gave up after {attempts} attempts)", attempts, exc
             ) from exc
         return out
 
-    # ---------------------------------------------------------------- probabilities
-    async def probability(
-        self,
-        messages: list[ChatMessage],
-        method: ProbMethod = "logprobs",
-        *,
-        samples: int = 8,
-        temperature: float = 1.0,
-        role: str | None = None,
-        act: str | None = None,
-    ) -> Estimate:
-        """P(the True/False question ending ``messages`` is True); logs one call record.
-
-        ``logprobs``: one answer token, top-20 logprobs, P = m_T / (m_T + m_F).
-        ``sampling``: ``samples`` answers at ``temperature`` (each cached under its own
-        sample index), P = (k + 1) / (n + 2). ``verbalised``: a stated number, re-asked with
-        the parse error up to 3 times, then :class:`InvalidOutputError`.
-        """
-        start = time.perf_counter()
-        outs: list[ModelOutput] = []
-        sent: list[ChatMessage] = messages
-        try:
-            if method == "logprobs":
-                if not self.backend.supports_logprobs:
-                    raise UserError(
-                        f"{self.name} returns no logprobs ({self.backend.provider} has none): "
-                        "use method='sampling' or method='verbalised'"
-                    )
-                sent = with_instruction(messages, TF_INSTRUCTION)
-                cfg = GenerateConfig(temperature=0.0, max_tokens=1, top_logprobs=LOGPROBS_TOP)
-                outs.append(await self._generate(sent, cfg, 0))
-                est = estimate_from_logprobs(outs[0])
-            elif method == "sampling":
-                if samples < 1:
-                    raise UserError(f"samples must be >= 1 (got {samples})")
-                sent = with_instruction(messages, TF_INSTRUCTION)
-                cfg = GenerateConfig(temperature=temperature, max_tokens=4)
-                outs = list(
-                    await asyncio.gather(*(self._generate(sent, cfg, i) for i in range(samples)))
-                )
-                est = estimate_from_samples([o.text for o in outs], temperature)
-            elif method == "verbalised":
-                sent, est = await self._verbalised(messages, outs)
-            else:
-                raise UserError(
-                    f"unknown probability method {method!r}: use logprobs, sampling or verbalised"
-                )
-        except Exception as exc:
-            self._emit(role, act, messages=sent, error=_describe(exc), **_totals(outs))
-            raise
-        last = outs[-1]
-        self._emit(
-            role,
-            act,
-            messages=sent,
-            completion=None if method == "sampling" else last.text,
-            logprobs=[asdict(lp) for lp in last.logprobs]
-            if method == "logprobs" and last.logprobs
-            else None,
-            samples=[o.text for o in outs] if method == "sampling" else None,
-            latency_s=time.perf_counter() - start,
-            **_totals(outs),
-        )
-        est.evidence.setdefault("model", self.name)
-        return est
-
-    async def _verbalised(
-        self, messages: list[ChatMessage], outs: list[ModelOutput]
-    ) -> tuple[list[ChatMessage], Estimate]:
-        sent = with_instruction(messages, VERBALISED_INSTRUCTION)
-        cfg = GenerateConfig(temperature=0.0, max_tokens=16)
-        errors: list[str] = []
-        for _ in range(VERBALISED_ATTEMPTS):
-            out = await self._generate(sent, cfg, 0)
-            outs.append(out)
-            try:
-                value = parse_probability(out.text)
-            except ValueError as exc:
-                errors.append(f"{out.text[:80]!r}: {exc}")
-                sent = [
-                    *sent,
-                    {"role": "assistant", "content": out.text},
-                    {
-                        "role": "user",
-                        "content": f"That reply could not be read ({exc}). "
-                        + VERBALISED_INSTRUCTION,
-                    },
-                ]
-                continue
-            evidence = {"reply": out.text, "attempts": len(errors) + 1, "errors": errors}
-            return sent, Estimate(value=value, method="verbalised", evidence=evidence)
-        raise InvalidOutputError(
-            f"{self.name} gave no probability in {VERBALISED_ATTEMPTS} attempts: "
-            + "; ".join(errors)
-        )
-
-    async def probabilities(
-        self, batch: list[list[ChatMessage]], method: ProbMethod = "logprobs", **kw: Any
-    ) -> list[Estimate]:
-        """:meth:`probability` for each conversation, concurrently (batched by local models)."""
-        return list(await asyncio.gather(*(self.probability(m, method, **kw) for m in batch)))
-
     # --------------------------------------------------------------------- plumbing
-    def _emit(self, role: str | None, act: str | None, **fields: Any) -> None:
-        if self.on_call is None:
-            return
-        ctx_role, ctx_act = _CONTEXT.get()
-        record = ModelCallRecord(
-            role=role if role is not None else ctx_role,
-            act=act if act is not None else ctx_act,
-            model=self.name,
-            **fields,
-        )
-        self.on_call(record)
+    def record(self, role: str = "", act: str = "", **fields: Any) -> ModelCallRecord:
+        """A :class:`~llmdebate.schemas.ModelCallRecord` of a call to this model."""
+        return ModelCallRecord(role=role, act=act, model=self.name, **fields)
 
     async def aclose(self) -> None:
         """Close the backend's connections or worker (the cache stays usable)."""
@@ -364,14 +315,6 @@ class Model:
         await self.aclose()
 
 
-def _totals(outs: list[ModelOutput]) -> dict[str, Any]:
-    return {
-        "tokens_in": sum(o.tokens_in for o in outs),
-        "tokens_out": sum(o.tokens_out for o in outs),
-        "cost": sum(o.cost for o in outs),
-        "cached": bool(outs) and all(o.cached for o in outs),
-    }
-
-
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """``"<ErrorType>: <message>"``, as recorded in a call record's ``error``."""
     return f"{type(exc).__name__}: {exc}"

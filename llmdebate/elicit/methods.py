@@ -1,0 +1,377 @@
+"""The probability methods, one class each, in one registry keyed by :data:`METHODS`.
+
+Each method asks a :class:`~llmdebate.models.Model` whether the True/False question ending a
+conversation is True and turns the replies into an :class:`~llmdebate.schemas.Estimate`:
+
+* ``logprobs`` — one answer token with its top-20 logprobs; P = m_T / (m_T + m_F), where m_T
+  sums the probabilities of the True variants and m_F those of the False variants;
+* ``sampling`` — n answers at temperature T (each cached under its own sample index);
+  P = (k + 1) / (n + 2) (Laplace smoothing);
+* ``verbalised`` — the model states a number in [0, 1]; a reply that does not parse is
+  re-asked with the parse error, up to 3 attempts, then
+  :class:`~llmdebate.errors.InvalidOutputError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Literal, get_args
+
+from llmdebate.elicit.prompts import (
+    ANSWER_VARIANTS,
+    FALSE_VARIANTS,
+    TF_INSTRUCTION,
+    TRUE_VARIANTS,
+    VERBALISED_INSTRUCTION,
+    ChatMessage,
+    parse_bool,
+    parse_probability,
+    with_instruction,
+)
+from llmdebate.errors import InvalidOutputError, UserError
+from llmdebate.models.base import GenerateConfig, ModelOutput
+from llmdebate.models.wrapper import Model, describe_error
+from llmdebate.schemas import Estimate, ModelCallRecord
+
+ProbMethod = Literal["logprobs", "sampling", "verbalised"]
+"""The name of a probability method (the one list of them)."""
+METHODS: tuple[str, ...] = get_args(ProbMethod)
+
+LOGPROBS_TOP = 20  # the most OpenAI returns
+VERBALISED_ATTEMPTS = 3
+
+
+# ---------------------------------------------------------------------- pure extraction
+def _norm(token: str) -> str:
+    # SentencePiece / BPE space markers, as some servers return them raw.
+    return token.replace("\u2581", " ").replace("\u0120", " ")
+
+
+def answer_masses(top: dict[str, float]) -> tuple[float, float, float]:
+    """(p_true_mass, p_false_mass, neither_mass) from one position's top logprobs."""
+    p_true = p_false = 0.0
+    total = 0.0
+    for token, lp in top.items():
+        p = math.exp(lp) if lp > -1e4 else 0.0
+        total += p
+        t = _norm(token)
+        if t in TRUE_VARIANTS:
+            p_true += p
+        elif t in FALSE_VARIANTS:
+            p_false += p
+    neither = max(0.0, min(1.0, 1.0 - p_true - p_false)) if total > 0 else 1.0
+    return p_true, p_false, neither
+
+
+def _answer_position(output: ModelOutput) -> int:
+    """The first generated position whose token is not whitespace/punctuation-only."""
+    assert output.logprobs is not None
+    for i, lp in enumerate(output.logprobs):
+        if _norm(lp.token).strip(" \n\t*:\"'`"):
+            return i
+    return 0
+
+
+def estimate_from_logprobs(output: ModelOutput) -> Estimate:
+    """P(True) at the answer position of ``output``; InvalidOutputError if no evidence."""
+    if not output.logprobs:
+        raise InvalidOutputError(f"{output.model} returned no logprobs")
+    pos = _answer_position(output)
+    at = output.logprobs[pos]
+    top = dict(at.top)
+    top.setdefault(at.token, at.logprob)
+    p_true, p_false, neither = answer_masses(top)
+    if p_true + p_false <= 0.0:
+        shown = ", ".join(f"{t!r}" for t in list(top)[:5])
+        raise InvalidOutputError(
+            f"{output.model}: no True/False token among the top logprobs (top: {shown})"
+        )
+    value = p_true / (p_true + p_false)
+    evidence: dict[str, Any] = {
+        "top": {t: round(v, 6) for t, v in sorted(top.items(), key=lambda kv: -kv[1])},
+        "p_true_mass": p_true,
+        "p_false_mass": p_false,
+        "neither_mass": neither,
+        "position": pos,
+        "completion": output.text,
+    }
+    return Estimate(value=min(1.0, max(0.0, value)), method="logprobs", evidence=evidence)
+
+
+def estimate_from_samples(samples: list[str], temperature: float) -> Estimate:
+    """Laplace-smoothed frequency of True among the parsable samples."""
+    parsed = [parse_bool(s) for s in samples]
+    valid = [p for p in parsed if p is not None]
+    if not valid:
+        raise InvalidOutputError(
+            f"none of {len(samples)} samples said True or False (first: {samples[0][:60]!r})"
+        )
+    k = sum(valid)
+    n = len(valid)
+    evidence = {
+        "samples": samples,
+        "parsed": parsed,
+        "k_true": k,
+        "n_valid": n,
+        "n": len(samples),
+        "temperature": temperature,
+    }
+    return Estimate(value=(k + 1) / (n + 2), method="sampling", evidence=evidence)
+
+
+# ------------------------------------------------------------------------------ methods
+@dataclass(frozen=True)
+class Options:
+    """The settings of one estimate (each method reads the ones it uses)."""
+
+    samples: int = 8
+    temperature: float = 1.0
+
+
+@dataclass
+class Trace:
+    """What a method did, for the estimate's one call record: the messages sent last, the
+    records of its model calls, and the reply fields to show."""
+
+    sent: list[ChatMessage]
+    calls: list[ModelCallRecord] = field(default_factory=list)
+    completion: str | None = None
+    logprobs: list[dict[str, Any]] | None = None
+    samples: list[str] | None = None
+
+
+class Method(ABC):
+    """One probability method. Subclasses set ``name`` and implement :meth:`elicit`."""
+
+    name: ClassVar[str]
+    needs_logprobs: ClassVar[bool] = False
+
+    def check(self, model: Model, options: Options) -> None:
+        """Raise a one-line :class:`~llmdebate.errors.UserError` if the method cannot run."""
+        if self.needs_logprobs and not model.supports_logprobs:
+            raise UserError(
+                f"{model.name} returns no logprobs ({model.backend.provider} has none): "
+                "use method='sampling' or method='verbalised'"
+            )
+
+    @abstractmethod
+    async def elicit(
+        self, model: Model, messages: list[ChatMessage], options: Options, trace: Trace
+    ) -> Estimate:
+        """Make the calls (with ``log=trace.calls``), fill ``trace``, return the estimate."""
+
+
+REGISTRY: dict[str, type[Method]] = {}
+
+
+def register(cls: type[Method]) -> type[Method]:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    if cls.name not in METHODS:
+        raise ValueError(f"add {cls.name!r} to ProbMethod before registering it")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_method(name: str) -> Method:
+    """The method called ``name``; a :class:`~llmdebate.errors.UserError` listing the
+    allowed names otherwise."""
+    cls = REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise UserError(f"unknown probability method {name!r}: use one of {', '.join(METHODS)}")
+    return cls()
+
+
+@register
+class Logprobs(Method):
+    """One answer token at temperature 0 with its top-20 logprobs."""
+
+    name = "logprobs"
+    needs_logprobs = True
+
+    async def elicit(
+        self, model: Model, messages: list[ChatMessage], options: Options, trace: Trace
+    ) -> Estimate:
+        trace.sent = with_instruction(messages, TF_INSTRUCTION)
+        cfg = GenerateConfig(
+            temperature=0.0,
+            max_tokens=1,
+            top_logprobs=LOGPROBS_TOP,
+            logprob_tokens=ANSWER_VARIANTS if model.backend.reports_logprob_tokens else None,
+        )
+        out = await model.generate(trace.sent, cfg, log=trace.calls)
+        trace.completion = out.text
+        trace.logprobs = [asdict(lp) for lp in out.logprobs] if out.logprobs else None
+        return estimate_from_logprobs(out)
+
+
+@register
+class Sampling(Method):
+    """``samples`` short answers at ``temperature``, Laplace-smoothed."""
+
+    name = "sampling"
+
+    def check(self, model: Model, options: Options) -> None:
+        if options.samples < 1:
+            raise UserError(f"samples must be >= 1 (got {options.samples})")
+
+    async def elicit(
+        self, model: Model, messages: list[ChatMessage], options: Options, trace: Trace
+    ) -> Estimate:
+        trace.sent = with_instruction(messages, TF_INSTRUCTION)
+        cfg = GenerateConfig(temperature=options.temperature, max_tokens=4)
+        outs = await model.generate_many(
+            [trace.sent] * options.samples,
+            cfg,
+            sample_indices=range(options.samples),
+            log=trace.calls,
+        )
+        trace.samples = [o.text for o in outs]
+        return estimate_from_samples(trace.samples, options.temperature)
+
+
+@register
+class Verbalised(Method):
+    """A stated probability, re-asked with the parse error up to 3 attempts."""
+
+    name = "verbalised"
+
+    async def elicit(
+        self, model: Model, messages: list[ChatMessage], options: Options, trace: Trace
+    ) -> Estimate:
+        trace.sent = with_instruction(messages, VERBALISED_INSTRUCTION)
+        cfg = GenerateConfig(temperature=0.0, max_tokens=16)
+        errors: list[str] = []
+        for _ in range(VERBALISED_ATTEMPTS):
+            out = await model.generate(trace.sent, cfg, log=trace.calls)
+            trace.completion = out.text
+            try:
+                value = parse_probability(out.text)
+            except ValueError as exc:
+                errors.append(f"{out.text[:80]!r}: {exc}")
+                trace.sent = [
+                    *trace.sent,
+                    {"role": "assistant", "content": out.text},
+                    {
+                        "role": "user",
+                        "content": f"That reply could not be read ({exc}). "
+                        + VERBALISED_INSTRUCTION,
+                    },
+                ]
+                continue
+            evidence = {"reply": out.text, "attempts": len(errors) + 1, "errors": errors}
+            return Estimate(value=value, method="verbalised", evidence=evidence)
+        raise InvalidOutputError(
+            f"{model.name} gave no probability in {VERBALISED_ATTEMPTS} attempts: "
+            + "; ".join(errors)
+        )
+
+
+# ---------------------------------------------------------------------------- public API
+async def estimate(
+    model: Model,
+    messages: list[ChatMessage],
+    method: ProbMethod | str,
+    *,
+    samples: int = 8,
+    temperature: float = 1.0,
+    role: str = "",
+    act: str = "",
+    log: list[ModelCallRecord] | None = None,
+) -> Estimate:
+    """P(the True/False question ending ``messages`` is True) by ``method``.
+
+    When ``log`` is given, one record is appended for the whole estimate (also on failure):
+    the messages sent (the last ones, for a re-asked verbalised estimate), the completion
+    (or the samples), the logprobs, and the summed tokens, cost and retries.
+    """
+    start = time.perf_counter()
+    options = Options(samples=samples, temperature=temperature)
+    trace = Trace(sent=messages)
+    try:
+        impl = get_method(method)
+        impl.check(model, options)
+        est = await impl.elicit(model, messages, options, trace)
+    except Exception as exc:
+        if log is not None:
+            log.append(
+                model.record(
+                    role, act, messages=trace.sent, error=describe_error(exc), **_totals(trace)
+                )
+            )
+        raise
+    if log is not None:
+        log.append(
+            model.record(
+                role,
+                act,
+                messages=trace.sent,
+                completion=trace.completion if trace.samples is None else None,
+                logprobs=trace.logprobs,
+                samples=trace.samples,
+                latency_s=time.perf_counter() - start,
+                **_totals(trace),
+            )
+        )
+    est.evidence.setdefault("model", model.name)
+    return est
+
+
+async def estimates(
+    model: Model,
+    batch: Sequence[list[ChatMessage]],
+    method: ProbMethod | str,
+    *,
+    samples: int = 8,
+    temperature: float = 1.0,
+    role: str = "",
+    act: str = "",
+    log: list[ModelCallRecord] | None = None,
+) -> list[Estimate]:
+    """:func:`estimate` for each conversation, in input order.
+
+    The calls go out together, so a local model answers them in one padded forward pass.
+    Every estimate runs to its end; then the records are appended to ``log`` in input order
+    and the first failure, if any, is raised.
+    """
+    logs: list[list[ModelCallRecord]] = [[] for _ in batch]
+    results = await asyncio.gather(
+        *(
+            estimate(
+                model,
+                messages,
+                method,
+                samples=samples,
+                temperature=temperature,
+                role=role,
+                act=act,
+                log=own,
+            )
+            for messages, own in zip(batch, logs, strict=True)
+        ),
+        return_exceptions=True,
+    )
+    if log is not None:
+        for own in logs:
+            log.extend(own)
+    out: list[Estimate] = []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        out.append(result)
+    return out
+
+
+def _totals(trace: Trace) -> dict[str, Any]:
+    done = [r for r in trace.calls if r.error is None]
+    return {
+        "tokens_in": sum(r.tokens_in for r in done),
+        "tokens_out": sum(r.tokens_out for r in done),
+        "cost": sum(r.cost for r in done),
+        "cached": bool(done) and all(r.cached for r in done),
+        "retries": sum(r.retries for r in trace.calls),
+    }
