@@ -1,12 +1,18 @@
-"""Dataset loading (common schema, shuffling, line-numbered errors), GPQA, bundled datasets."""
+"""Dataset loading (common schema, shuffling, line-numbered errors), GPQA, bundled datasets.
+
+Everything here runs on a clone alone: the bundled samples under ``datasets/samples`` and
+files the tests write (GPQA is an encrypted zip of invented questions, see gpqa_fixture.py).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 
 import pytest
+from gpqa_fixture import QUESTIONS, write_gpqa_zip
 
 from llmdebate.data.generate import circuit_items, divisor_items
 from llmdebate.data.gpqa import read_zip_items
@@ -18,11 +24,25 @@ from llmdebate.data.problems import (
     parse_divisor_claim,
 )
 from llmdebate.errors import DatasetError
+from llmdebate.paths import REPO_ROOT
 from llmdebate.rules import compile_rule
 from llmdebate.schemas import Claim
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
+SAMPLES = REPO / "datasets" / "samples"
+SAMPLE_NAMES = [
+    "truthfulqa",
+    "gsm8k",
+    "arc_challenge",
+    "prontoqa",
+    "mmlu",
+    "commonsenseqa",
+    "boolq",
+    "proofwriter",
+    "folio",
+    "logical_deduction",
+    "hotpotqa",
+]
 
 
 def write(tmp_path: Path, *rows: object) -> Path:
@@ -34,11 +54,32 @@ def write(tmp_path: Path, *rows: object) -> Path:
 ROW = {"id": "a", "question": "Q?", "choices": ["x", "y", "z", "w"], "answer": "x"}
 
 
-def test_shared_strategyqa_loads() -> None:
-    path = SHARED / "strategyqa" / "items.jsonl"
-    assert path.is_file(), f"shared datasets missing: expected {path}"
-    items = load_items(path, limit=10)
-    assert len(items) == 10 and all(it.answer in (it.choices or []) for it in items)
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_bundled_samples_load(name: str) -> None:
+    path = SAMPLES / f"{name}.jsonl"
+    items = load_items(path)
+    assert 20 <= len(items) <= 50 and all(it.dataset == name for it in items)
+    for it in items:
+        if it.choices is not None:
+            assert it.answer in it.choices and it.choices[it.answer_index or 0] == it.answer
+    assert len(load_items(path, limit=10)) == 10
+
+
+def test_bundled_samples_are_documented_and_small() -> None:
+    sources = (SAMPLES / "SOURCES.md").read_text(encoding="utf-8")
+    on_disk = sorted(p.stem for p in SAMPLES.glob("*.jsonl"))
+    assert on_disk == sorted(SAMPLE_NAMES)
+    for name in SAMPLE_NAMES:
+        section = sources.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0]
+        assert "commit `" in section and "licence:" in section, name
+    assert "gpqa" in sources and "strategyqa" in sources  # the two left out, and why
+    assert sum(p.stat().st_size for p in SAMPLES.glob("*.jsonl")) < 600_000
+
+
+def test_truthfulqa_answer_is_first_in_the_file_but_shuffled_on_load() -> None:
+    path = SAMPLES / "truthfulqa.jsonl"
+    assert all(it.answer_index == 0 for it in read_items(path))
+    assert any(it.answer_index != 0 for it in load_items(path))
 
 
 def test_shuffle_is_recorded_deterministic_and_keeps_the_answer(tmp_path: Path) -> None:
@@ -59,7 +100,9 @@ def test_shuffle_is_recorded_deterministic_and_keeps_the_answer(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ("{not json", r"items\.jsonl:2: not valid JSON"),
+        ("{not json", r"items\.jsonl:2:2: not valid JSON \(Expecting property name"),
+        ('{"id": "b", "question": "a\tb"}', r"jsonl:2:27: .*Invalid control character U\+0009\)"),
+        ('{"id": "b",}', r"items\.jsonl:2:12: not valid JSON"),
         ({"id": "b", "choices": None, "answer": "1"}, r"items\.jsonl:2: question: Field required"),
         ({**ROW, "id": "b", "answer": "nope"}, r"items\.jsonl:2: .*not one of the choices"),
         ({**ROW}, r"items\.jsonl:2: duplicate id 'a' \(first on line 1\)"),
@@ -78,18 +121,22 @@ def test_missing_file_and_unknown_id(tmp_path: Path) -> None:
         load_items(write(tmp_path, ROW), ids=["zz"])
 
 
-def test_gpqa_decrypts_only_into_a_temporary_folder() -> None:
-    zip_path = SHARED / "gpqa" / "gpqa_diamond.zip"
-    assert zip_path.is_file(), f"shared datasets missing: expected {zip_path}"
+def test_gpqa_decrypts_only_into_a_temporary_folder(tmp_path: Path) -> None:
+    zip_path = write_gpqa_zip(tmp_path / "gpqa_diamond.zip")
     tmp_root = Path(tempfile.gettempdir())
     before = set(tmp_root.glob("llmdebate-gpqa-*"))
     items = read_zip_items(zip_path)
-    assert len(items) == 198 and all(len(it.choices or []) == 4 for it in items)
+    assert len(items) == len(QUESTIONS) and all(len(it.choices or []) == 4 for it in items)
+    assert all(it.answer_index == 0 and it.meta["protected"] == "gpqa" for it in items)
     assert set(tmp_root.glob("llmdebate-gpqa-*")) == before  # nothing left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpqa_diamond.zip"]
     shuffled = load_items(zip_path, limit=40)
     assert any(it.answer_index != 0 for it in shuffled)
+    assert all(it.choices and it.choices[it.answer_index or 0] == it.answer for it in shuffled)
     with pytest.raises(DatasetError, match="cannot decrypt"):
         read_zip_items(zip_path, password="wrong")
+    with pytest.raises(DatasetError, match="no such dataset file"):
+        read_zip_items(tmp_path / "absent.zip")
 
 
 def test_committed_bundled_datasets_match_the_generator() -> None:
@@ -126,3 +173,76 @@ def test_divisor_claims_parse_in_several_phrasings() -> None:
     assert parse_divisor_claim("91 has no divisor d with 2 ≤ d < 7") == (91, 2, 7, True)
     assert claim_truth("91 has a divisor in [5, 8)", {"problem": "divisors"}) == 1
     assert claim_truth("91 is a lovely number", {"problem": "divisors"}) is None
+
+
+def test_invalid_utf8_names_file_line_and_byte_column(tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(json.dumps(ROW).encode() + b'\n{"id": "b", "question": "caf\xe9?"}\n')
+    with pytest.raises(DatasetError, match=r"items\.jsonl:2:29: invalid UTF-8 \(byte 0xe9\)"):
+        read_items(path)
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        ({**ROW, "id": "b", "question": "Q\ud800?"}, "question"),
+        ({**ROW, "id": "b", "choices": ["x", "y\udfff"]}, "choices.1"),
+        ({**ROW, "id": "b", "meta": {"note": ["ok", "\udc80"]}}, "meta.note.1"),
+    ],
+)
+def test_a_lone_surrogate_names_file_line_and_field(tmp_path: Path, row: dict, field: str) -> None:
+    path = write(tmp_path, ROW, row)  # json.dumps escapes it: "\ud800" is valid JSON
+    assert "\\ud" in path.read_text()
+    expected = rf"items\.jsonl:2: {re.escape(field)}: a lone surrogate"
+    with pytest.raises(DatasetError, match=expected):
+        load_items(path)
+
+
+def test_a_surrogate_pair_and_a_byte_order_mark_are_fine(tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    row = {**ROW, "question": "Is \ud83d\ude00 a smile?"}  # an escaped pair: one character
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(row).encode() + b"\n")
+    assert read_items(path)[0].question == "Is 😀 a smile?"
+
+
+def test_relative_paths_resolve_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # outside the repository
+    items = load_items("datasets/samples/gsm8k.jsonl", limit=3)
+    assert len(items) == 3 and items[0].dataset == "gsm8k"
+    monkeypatch.chdir(REPO_ROOT / "tests")  # inside it, but not at its root
+    assert load_items("datasets/samples/gsm8k.jsonl", limit=3) == items
+    with pytest.raises(DatasetError) as err:
+        load_items("datasets/samples/absent.jsonl")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("datasets/samples/absent.jsonl: no such dataset file")
+    assert str(REPO_ROOT / "datasets/samples/absent.jsonl") in msg
+    assert str(REPO_ROOT / "tests" / "datasets/samples/absent.jsonl") in msg
+
+
+def test_a_folder_is_not_a_dataset(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="a folder, not a dataset"):
+        load_items(tmp_path)
+    with pytest.raises(DatasetError, match="split and subset apply only"):
+        load_items(write(tmp_path, ROW), split="test")
+
+
+def test_field_mapping_applies_to_jsonl(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {"qid": 7, "stem": "Is it?", "options": ["no", "yes"], "label": 1, "extra": "kept"},
+        {"qid": 8, "stem": "Is it not?", "options": ["no", "yes"], "label": 0, "extra": "kept"},
+    )
+    fields = {"id": "qid", "question": "stem", "choices": "options", "answer_index": "label"}
+    items = read_items(path, fields=fields)
+    assert [(it.id, it.answer, it.dataset) for it in items] == [
+        ("7", "yes", "items"),
+        ("8", "no", "items"),
+    ]
+    assert items[0].meta == {"extra": "kept"}
+    missing = r"items\.jsonl:1: no column 'prompt' \(mapped to question\)"
+    with pytest.raises(DatasetError, match=missing):
+        read_items(path, fields={"question": "prompt"})
+    with pytest.raises(DatasetError, match="unknown field 'questoin'"):
+        read_items(path, fields={"questoin": "stem"})

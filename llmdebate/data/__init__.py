@@ -1,5 +1,6 @@
-"""Datasets: the common JSONL loader, GPQA decryption, and the project's own generated sets."""
+"""Datasets: the common JSONL loader, Hugging Face sources, GPQA decryption, bundled samples
+and the project's own generated sets."""
 
-from llmdebate.data.loader import Item, load_items, read_items, shuffle_choices
+from llmdebate.data.loader import Item, build_items, load_items, read_items, shuffle_choices
 
-__all__ = ["Item", "load_items", "read_items", "shuffle_choices"]
+__all__ = ["Item", "build_items", "load_items", "read_items", "shuffle_choices"]

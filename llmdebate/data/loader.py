@@ -1,23 +1,28 @@
-"""Loading QA items in the common JSONL schema (see ``datasets/README.md``).
+"""Loading QA items in the common JSONL schema (see ``datasets/README.md``), or from Hugging
+Face datasets (:mod:`llmdebate.data.hf`) mapped onto it.
 
 Every line is one JSON object with ``id``, ``dataset``, ``question``, ``choices``, ``answer``,
 ``answer_index``, ``context``, ``decomposition``, ``facts``, ``meta``. Choices are shuffled with
 a recorded seed (each item's order depends only on the seed and the item id), because in some
 datasets the correct option is always first. A bad line raises one :class:`DatasetError`
-naming the file and the line.
+naming the file and the line (and the column or the field where it can).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llmdebate.data.fields import check_fields, map_row
+from llmdebate.data.hf import is_hub, is_local_hf, load_table, rows_of
 from llmdebate.errors import DatasetError
-from llmdebate.jsonl import first_error, iter_json_lines
+from llmdebate.jsonl import first_error, iter_json_lines, surrogate_message
+from llmdebate.paths import missing_path_message, resolve_path
 
 
 class Item(BaseModel):
@@ -84,27 +89,59 @@ def shuffle_choices(item: Item, seed: int) -> Item:
     )
 
 
-def read_items(path: str | Path) -> list[Item]:
-    """Every item of a JSONL file, in file order (no shuffling)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetError(f"{path}: no such dataset file")
+def build_items(
+    rows: Iterable[tuple[int, dict[str, Any]]], source: str, *, unit: str = "line"
+) -> list[Item]:
+    """Validated items from (number, object) pairs; a bad one raises :class:`DatasetError`
+    naming ``source`` and the line (``unit="line"``: ``file:12: …``) or row (``row 12``)."""
+
+    def where(n: int) -> str:
+        return f"{source}:{n}" if unit == "line" else f"{source}: {unit} {n}"
+
     items: list[Item] = []
     seen: dict[str, int] = {}
-    for lineno, data in iter_json_lines(path, DatasetError):
+    for n, data in rows:
+        problem = surrogate_message(data)
+        if problem is not None:
+            raise DatasetError(f"{where(n)}: {problem}")
         try:
             item = Item.model_validate(data)
         except ValidationError as exc:
-            raise DatasetError(f"{path}:{lineno}: {first_error(exc, 'item')}") from None
+            raise DatasetError(f"{where(n)}: {first_error(exc, 'item')}") from None
         if item.id in seen:
             raise DatasetError(
-                f"{path}:{lineno}: duplicate id {item.id!r} (first on line {seen[item.id]})"
+                f"{where(n)}: duplicate id {item.id!r} (first on {unit} {seen[item.id]})"
             )
-        seen[item.id] = lineno
+        seen[item.id] = n
         items.append(item)
     if not items:
-        raise DatasetError(f"{path}: the dataset has no items")
+        raise DatasetError(f"{source}: the dataset has no items")
     return items
+
+
+def read_items(path: str | Path, *, fields: dict[str, str] | None = None) -> list[Item]:
+    """Every item of a JSONL file, in file order (no shuffling).
+
+    ``fields`` maps common-schema fields to the file's own keys (see
+    :mod:`llmdebate.data.fields`); without it the lines are in the common schema.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such dataset file")
+    rows: Iterable[tuple[int, dict[str, Any]]] = iter_json_lines(path, DatasetError)
+    if fields:
+        rows = _mapped_lines(rows, path, check_fields(fields, str(path)))
+    return build_items(rows, str(path))
+
+
+def _mapped_lines(
+    rows: Iterable[tuple[int, dict[str, Any]]], path: Path, fields: dict[str, str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    for n, data in rows:
+        try:
+            yield n, map_row(data, fields, default_id=str(n), default_dataset=path.stem)
+        except ValueError as exc:
+            raise DatasetError(f"{path}:{n}: {exc}") from None
 
 
 def load_items(
@@ -114,23 +151,56 @@ def load_items(
     limit: int | None = None,
     ids: list[str] | None = None,
     password: str | None = None,
+    split: str | None = None,
+    subset: str | None = None,
+    fields: dict[str, str] | None = None,
 ) -> list[Item]:
-    """Items of a dataset file (``.jsonl``, or GPQA's encrypted ``.zip``), choices shuffled.
+    """Items of a dataset, choices shuffled (see :func:`shuffle_choices`).
 
+    ``path`` is a ``.jsonl`` file in the common schema, GPQA's encrypted ``.zip``, a
+    ``.parquet`` file or ``save_to_disk`` folder, or ``hf:<hub-name>`` (the last three through
+    the ``datasets`` library: ``split``, ``subset`` and the column mapping ``fields`` apply;
+    ``fields`` applies to a JSONL file too). A relative path is looked up in the current
+    folder, then in the repository (:func:`llmdebate.paths.resolve_path`).
     ``ids`` keeps only those items (in the given order); ``limit`` keeps the first N.
     """
-    path = Path(path)
-    if path.suffix == ".zip":
-        from llmdebate.data.gpqa import read_zip_items
-
-        items = read_zip_items(path, password=password)
+    label = str(path)
+    if is_hub(path):
+        table, label, name = load_table(str(path), split=split, subset=subset)
+        rows = rows_of(table, label, name, fields=fields, limit=None if ids else limit)
+        items = build_items(rows, label, unit="row")
     else:
-        items = read_items(path)
+        found = resolve_path(path)
+        if not found.exists():
+            raise DatasetError(missing_path_message(path, "dataset file"))
+        if is_local_hf(found):
+            table, label, name = load_table(found, split=split, subset=subset)
+            rows = rows_of(table, label, name, fields=fields, limit=None if ids else limit)
+            items = build_items(rows, label, unit="row")
+        else:
+            if split is not None or subset is not None:
+                raise DatasetError(
+                    f"{path}: split and subset apply only to Hugging Face datasets "
+                    "(hf:<name>, a .parquet file or a save_to_disk folder)"
+                )
+            if found.is_dir():
+                raise DatasetError(
+                    f"{found}: a folder, not a dataset (expected a .jsonl, .zip or .parquet "
+                    "file, or a folder written by datasets' save_to_disk)"
+                )
+            if found.suffix == ".zip":
+                from llmdebate.data.gpqa import read_zip_items
+
+                if fields:
+                    raise DatasetError(f"{path}: fields do not apply to an encrypted zip")
+                items = read_zip_items(found, password=password)
+            else:
+                items = read_items(found, fields=fields)
     if ids is not None:
         by_id = {it.id: it for it in items}
         missing = [i for i in ids if i not in by_id]
         if missing:
-            raise DatasetError(f"{path}: no item with id {missing[0]!r}")
+            raise DatasetError(f"{label}: no item with id {missing[0]!r}")
         items = [by_id[i] for i in ids]
     if limit is not None:
         items = items[:limit]
