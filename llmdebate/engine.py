@@ -26,7 +26,13 @@ from llmdebate.agents.base import (
     as_direction,
 )
 from llmdebate.errors import ProtocolViolation
-from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
+from llmdebate.rules import (
+    CondProbs,
+    compile_rule,
+    outcome_bits,
+    outcome_index,
+    probability_true,
+)
 from llmdebate.schemas import (
     Claim,
     DebateConfig,
@@ -109,14 +115,18 @@ async def run_prover_estimator(
     item: dict[str, Any] | None = None,
     calls: list[ModelCallRecord] | None = None,
 ) -> Transcript:
-    """One prover-estimator debate (Figure 2) on ``claim``.
+    """One prover-estimator debate (Figure 2, or ``config.variant``) on ``claim``.
 
     With ``config.expected_rewards`` the estimator is asked b_i at every prefix (2^q - 1 asks,
     concurrently), so that E[M_D] and the expected reward of the round are exact; the draws use
-    the same numbers. Otherwise it is asked only along the drawn path, in order.
+    the same numbers. Otherwise it is asked only along the drawn path, in order. The variants
+    ``marginal``, ``commit`` and ``commit-marginal`` always ask the whole table (they need B's
+    marginals); ``independent`` asks each b_i once with no earlier outcome stated (an empty
+    prefix) and draws the z_i independently.
     """
     seed = config.seed if seed is None else seed
-    r = scoring.reward_ratio(config.epsilon, config.rho)
+    r = scoring.ratio_for(config)
+    variant = config.variant
     d = config.depth
     draw = protocol_rng(seed)
     roles = {"prover": prover, "estimator": estimator, "judge": judge}
@@ -156,9 +166,9 @@ async def run_prover_estimator(
                 t.status = "awaiting_verdict"
                 t.calls = ctx.calls
                 return t
-            _set_leaf(rec, verdict, r)
-            rewards.append(rec.reward)  # type: ignore[arg-type]
-            expected.append(rec.expected_reward)  # type: ignore[arg-type]
+            rew, exp = _set_leaf(rec, verdict, r)
+            rewards.append(rew)
+            expected.append(exp)
             break
 
         dec = await prover.decompose(current, k, ctx)
@@ -169,11 +179,23 @@ async def run_prover_estimator(
         z: list[int] = []
         ests: list[Estimate] = []
         table: CondProbs | None = None
-        if config.expected_rewards:
+        by_prefix: list[list[Estimate]] = []
+        if variant == "independent":
+            flat = await asyncio.gather(
+                *(estimator.conditional(current, dec, i, (), ctx) for i in range(dec.width))
+            )
+            table = CondProbs.independent([e.value for e in flat])
+            by_prefix = [[e] * (1 << i) for i, e in enumerate(flat)]
+        elif config.expected_rewards or variant != "figure2":
             table, by_prefix = await _estimator_table(estimator, current, dec, ctx)
+        committed: int | None = None
+        if variant in ("commit", "commit-marginal"):
+            assert table is not None
+            marg = scoring.marginals_of(table.to_lists())
+            committed = await _choose(prover, current, dec, marg, [], ctx, k)
         for i in range(dec.width):
             if table is not None:
-                e = by_prefix[i][_prefix_index(z)]
+                e = by_prefix[i][outcome_index(z)]
             else:
                 e = await estimator.conditional(current, dec, i, tuple(z), ctx)
             ests.append(e)
@@ -181,8 +203,6 @@ async def run_prover_estimator(
             ui = float(draw.random())
             us.append(ui)
             z.append(int(ui < e.value))
-        m = rule(z)
-        expected_m = probability_true(rule, table) if table is not None else None
         rec = RoundRecord(
             k=k,
             claim=current,
@@ -193,23 +213,20 @@ async def run_prover_estimator(
             b=b,
             u=us,
             z=z,
-            m=m,
+            m=rule(z),
             table=table.to_lists() if table is not None else None,
-            expected_m=expected_m,
-            reward=scoring.round_reward(r, k, s, m, p),
-            expected_reward=scoring.expected_round_reward(
-                r, k, s, expected_m if expected_m is not None else m, p
-            ),
+            expected_m=probability_true(rule, table) if table is not None else None,
         )
+        rew, exp = rec.reward, rec.expected_reward = scoring.round_rewards(r, rec)
         t.rounds.append(rec)
         ctx.rounds.append(rec)
-        rewards.append(rec.reward)  # type: ignore[arg-type]
-        expected.append(rec.expected_reward)  # type: ignore[arg-type]
-        j = int(await prover.choose(current, dec, b, z, ctx))
-        if not 0 <= j < dec.width:
-            raise ProtocolViolation(f"round {k}: recursion index {j} outside 0..{dec.width - 1}")
+        rewards.append(rew)
+        expected.append(exp)
+        if committed is None:
+            committed = await _choose(prover, current, dec, b, z, ctx, k)
+        j = committed
         rec.recurse = j
-        current, p = dec.subclaims[j], b[j]
+        current, p = dec.subclaims[j], scoring.next_probability(rec, variant)
 
     t.total = scoring.total(rewards)
     t.expected_total = scoring.total(expected)
@@ -258,19 +275,26 @@ async def _answer(prover: Prover | NaiveProver, claim: Claim, ctx: DebateContext
     return a
 
 
-def _prefix_index(z: list[int]) -> int:
-    v = 0
-    for bit in z:
-        v = (v << 1) | bit
-    return v
+async def _choose(
+    prover: Prover,
+    claim: Claim,
+    dec: Decomposition,
+    b: list[float],
+    z: list[int],
+    ctx: DebateContext,
+    k: int,
+) -> int:
+    """A's recursion index; ``z == []`` asks A to commit before the draws (b: B's marginals)."""
+    j = int(await prover.choose(claim, dec, b, z, ctx))
+    if not 0 <= j < dec.width:
+        raise ProtocolViolation(f"round {k}: recursion index {j} outside 0..{dec.width - 1}")
+    return j
 
 
-def _set_leaf(rec: RoundRecord, verdict: Verdict, r: float) -> None:
-    assert rec.direction is not None and rec.p is not None
+def _set_leaf(rec: RoundRecord, verdict: Verdict, r: float) -> tuple[float, float]:
     rec.verdict = verdict
-    rec.reward = scoring.leaf_reward(r, rec.direction, verdict.value, rec.p)
-    o = verdict.probability if verdict.probability is not None else verdict.value
-    rec.expected_reward = scoring.leaf_reward(r, rec.direction, o, rec.p)
+    rec.reward, rec.expected_reward = scoring.round_rewards(r, rec)
+    return rec.reward, rec.expected_reward
 
 
 def complete_with_verdict(transcript: Transcript, verdict: Verdict) -> Transcript:
@@ -279,14 +303,13 @@ def complete_with_verdict(transcript: Transcript, verdict: Verdict) -> Transcrip
         raise ProtocolViolation(f"debate {transcript.id} is not awaiting a verdict")
     t = transcript.model_copy(deep=True)
     leaf = t.rounds[-1]
-    cfg = t.config
-    r = scoring.reward_ratio(cfg.epsilon, cfg.rho)
+    r = scoring.ratio_for(t.config)
     if t.protocol == "naive-recursive":
-        assert leaf.claimed is not None
         leaf.verdict = verdict
-        leaf.reward = float(scoring.naive_payoff(verdict.value, leaf.claimed))
-        t.total = leaf.reward
-        t.prover_won = leaf.reward > 0
+        payoff = scoring.naive_round_payoff(leaf)
+        assert payoff is not None
+        leaf.reward = t.total = payoff
+        t.prover_won = payoff > 0
     else:
         assert t.init is not None
         _set_leaf(leaf, verdict, r)
@@ -329,14 +352,10 @@ async def run_naive_recursive(
         )
         t.rounds.append(rec)
         ctx.rounds.append(rec)
-        rule = compile_rule(dec.rule, dec.width)
-        if (
-            len(values) != dec.width
-            or any(v not in (0, 1) for v in values)
-            or rule(values) != claimed
-        ):
-            rec.reward = -1.0
-            t.total, t.prover_won = -1.0, False
+        payoff = scoring.naive_round_payoff(rec)
+        if payoff is not None:
+            rec.reward = t.total = payoff
+            t.prover_won = False
             t.meta["inconsistent_round"] = k
             t.calls = ctx.calls
             return t
@@ -355,7 +374,8 @@ async def run_naive_recursive(
         t.status = "awaiting_verdict"
         return t
     leaf.verdict = verdict
-    leaf.reward = float(scoring.naive_payoff(verdict.value, claimed))
-    t.total = leaf.reward
-    t.prover_won = leaf.reward > 0
+    payoff = scoring.naive_round_payoff(leaf)
+    assert payoff is not None
+    leaf.reward = t.total = payoff
+    t.prover_won = payoff > 0
     return t

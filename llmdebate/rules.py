@@ -1,218 +1,44 @@
 """Combination rules M_D: evaluation, exact probability, and the stability programme.
 
-Outcome vectors z = (z_1..z_q) are indexed by the integer whose binary digits are z_1..z_q,
-z_1 most significant. A rule compiles to a truth table of length 2^q, from which M_D(z),
-P[M_D = 1] and the worst adaptive ε-perturbation (Definition 5.3) follow exactly.
-
-Expression grammar (``expr`` rules; never ``eval``)::
-
-    expr    := or
-    or      := and (("|" | "or") and)*
-    and     := not (("&" | "and") not)*
-    not     := ("!" | "~" | "not") not | atom
-    atom    := "y" INT | "true" | "false" | "(" expr ")"
-             | "atleast" "(" INT "," expr ("," expr)* ")" | "maj" "(" expr ("," expr)* ")"
+The grammar and the truth tables live in :mod:`llmdebate.rule_grammar` (below the schemas);
+this module compiles a :class:`~llmdebate.schemas.CombinationRule` with it and adds B's
+conditional probabilities, the exact P[M_D = 1] and the worst adaptive ε-perturbation
+(Definition 5.3).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from llmdebate.errors import RuleError
+from llmdebate.rule_grammar import (
+    MAX_WIDTH,
+    CompiledRule,
+    compile_table,
+    outcome_bits,
+    outcome_index,
+)
 from llmdebate.schemas import CombinationRule
 
-MAX_WIDTH = 24
-
-# ---------------------------------------------------------------------------- outcomes
-
-
-@lru_cache(maxsize=64)
-def outcome_bits(q: int) -> np.ndarray:
-    """Array of shape (2^q, q): row t holds z_1..z_q of outcome index t."""
-    t = np.arange(1 << q, dtype=np.int64)[:, None]
-    shifts = np.arange(q - 1, -1, -1, dtype=np.int64)[None, :]
-    bits = ((t >> shifts) & 1).astype(np.int8)
-    bits.setflags(write=False)
-    return bits
-
-
-def outcome_index(z: Sequence[int]) -> int:
-    """Index of an outcome (or prefix) z_1..z_i, z_1 most significant."""
-    t = 0
-    for bit in z:
-        t = (t << 1) | int(bit)
-    return t
-
-
-# ---------------------------------------------------------------------------- expressions
-
-_TOKEN = re.compile(r"\s*(?:(y\d+)|(\d+)|(atleast|maj|and|or|not|true|false)|(&&|\|\||[()&|!~,]))")
-
-
-def _tokenize(text: str) -> list[str]:
-    pos, out = 0, []
-    text = text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            rest = text[pos:].strip()
-            if not rest:
-                break
-            raise RuleError(f"rule expression {text!r}: unexpected text at {rest[:12]!r}")
-        tok = next(g for g in m.groups() if g is not None)
-        out.append({"&&": "&", "||": "|"}.get(tok, tok).lower())
-        pos = m.end()
-    return out
-
-
-class _Parser:
-    def __init__(self, text: str, q: int) -> None:
-        self.text, self.q = text, q
-        self.toks = _tokenize(text.lower())
-        self.i = 0
-        self.bits = outcome_bits(q).astype(bool)
-
-    def error(self, what: str) -> RuleError:
-        return RuleError(f"rule expression {self.text!r}: {what}")
-
-    def peek(self) -> str | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self, expected: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None:
-            raise self.error("unexpected end of expression")
-        if expected is not None and tok != expected:
-            raise self.error(f"expected {expected!r}, found {tok!r}")
-        self.i += 1
-        return tok
-
-    def parse(self) -> np.ndarray:
-        if not self.toks:
-            raise self.error("empty expression")
-        val = self.or_()
-        if self.peek() is not None:
-            raise self.error(f"unexpected {self.peek()!r}")
-        return val
-
-    def or_(self) -> np.ndarray:
-        val = self.and_()
-        while self.peek() in ("|", "or"):
-            self.take()
-            val = val | self.and_()
-        return val
-
-    def and_(self) -> np.ndarray:
-        val = self.not_()
-        while self.peek() in ("&", "and"):
-            self.take()
-            val = val & self.not_()
-        return val
-
-    def not_(self) -> np.ndarray:
-        if self.peek() in ("!", "~", "not"):
-            self.take()
-            return ~self.not_()
-        return self.atom()
-
-    def args(self) -> list[np.ndarray]:
-        vals = [self.or_()]
-        while self.peek() == ",":
-            self.take()
-            vals.append(self.or_())
-        self.take(")")
-        return vals
-
-    def atom(self) -> np.ndarray:
-        tok = self.take()
-        n = 1 << self.q
-        if tok.startswith("y") and tok[1:].isdigit():
-            idx = int(tok[1:])
-            if not 1 <= idx <= self.q:
-                raise self.error(f"names subclaim {tok}, but the decomposition has y1..y{self.q}")
-            return self.bits[:, idx - 1].copy()
-        if tok == "true":
-            return np.ones(n, dtype=bool)
-        if tok == "false":
-            return np.zeros(n, dtype=bool)
-        if tok == "(":
-            val = self.or_()
-            self.take(")")
-            return val
-        if tok == "atleast":
-            self.take("(")
-            k_tok = self.take()
-            if not k_tok.isdigit():
-                raise self.error(f"atleast needs a whole number first, found {k_tok!r}")
-            self.take(",")
-            vals = self.args()
-            return np.sum(vals, axis=0) >= int(k_tok)
-        if tok == "maj":
-            self.take("(")
-            vals = self.args()
-            return 2 * np.sum(vals, axis=0) > len(vals)
-        raise self.error(f"unexpected {tok!r}")
-
-
-# ---------------------------------------------------------------------------- compiled rules
-
-
-@dataclass(frozen=True)
-class CompiledRule:
-    """A rule over q subclaims as a truth table of length 2^q (``table[t]`` = M_D(z(t)))."""
-
-    q: int
-    table: np.ndarray
-    description: str
-
-    def __call__(self, z: Sequence[int]) -> int:
-        """M_D(z) for one outcome vector."""
-        if len(z) != self.q:
-            raise RuleError(f"rule over {self.q} subclaims given {len(z)} outcomes")
-        return int(self.table[outcome_index(z)])
-
-    def evaluate_many(self, index: np.ndarray) -> np.ndarray:
-        """M_D for an array of outcome indices (vectorised Monte Carlo)."""
-        return self.table[index]
-
-
-@lru_cache(maxsize=4096)
-def _compile(kind: str, k: int | None, expr: str | None, q: int) -> CompiledRule:
-    if not 1 <= q <= MAX_WIDTH:
-        raise RuleError(f"a decomposition has 1..{MAX_WIDTH} subclaims (got {q})")
-    counts = outcome_bits(q).sum(axis=1)
-    if kind == "and":
-        table = counts == q
-    elif kind == "or":
-        table = counts >= 1
-    elif kind == "majority":
-        table = 2 * counts > q
-    elif kind == "at_least":
-        assert k is not None
-        if not 0 <= k <= q:
-            raise RuleError(f"an at_least rule over {q} subclaims needs 0 <= k <= {q} (got {k})")
-        table = counts >= k
-    elif kind == "expr":
-        assert expr is not None
-        table = _Parser(expr, q).parse()
-    else:  # pragma: no cover - guarded by the schema
-        raise RuleError(f"unknown rule kind {kind!r}")
-    table = np.ascontiguousarray(table, dtype=np.int8)
-    table.setflags(write=False)
-    desc = {"and": "AND", "or": "OR", "majority": "MAJORITY"}.get(kind) or (
-        f"AT_LEAST({k})" if kind == "at_least" else str(expr)
-    )
-    return CompiledRule(q=q, table=table, description=desc)
+__all__ = [
+    "MAX_WIDTH",
+    "CompiledRule",
+    "CondProbs",
+    "Stability",
+    "compile_rule",
+    "outcome_bits",
+    "outcome_index",
+    "probability_true",
+    "stability",
+]
 
 
 def compile_rule(rule: CombinationRule, q: int) -> CompiledRule:
     """Compile a rule for q subclaims; a bad rule raises :class:`RuleError` with one line."""
-    return _compile(rule.kind, rule.k, rule.expr, q)
+    return compile_table(rule.kind, rule.k, rule.expr, q)
 
 
 # ---------------------------------------------------------------------------- conditional probs

@@ -1,20 +1,41 @@
 """Pydantic schemas: claims, decompositions with combination rules, estimates, rounds, transcripts.
 
-Every transcript carries :data:`SCHEMA_VERSION`. Rewards are never computed here: they come
-from :mod:`llmdebate.scoring` and are only stored.
+Pure data. Every transcript carries :data:`SCHEMA_VERSION`. Rewards are never computed here:
+they come from :mod:`llmdebate.scoring` and are only stored. The only code this module runs is
+validation; a decomposition's rule is checked with :mod:`llmdebate.rule_grammar`, which sits
+below this module (``rule_grammar <- schemas <- rules <- scoring``: no cycle).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from llmdebate.rule_grammar import compile_table
+
 SCHEMA_VERSION = 1
 
 Protocol = Literal["prover-estimator", "naive-recursive", "two-sided", "consultancy", "direct"]
-EstimateMethod = Literal["logprobs", "sampling", "verbalised", "strategy", "oracle"]
 RuleKind = Literal["and", "or", "at_least", "majority", "expr"]
+Variant = Literal["figure2", "marginal", "independent", "commit", "commit-marginal"]
+"""How a round of prover-estimator debate hands a probability to the next (docs/protocol.md):
+
+* ``figure2`` (the paper): B states b_i = P(z_i = 1 | z_<i) in order, z_i ~ Bernoulli(b_i);
+  A picks j after the draws; p_(k-1) = b_j, the conditional at the *sampled* prefix.
+* ``marginal``: as figure2, but p_(k-1) is B's marginal P(z_j = 1) under its own joint.
+* ``independent``: B states q probabilities without conditioning; the z_i are independent;
+  p_(k-1) = b_j.
+* ``commit``: as figure2, but A commits to j (seeing B's marginals) before the draws.
+* ``commit-marginal``: A commits to j before the draws and p_(k-1) is B's marginal for y_j.
+"""
+VARIANTS: tuple[str, ...] = ("figure2", "marginal", "independent", "commit", "commit-marginal")
+
+MAX_DEBATE_WIDTH = 16
+"""A round may ask B for 2^q - 1 conditional probabilities and record the 2^q-entry table."""
+MIN_NORMALIZER = 1e-300
+"""r^(d+1) must stay a normal float: payoffs are reported in its units (and divided by it)."""
 
 
 class _Model(BaseModel):
@@ -77,9 +98,8 @@ class Decomposition(_Model):
 
     @model_validator(mode="after")
     def _rule_fits(self) -> Decomposition:
-        from llmdebate.rules import compile_rule
-
-        compile_rule(self.rule, len(self.subclaims))  # raises RuleError with a clear message
+        # raises RuleError with a one-line message (the transcript reader adds file and line)
+        compile_table(self.rule.kind, self.rule.k, self.rule.expr, len(self.subclaims))
         return self
 
     @property
@@ -91,7 +111,7 @@ class Estimate(_Model):
     """A probability that a claim is true, with how it was obtained and the raw evidence."""
 
     value: float = Field(ge=0.0, le=1.0)
-    method: EstimateMethod
+    method: str  # a probability method's name (llmdebate.elicit), "strategy" or "oracle"
     evidence: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -119,7 +139,11 @@ class Verdict(_Model):
 
 
 class DebateConfig(_Model):
-    """Protocol parameters, validated: 0 < ε < 1/2, 0 < ρ < 1, depth ≥ 0, width ≥ 1."""
+    """Protocol parameters, validated: 0 < ε < 1/2, 0 < ρ < 1, depth ≥ 0, 1 ≤ width ≤ 16,
+    and r^(d+1) >= 1e-300 with r = ε(1-ρ)/4 (payoffs are reported in units of r^(d+1)).
+
+    ``variant`` selects the protocol variant (:data:`Variant`); Figure 2 is the default.
+    """
 
     epsilon: float = 0.2
     rho: float = 0.5
@@ -128,6 +152,7 @@ class DebateConfig(_Model):
     seed: int = 0
     expected_rewards: bool = True
     early_stop: bool = True
+    variant: Variant = "figure2"
 
     @field_validator("epsilon")
     @classmethod
@@ -155,6 +180,11 @@ class DebateConfig(_Model):
     def _width(cls, v: int) -> int:
         if v < 1:
             raise ValueError(f"width must be >= 1 (got {v})")
+        if v > MAX_DEBATE_WIDTH:
+            raise ValueError(
+                f"width must be <= {MAX_DEBATE_WIDTH} (got {v}): a round's probability table "
+                "has 2^width entries"
+            )
         return v
 
     @field_validator("seed")
@@ -164,11 +194,17 @@ class DebateConfig(_Model):
             raise ValueError(f"seed must be >= 0 (got {v})")
         return v
 
-    @property
-    def reward_ratio(self) -> float:
-        from llmdebate.scoring import reward_ratio
-
-        return reward_ratio(self.epsilon, self.rho)
+    @model_validator(mode="after")
+    def _representable(self) -> DebateConfig:
+        # r = ε(1-ρ)/4 as in scoring.reward_ratio (tests/test_scoring.py checks they agree)
+        log_r = math.log(self.epsilon * (1.0 - self.rho) / 4.0)
+        if (self.depth + 1) * log_r < math.log(MIN_NORMALIZER):
+            most = max(int(math.log(MIN_NORMALIZER) / log_r) - 1, 0)
+            raise ValueError(
+                f"depth must be <= {most} at epsilon={self.epsilon:g}, rho={self.rho:g} "
+                f"(got {self.depth}): r^(depth+1) would underflow below {MIN_NORMALIZER:g}"
+            )
+        return self
 
 
 class ModelCallRecord(_Model):

@@ -12,11 +12,14 @@ e.g. eq. (12) E[V] = E[r_init] when every direction is 0. We follow the proofs.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from llmdebate.schemas import Transcript
+import numpy as np
+
+from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
+from llmdebate.schemas import DebateConfig, RoundRecord, Transcript
 
 T = TypeVar("T")
 
@@ -24,6 +27,11 @@ T = TypeVar("T")
 def reward_ratio(epsilon: float, rho: float) -> float:
     """r = ε(1-ρ)/4, the factor by which available rewards shrink per round from the leaf."""
     return epsilon * (1.0 - rho) / 4.0
+
+
+def ratio_for(config: DebateConfig) -> float:
+    """The reward ratio r of a debate's configuration."""
+    return reward_ratio(config.epsilon, config.rho)
 
 
 def init_reward(r: float, depth: int, zhat: Any, answer: Any) -> Any:
@@ -64,6 +72,27 @@ def normalized(payoff: Any, r: float, depth: int) -> Any:
     return payoff / r ** (depth + 1)
 
 
+def normalizer(config: DebateConfig) -> float:
+    """r^(d+1): the unit of normalized payoffs (DebateConfig keeps it >= 1e-300)."""
+    return ratio_for(config) ** (config.depth + 1)
+
+
+def normalized_total(t: Transcript, *, expected: bool = False) -> float | None:
+    """A complete debate's payoff R_A (or its expectation) in the unit a report shows.
+
+    Prover-estimator debate: in units of r^(d+1). Naive recursive debate: the ±1 payoff as is
+    (it has no r). ``None`` for a debate that is not complete or has no such total.
+    """
+    value = t.expected_total if expected else t.total
+    if t.status != "complete" or value is None:
+        return None
+    if t.protocol == "naive-recursive":
+        return float(value)
+    if t.protocol != "prover-estimator":
+        return None
+    return float(normalized(value, ratio_for(t.config), t.config.depth))
+
+
 def completeness_bound(epsilon: float, r: float, depth: int) -> float:
     """Lemma A.5: an honest prover on a stable instance earns at least (1-ε)·r^(d+1)."""
     return (1.0 - epsilon) * r ** (depth + 1)
@@ -77,6 +106,82 @@ def soundness_bound(r: float, depth: int, p_correct: float, delta: float) -> flo
 def naive_payoff(verdict: Any, claimed: Any) -> Any:
     """Naive recursive debate: +1 if the judge agrees with the prover's leaf claim, else -1."""
     return 2 * (verdict == claimed) - 1
+
+
+# ---------------------------------------------------------------------------- one round
+
+
+def marginals_of(table: Sequence[Sequence[float]]) -> list[float]:
+    """B's marginal P(z_i = 1) for every subclaim, from its conditional table (levels)."""
+    probs = CondProbs.from_levels(table)
+    return [float(v) for v in probs.joint() @ outcome_bits(probs.q).astype(np.float64)]
+
+
+def reward_inputs(rd: RoundRecord, m: int | None = None) -> tuple[float, float]:
+    """The numbers that feed a recorded round's reward: (sampled outcome, expected outcome).
+
+    The leaf: the verdict's bit O, and P[O = 1] where the judge gave it (else O again).
+    A round k >= 1: M_D(z) (``m``, the recorded one unless given) and E[M_D] where B's whole
+    table was asked (else M_D(z) again). The engine and :func:`score_transcript` both call
+    this, so the choice is made once.
+    """
+    if rd.k == 0:
+        if rd.verdict is None:
+            raise ValueError("the leaf round has no verdict yet")
+        o = rd.verdict.value
+        po = rd.verdict.probability
+        return float(o), float(po if po is not None else o)
+    mm = rd.m if m is None else m
+    if mm is None:
+        raise ValueError(f"round {rd.k} has no M_D(z)")
+    return float(mm), float(rd.expected_m if rd.expected_m is not None else mm)
+
+
+def round_rewards(r: float, rd: RoundRecord, m: int | None = None) -> tuple[float, float]:
+    """(r_k, E[r_k | history]) of a recorded round (Figure 2), from :func:`reward_inputs`."""
+    if rd.direction is None or rd.p is None:
+        raise ValueError(f"round {rd.k} has no direction or p")
+    out, exp = reward_inputs(rd, m)
+    return (
+        round_reward(r, rd.k, rd.direction, out, rd.p),
+        expected_round_reward(r, rd.k, rd.direction, exp, rd.p),
+    )
+
+
+def next_probability(rd: RoundRecord, variant: str) -> float:
+    """p_(k-1): the probability the round hands to the next claim y_j (j = ``rd.recurse``).
+
+    ``figure2``, ``commit`` and ``independent``: b_j as B stated it along the drawn path
+    (in ``independent`` it is unconditional). ``marginal`` and ``commit-marginal``: B's
+    marginal P(z_j = 1) under its own joint, from the recorded table.
+    """
+    if rd.recurse is None:
+        raise ValueError(f"round {rd.k} has no recursion index")
+    j = rd.recurse
+    if variant in ("marginal", "commit-marginal"):
+        if rd.table is None:
+            raise ValueError(f"round {rd.k}: the {variant} variant needs B's table")
+        return marginals_of(rd.table)[j]
+    return float(rd.b[j])
+
+
+def naive_round_payoff(rd: RoundRecord) -> float | None:
+    """Naive recursive debate: the payoff a recorded round decides, or None if it goes on.
+
+    A round k >= 1 whose stated subclaim values break the rule (or are not bits, or are too
+    few) ends the debate at -1; the leaf pays +1 if the judge agrees with the prover, else -1.
+    """
+    if rd.k == 0:
+        if rd.verdict is None or rd.claimed is None:
+            raise ValueError("the leaf round has no verdict or claim")
+        return float(naive_payoff(rd.verdict.value, rd.claimed))
+    if rd.decomposition is None or rd.claimed_subclaims is None:
+        raise ValueError(f"round {rd.k} has no stated subclaim values")
+    rule = compile_rule(rd.decomposition.rule, rd.decomposition.width)
+    vals = rd.claimed_subclaims
+    if len(vals) != rule.q or any(v not in (0, 1) for v in vals) or rule(vals) != rd.claimed:
+        return -1.0
+    return None
 
 
 # ---------------------------------------------------------------------------- transcripts
@@ -115,12 +220,11 @@ def _check(score: Score, tid: str, where: str, recorded: Any, recomputed: Any) -
 
 
 def score_transcript(t: Transcript) -> Score:
-    """Recompute every reward (and the draws z = 1[u < b], M_D(z)) from the transcript's records."""
-    from llmdebate.rules import compile_rule
-
+    """Recompute every reward (and the draws z = 1[u < b], M_D(z), E[M_D], and the chain of
+    probabilities p_k of the transcript's protocol variant) from the transcript's records."""
     s = Score()
     cfg = t.config
-    r = reward_ratio(cfg.epsilon, cfg.rho)
+    r = ratio_for(cfg)
     d = cfg.depth
     if t.status != "complete":
         return s
@@ -144,18 +248,18 @@ def score_transcript(t: Transcript) -> Score:
     _check(s, t.id, "expected r_init", init.expected_reward, e_init)
     s.rewards.append(r_init)
     s.expected.append(e_init)
+    p_next: float | None = p_d
     for rd in t.rounds:
         where = f"round {rd.k}"
         if rd.direction is None or rd.p is None:
             s.mismatches.append(Mismatch(t.id, where, None, "direction and p"))
             continue
+        _check(s, t.id, f"{where} p", rd.p, p_next)
+        m: int | None = None
         if rd.k == 0:
             if rd.verdict is None:
                 s.mismatches.append(Mismatch(t.id, where, None, "a verdict"))
                 continue
-            rew = leaf_reward(r, rd.direction, rd.verdict.value, rd.p)
-            o = rd.verdict.probability if rd.verdict.probability is not None else rd.verdict.value
-            exp = leaf_reward(r, rd.direction, o, rd.p)
         else:
             if rd.decomposition is None:
                 s.mismatches.append(Mismatch(t.id, where, None, "a decomposition"))
@@ -165,24 +269,21 @@ def score_transcript(t: Transcript) -> Score:
             _check(s, t.id, f"{where} z", rd.z, zs)
             m = rule(rd.z) if len(rd.z) == rule.q else None
             _check(s, t.id, f"{where} M_D", rd.m, m)
-            rew = round_reward(r, rd.k, rd.direction, m if m is not None else 0, rd.p)
-            exp = expected_round_reward(
-                r, rd.k, rd.direction, rd.expected_m if rd.expected_m is not None else m, rd.p
-            )
+            if m is None:
+                m = 0
             if rd.table is not None:
-                from llmdebate.rules import CondProbs, probability_true
-
-                _check(
-                    s,
-                    t.id,
-                    f"{where} E[M_D]",
-                    rd.expected_m,
-                    probability_true(rule, CondProbs.from_levels(rd.table)),
-                )
+                expected_m = probability_true(rule, CondProbs.from_levels(rd.table))
+                _check(s, t.id, f"{where} E[M_D]", rd.expected_m, expected_m)
+        rew, exp = round_rewards(r, rd, m)
         _check(s, t.id, f"{where} reward", rd.reward, rew)
         _check(s, t.id, f"{where} expected reward", rd.expected_reward, exp)
         s.rewards.append(rew)
         s.expected.append(exp)
+        try:
+            p_next = next_probability(rd, cfg.variant) if rd.k > 0 else None
+        except ValueError as exc:
+            s.mismatches.append(Mismatch(t.id, f"{where} next p", None, str(exc)))
+            p_next = None
     s.total = total(s.rewards)
     s.expected_total = total(s.expected)
     _check(s, t.id, "total", t.total, s.total)
@@ -192,23 +293,16 @@ def score_transcript(t: Transcript) -> Score:
 
 def _naive_payoff(t: Transcript, s: Score) -> float:
     """-1 at the first round whose stated values break the rule, else ±1 by the leaf verdict."""
-    from llmdebate.rules import compile_rule
-
     for rd in t.rounds:
-        if rd.k == 0:
-            if rd.verdict is None or rd.claimed is None:
-                s.mismatches.append(Mismatch(t.id, "round 0", None, "a verdict and a claim"))
-                return -1.0
-            payoff = float(naive_payoff(rd.verdict.value, rd.claimed))
-            _check(s, t.id, "round 0 reward", rd.reward, payoff)
+        where = f"round {rd.k}"
+        try:
+            payoff = naive_round_payoff(rd)
+        except ValueError:
+            what = "a verdict and a claim" if rd.k == 0 else "stated subclaim values"
+            s.mismatches.append(Mismatch(t.id, where, None, what))
+            return -1.0
+        if payoff is not None:
+            _check(s, t.id, f"{where} reward", rd.reward, payoff)
             return payoff
-        if rd.decomposition is None or rd.claimed_subclaims is None:
-            s.mismatches.append(Mismatch(t.id, f"round {rd.k}", None, "stated subclaim values"))
-            return -1.0
-        rule = compile_rule(rd.decomposition.rule, rd.decomposition.width)
-        vals = rd.claimed_subclaims
-        if len(vals) != rule.q or any(v not in (0, 1) for v in vals) or rule(vals) != rd.claimed:
-            _check(s, t.id, f"round {rd.k} reward", rd.reward, -1.0)
-            return -1.0
     s.mismatches.append(Mismatch(t.id, "naive debate", "no leaf", "a leaf round"))
     return -1.0

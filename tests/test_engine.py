@@ -15,7 +15,7 @@ from llmdebate.engine import (
 )
 from llmdebate.errors import ProtocolViolation
 from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Transcript, Verdict
-from llmdebate.scoring import reward_ratio, score_transcript
+from llmdebate.scoring import ratio_for, reward_ratio, score_transcript
 
 X = Claim(text="the top claim", id="x")
 
@@ -109,7 +109,7 @@ def test_config_rejects_bad_values_with_a_clear_message(
 
 
 def test_reward_ratio_is_eps_one_minus_rho_over_four() -> None:
-    assert DebateConfig(epsilon=0.2, rho=0.5).reward_ratio == reward_ratio(0.2, 0.5) == 0.025
+    assert ratio_for(DebateConfig(epsilon=0.2, rho=0.5)) == reward_ratio(0.2, 0.5) == 0.025
 
 
 def test_naive_recursive_debate_follows_the_challenge() -> None:

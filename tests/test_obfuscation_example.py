@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from llmdebate import scoring
 from llmdebate.agents.base import DebateContext, DirectionChoice
 from llmdebate.engine import debate_seed, run_prover_estimator, run_sync
 from llmdebate.schemas import (
@@ -114,7 +115,7 @@ def test_the_calibrated_ignorant_estimator_leaves_the_liar_a_quarter() -> None:
 
 
 def test_a_best_responding_estimator_makes_the_lie_cost() -> None:
-    r = CFG.reward_ratio
+    r = scoring.ratio_for(CFG)
     # r_init = r²·0.79; r_1 = r·(0.79² − 0.79); r_0 = ½ − 0.79 (s = +1 throughout)
     exact = r**2 * 0.79 + r * (0.79**2 - 0.79) + (0.5 - 0.79)
     # equal b's: A always recurses on y_1, clean on exactly half of the (alternating) instances

@@ -16,6 +16,7 @@ from llmdebate.errors import ConfigError
 from llmdebate.formal.exact import exact_naive, exact_prover_estimator
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.montecarlo import monte_carlo, monte_carlo_naive
+from llmdebate.formal.ogd import algorithm1_estimator
 from llmdebate.formal.problems import PROBLEMS, TreeProblem, make_problem
 from llmdebate.formal.strategies import (
     BASIC_ESTIMATORS,
@@ -65,8 +66,6 @@ def build_estimator(
 ) -> tuple[EstimatorPolicy, dict[str, Any]]:
     if name != "algorithm1":
         return make_estimator(name, problem), {}
-    from llmdebate.formal.ogd import algorithm1_estimator
-
     est, report = algorithm1_estimator(problem, game_prover, cfg.epsilon, cfg.rho)
     return est, report.as_dict()
 
@@ -94,7 +93,7 @@ def evaluate(
     if not exact and samples < 2:
         raise ConfigError(f"samples must be >= 2 (got {samples})")
     prob = make_problem(problem, depth, width, instances, seed, noise)
-    r = cfg.reward_ratio
+    r = scoring.ratio_for(cfg)
     out: dict[str, Any] = {
         "protocol": protocol,
         "problem": problem,
