@@ -91,8 +91,15 @@ def build_models(
 
 
 def facts_decomposition(claim: Claim, item: dict[str, Any], width: int) -> Decomposition | None:
-    """AND(the item's gold facts hold, given them the claimed answer follows): top claim only."""
-    facts = [f.strip() for f in (item.get("facts") or []) if f.strip()]
+    """AND(the item's gold facts hold, given them the claimed answer follows): top claim only.
+
+    The facts are the item's ``facts``, else its gold ``decomposition`` when that is a list of
+    statements (a proof chain, as in ProntoQA), not of sub-questions (as in GSM8K).
+    """
+    steps = item.get("facts") or item.get("decomposition") or []
+    if any(str(s).strip().endswith("?") for s in steps):
+        steps = []
+    facts = [str(f).strip() for f in steps if str(f).strip()]
     if claim.id != "x" or not facts or width < 2:
         return None
     answer = claim.data.get("answer", "")
