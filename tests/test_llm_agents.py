@@ -1,4 +1,5 @@
-"""LLM agents with the scripted backend: structured output, eq. 13 directions, recording."""
+"""LLM agents with the scripted backend: structured output, eq. 13 directions, the call log
+and the item carried by the debate context, fresh agents per debate."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import numpy as np
 import pytest
 
 from llmdebate.agents.base import DebateContext, DirectionChoice
+from llmdebate.agents.factory import Team, item_decomposition
 from llmdebate.agents.judges import DeferredJudge, LLMJudge, OracleJudge
 from llmdebate.agents.llm import LLMEstimator, LLMProver
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction
-from llmdebate.agents.recording import item_scope
+from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.engine import run_prover_estimator
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import ScriptedBackend, get_model
+from llmdebate.prompts import Prompts
 from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition, Evidence
 from llmdebate.scoring import score_transcript
 
@@ -26,9 +29,9 @@ def scripted(**kw):
     return get_model("scripted", backend=backend, use_cache=False), backend
 
 
-def ctx(**kw) -> DebateContext:
+def ctx(item: dict | None = None, **kw) -> DebateContext:
     cfg = DebateConfig(**{"epsilon": 0.2, "depth": 1, "width": 3, **kw})
-    return DebateContext(config=cfg, rng=np.random.default_rng(0), debate_id="d")
+    return DebateContext(config=cfg, rng=np.random.default_rng(0), debate_id="d", item=item)
 
 
 def test_parse_decomposition_accepts_common_shapes() -> None:
@@ -160,10 +163,11 @@ async def test_llm_judge_carries_probability_and_oracle_uses_truth() -> None:
     v2 = await LLMJudge(gen, method="generate").verdict(Claim(text="leaf"), Evidence(), ctx())
     assert (v2.value, v2.probability) == (1, None)
     oracle = OracleJudge()
-    with item_scope({"meta": {"problem": "divisors"}}):
-        v3 = await oracle.verdict(
-            Claim(text="91 has no divisor d with 2 <= d < 10."), Evidence(), ctx()
-        )
+    v3 = await oracle.verdict(
+        Claim(text="91 has no divisor d with 2 <= d < 10."),
+        Evidence(),
+        ctx(item={"meta": {"problem": "divisors"}}),
+    )
     assert v3.value == 0
     with pytest.raises(InvalidOutputError, match="unknown"):
         await oracle.verdict(Claim(text="the sky is green"), Evidence(), ctx())
@@ -192,3 +196,86 @@ async def test_full_debate_records_every_call_and_rescores() -> None:
     assert "P is true" not in json.dumps(evidence_call.messages)  # fresh context
     assert all(c.messages for c in t.calls)
     assert score_transcript(t).mismatches == []
+
+
+async def test_prover_beliefs_are_asked_once_per_claim_and_kept_flat() -> None:
+    model, backend = scripted(probabilities={"alpha": 0.9, "beta": 0.2})
+    prover = LLMProver(model)
+    c = ctx()
+    for _ in range(2):
+        assert await prover.belief(Claim(text="alpha"), c) == pytest.approx(0.9)
+    assert await prover.belief(Claim(text="beta"), c) == pytest.approx(0.2)
+    assert prover.beliefs == pytest.approx({"alpha": 0.9, "beta": 0.2})
+    assert [(r.role, r.act) for r in c.calls] == [("prover", "belief")] * 2
+    assert len(backend.requests) == 2
+
+
+def test_team_makes_fresh_agents_for_every_debate() -> None:
+    model, _ = scripted(default_probability=0.5)
+    team = Team(
+        {"prover": model, "estimator": model, "judge": model},
+        Prompts(),
+        ProverSettings(model="scripted"),
+        EstimatorSettings(model="scripted"),
+        JudgeSettings(model="scripted"),
+    )
+    a, b = team.make_prover(), team.make_prover()
+    assert a is not b
+    a.beliefs["claim"] = 0.9
+    assert b.beliefs == {} and team.make_prover().beliefs == {}
+    assert team.make_estimator() is not team.make_estimator()
+    assert isinstance(team.make_judge(), LLMJudge)
+
+
+async def test_item_and_call_log_reach_the_leaf_through_the_context() -> None:
+    """The passage of the item is shown at the leaf (fresh context) and every call, including
+    those of a debate that fails part-way, lands in the log the caller passed in."""
+    replies = [GOOD, "Fact: A and B both hold."]
+    model, _ = scripted(replies=replies, probabilities={"A holds": 0.9, "B holds": 0.2})
+    log: list = []
+    item = {"question": "Q?", "answer": "x", "context": "THE PASSAGE TEXT"}
+    t = await run_prover_estimator(
+        Claim(text="P is true", truth=1),
+        LLMProver(model),
+        LLMEstimator(model),
+        LLMJudge(model),
+        DebateConfig(depth=1, width=2, epsilon=0.2),
+        seed=3,
+        debate_id="d1",
+        item=item,
+        calls=log,
+    )
+    assert t.calls is log and len(log) > 0
+    evidence_call = next(c for c in log if c.act == "evidence")
+    assert "THE PASSAGE TEXT" in json.dumps(evidence_call.messages)
+    assert "P is true" not in json.dumps(evidence_call.messages)
+    verdict_call = next(c for c in log if c.act == "verdict")
+    assert "THE PASSAGE TEXT" in json.dumps(verdict_call.messages)
+
+    bad, _ = scripted(responder=lambda m: "no json", default_probability=0.5)
+    failed_log: list = []
+    with pytest.raises(InvalidOutputError):
+        await run_prover_estimator(
+            Claim(text="P is true"),
+            LLMProver(bad, max_attempts=2),
+            LLMEstimator(bad),
+            LLMJudge(bad),
+            DebateConfig(depth=1, width=2, epsilon=0.2),
+            seed=3,
+            calls=failed_log,
+        )
+    assert [c.act for c in failed_log].count("decompose") == 2
+
+
+async def test_formal_decomposer_reads_the_item_from_the_context() -> None:
+    model, backend = scripted(responder=lambda m: "unused")
+    claim = Claim(id="x", text="91 has no divisor d with 2 <= d < 10.")
+    prover = LLMProver(model, decomposer="formal", formal=item_decomposition)
+    c = ctx(item={"question": "q", "answer": "a", "meta": {"problem": "divisors"}}, width=2)
+    dec = await prover.decompose(claim, 1, c)
+    assert len(dec.subclaims) == 2 and backend.requests == []
+    # without an item the model is asked
+    with pytest.raises(InvalidOutputError):
+        await LLMProver(model, decomposer="formal", formal=item_decomposition).decompose(
+            claim, 1, ctx(width=2)
+        )

@@ -53,17 +53,25 @@ def test_run_with_flags_then_score(tmp_path: Path, capsys: pytest.CaptureFixture
         "2",
     ]
     assert main(argv) == 0
-    assert "3 debates run" in capsys.readouterr().out
+    assert "6 debates run" in capsys.readouterr().out  # 3 items, paired: honest and dishonest
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["debate"]["depth"] == 2 and saved["estimator"]["independent"] is True
     assert saved["dataset"]["limit"] == 3 and saved["max_concurrency"] == 2
+    assert saved["protocols"] == ["prover-estimator"] and saved["use_cache"] is True
+    assert saved["servers"] == {"prover": None, "estimator": None}
     lines = (run_dir / "transcripts.jsonl").read_text().splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 6
+    ids = sorted(json.loads(x)["id"] for x in lines)
+    assert ids == sorted(
+        f"prover-estimator/divisors-00{i}/{v}" for i in range(3) for v in ("honest", "dishonest")
+    )
     t = json.loads(lines[0])
     assert t["config"]["depth"] == 2
     assert {c["act"] for c in t["calls"] if c["role"] == "estimator"} <= {"estimate", "independent"}
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["transcripts"] == 3 and summary["status"] == {"complete": 3}
+    assert summary["transcripts"] == 6 and summary["status"] == {"complete": 6}
+    assert summary["planned"] == 6 and summary["missing"] == 0 and summary["stopped"] is None
+    assert summary["metrics"]["protocols"]["prover-estimator"]["pairs"]["n"] == 3
     assert main(["score", str(run_dir / "transcripts.jsonl")]) == 0
     assert "0 mismatches" in capsys.readouterr().out
 
@@ -77,11 +85,15 @@ def test_run_id_under_runs_dir(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("over", "flags", "message"),
     [
-        ({}, ["--debate-epsilon", "0.7"], r"c\.yaml: debate\.epsilon: .*epsilon"),
-        ({"debate": {"widht": 2}}, [], r"c\.yaml: debate\.widht: unknown field"),
+        ({}, ["--debate-epsilon", "0.7"], r"^error: --debate-epsilon: epsilon must .*0\.7"),
+        ({"debate": {"epsilon": 0.7}}, [], r"c\.yaml:\d+:\d+: debate\.epsilon: epsilon must"),
+        ({"debate": {"widht": 2}}, [], r"c\.yaml:\d+:\d+: debate\.widht: unknown field"),
         ({}, ["--prover-model", "nosuch/model"], r"unknown model 'nosuch/model'"),
-        ({}, ["--estimator-method", "telepathy"], r"estimator\.method"),
+        ({}, ["--estimator-method", "telepathy"], r"--estimator-method: must be one of"),
         ({}, ["--prover-options", "{bad"], r"--prover-options: not valid JSON"),
+        ({}, ["--protocols", "debate"], r"--protocols: must be one of .*'direct'"),
+        ({}, ["--protocols", "prover-estimator,direct"], r"direct need judge\.kind llm"),
+        ({}, ["--prover-options", '{"api_key": "x"}'], r"--prover-options: .*secret"),
     ],
 )
 def test_bad_configuration_is_one_line_and_nonzero(
@@ -126,7 +138,10 @@ def test_resume_keeps_what_was_written(tmp_path: Path) -> None:
     assert (run_dir / "transcripts.jsonl").read_bytes() == first  # ... and nothing is lost
     assert main(["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]) == 0
     assert (run_dir / "transcripts.jsonl").read_bytes().startswith(first)
-    assert len((run_dir / "transcripts.jsonl").read_text().splitlines()) == 8
+    assert len((run_dir / "transcripts.jsonl").read_text().splitlines()) == 16  # 8 items, paired
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["last_invocation"]["debates_run"] == 12
+    assert summary["last_invocation"]["debates_skipped"] == 4
 
 
 def _without_timing(line: str) -> dict:
@@ -146,5 +161,34 @@ def test_a_run_replays_bit_for_bit(tmp_path: Path) -> None:
         assert main([*argv, "--limit", "4", "--max-concurrency", "3"]) == 0
         lines = (tmp_path / name / "transcripts.jsonl").read_text().splitlines()
         outs.append(sorted((_without_timing(x) for x in lines), key=lambda t: t["id"]))
-    assert len(outs[0]) == 4 and outs[0] == outs[1]
-    assert len({t["seed"] for t in outs[0]}) == 4
+    assert len(outs[0]) == 8 and outs[0] == outs[1]
+    assert len({t["seed"] for t in outs[0]}) == 4  # one seed per item, shared by its pair
+
+
+def test_failed_debates_exit_1_and_are_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = {"model": "scripted", "options": {"responder": f"{FIXTURE}:bad_responder"}}
+    # epsilon 0.05: the estimator (0.85 or 0.15) is never close enough to skip decomposing
+    cfg = config_file(tmp_path, prover=bad, debate={"depth": 1, "width": 2, "epsilon": 0.05})
+    run_dir = tmp_path / "r"
+    code = main(["run", "--config", str(cfg), "--run-dir", str(run_dir), "--limit", "1", "--quiet"])
+    assert code == 1
+    assert "failed: 2 InvalidOutputError" in capsys.readouterr().err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == {"failed": 2}
+    assert summary["failures"]["by_kind"] == {"InvalidOutputError": 2}
+
+
+def test_no_cache_flag_and_assignment_flag(tmp_path: Path) -> None:
+    cfg = config_file(tmp_path)
+    run_dir = tmp_path / "r"
+    argv = ["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet", "--limit", "2"]
+    assert main([*argv, "--no-cache", "--prover-assignment", "alternate"]) == 0
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["use_cache"] is False and saved["prover"]["assignment"] == "alternate"
+    ids = sorted(json.loads(x)["id"] for x in (run_dir / "transcripts.jsonl").open())
+    assert ids == [
+        "prover-estimator/divisors-000/honest",
+        "prover-estimator/divisors-001/dishonest",
+    ]

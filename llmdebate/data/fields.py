@@ -4,7 +4,8 @@
 ``{"question": "question_stem", "choices": "choices.text", "answer": "answerKey",
 "choice_labels": "choices.label"}``. A dotted column reaches into nested objects
 (``choices.text``). A schema field that is not mapped is read from the column of the same
-name when there is one. Conversions, so that common hub layouts need no code:
+name when there is one (unless that column is mapped to another field). Conversions, so that
+common hub layouts need no code:
 
 * a boolean answer becomes ``"yes"``/``"no"`` (choices default to ``["yes", "no"]``);
 * ``answer_index`` alone gives the answer (``choices[answer_index]``);
@@ -112,10 +113,11 @@ def map_row(
     problem; the caller adds the file and row)."""
     out: dict[str, Any] = {}
     used: set[str] = set()
+    sources = {col.split(".", 1)[0] for col in fields.values()}
     for key in MAPPABLE:
         column = fields.get(key)
         if column is None:
-            if key in row:
+            if key in row and key not in sources:  # a column mapped elsewhere is not reused
                 out[key] = row[key]
                 used.add(key)
             continue
