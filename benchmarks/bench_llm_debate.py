@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from llmdebate.config import validate_config
-from llmdebate.models import get_model
 from llmdebate.runner import run
+
+from llmdebate.models import get_model
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from gpqa_fixture import gpqa_items, write_gpqa_zip
+from llmdebate.runner import TRANSCRIPTS_FILE, run
 from test_runner import make_config, scripted_section
 
 from llmdebate.data.gpqa import read_zip_items
-from llmdebate.runner import TRANSCRIPTS_FILE, run
 from llmdebate.scoring import score_transcript
 from llmdebate.transcripts import read_transcripts
 

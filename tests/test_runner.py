@@ -146,9 +146,12 @@ def test_deferred_judge_leaves_debates_awaiting_and_exits_1(tmp_path: Path) -> N
     res = run(config(DIVISORS, judge={"kind": "deferred"}), tmp_path / "r", progress=False)
     ts = load_transcripts(tmp_path / "r")
     waiting = [t for t in ts if t.status == "awaiting_verdict"]
-    assert waiting and all(t.status == "complete" and t.stopped_early for t in ts
-                           if t not in waiting)  # a debate that stopped early needs no judge
-    assert res.exit_code == 1 and summary(tmp_path / "r")["status"]["awaiting_verdict"] == len(waiting)
+    assert waiting and all(
+        t.status == "complete" and t.stopped_early for t in ts if t not in waiting
+    )  # a debate that stopped early needs no judge
+    assert res.exit_code == 1 and summary(tmp_path / "r")["status"]["awaiting_verdict"] == len(
+        waiting
+    )
 
 
 # ----------------------------------------------------------------------- resume
@@ -156,8 +159,11 @@ def test_deferred_judge_leaves_debates_awaiting_and_exits_1(tmp_path: Path) -> N
 
 def test_resume_skips_finished_debates(tmp_path: Path) -> None:
     cfg = config(DIVISORS)
-    first = run(cfg.model_copy(update={"dataset": cfg.dataset.model_copy(update={"limit": 3})}),
-                tmp_path / "r", progress=False)
+    first = run(
+        cfg.model_copy(update={"dataset": cfg.dataset.model_copy(update={"limit": 3})}),
+        tmp_path / "r",
+        progress=False,
+    )
     second = run(cfg, tmp_path / "r", progress=False)
     assert first.ran == 6 and second.ran == 6 and second.skipped == 6
     ids = [x["id"] for x in lines(tmp_path / "r")]
@@ -210,14 +216,29 @@ def test_duplicate_line_is_reported_with_file_and_line(tmp_path: Path) -> None:
 
 def test_nothing_is_written_before_the_settings_and_models_are_valid(tmp_path: Path) -> None:
     run_dir = tmp_path / "r"
-    with pytest.raises(UserError, match="unknown model|no such|provider"):
+    with pytest.raises(UserError, match=r"unknown model|no such|provider"):
         run(config(DIVISORS, prover={"model": "nosuch/model"}), run_dir, progress=False)
     assert not run_dir.exists()
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     code = subprocess.run(
-        [sys.executable, "-m", "llmdebate.cli", "run", "--run-dir", str(run_dir),
-         "--dataset-path", str(DIVISORS), "--prover-model", "openai/gpt-4o-mini", "--quiet"],
-        cwd=REPO, capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "llmdebate.cli",
+            "run",
+            "--run-dir",
+            str(run_dir),
+            "--dataset-path",
+            str(DIVISORS),
+            "--prover-model",
+            "openai/gpt-4o-mini",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert code.returncode == 2 and "OPENAI_API_KEY" in code.stderr
     assert len(code.stderr.strip().splitlines()) == 1
@@ -227,7 +248,7 @@ def test_nothing_is_written_before_the_settings_and_models_are_valid(tmp_path: P
 
 
 def test_secrets_in_options_are_refused_before_anything_is_written(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="api_key.*environment variable"):
+    with pytest.raises(ConfigError, match=r"api_key.*environment variable"):
         validate({"prover": {"model": "openai/x", "options": {"api_key": "sk-123"}}})
     code = main(
         ["run", "--run-dir", str(tmp_path / "r"), "--prover-options", '{"api_key": "sk-1"}']
@@ -243,9 +264,7 @@ def test_depth_beyond_the_representable_is_a_config_error() -> None:
 # ----------------------------------------------------------------------- a real HTTP server
 
 
-def http_config(
-    server: FakeServer, data: Path, n: int, **over: Any
-) -> ExperimentConfig:
+def http_config(server: FakeServer, data: Path, n: int, **over: Any) -> ExperimentConfig:
     model = {
         "model": "openai/fake",
         "base_url": server.url,
@@ -342,8 +361,10 @@ def test_server_url_is_recorded_and_a_resume_elsewhere_is_refused(tmp_path: Path
         saved = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())
         assert saved["servers"]["prover"] == saved["servers"]["estimator"]
         assert saved["servers"]["prover"].startswith(one.url.rstrip("/"))
-        assert all(x["meta"]["servers"]["prover"] == saved["servers"]["prover"]
-                   for x in lines(tmp_path / "r"))
+        assert all(
+            x["meta"]["servers"]["prover"] == saved["servers"]["prover"]
+            for x in lines(tmp_path / "r")
+        )
         moved = cfg.model_copy(deep=True)
         moved.prover.base_url = moved.estimator.base_url = two.url
         moved.dataset.limit = 3
@@ -370,8 +391,17 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) 
     cfg_path.write_text(yaml.safe_dump(cfg))
     run_dir = tmp_path / "r"
     out = run_dir / TRANSCRIPTS_FILE
-    cmd = [sys.executable, "-m", "llmdebate.cli", "run", "--config", str(cfg_path),
-           "--run-dir", str(run_dir), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llmdebate.cli",
+        "run",
+        "--config",
+        str(cfg_path),
+        "--run-dir",
+        str(run_dir),
+        "--quiet",
+    ]
     rng = random.Random(3)
     kept = b""
     for _ in range(3):
@@ -397,7 +427,10 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) 
     assert len(ids) == len(set(ids)) == 2 * n
     rescore = subprocess.run(
         [sys.executable, "-m", "llmdebate.cli", "score", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert rescore.returncode == 0, rescore.stdout + rescore.stderr
 
@@ -412,8 +445,12 @@ def test_one_debate_with_the_embedded_local_model(tmp_path: Path) -> None:
             "name": "local",
             "dataset": {"path": str(DIVISORS), "limit": 1},
             "debate": {"depth": 1, "width": 2},
-            "prover": {"model": "local", "decomposer": "formal", "max_tokens": 8,
-                       "assignment": "honest"},
+            "prover": {
+                "model": "local",
+                "decomposer": "formal",
+                "max_tokens": 8,
+                "assignment": "honest",
+            },
             "estimator": {"model": "local", "independent": True},
             "judge": {"kind": "llm", "model": "local"},
         }

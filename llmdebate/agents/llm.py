@@ -243,7 +243,7 @@ class LLMProver:
             top_claim=ctx.top_claim.text if ctx.top_claim else claim.text,
             context=_context_text(item),
         )
-        return await ask_structured(  # type: ignore[no-any-return]
+        return await ask_structured(
             self.model,
             messages,
             lambda t: parse_decomposition(t, claim, width),

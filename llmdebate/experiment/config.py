@@ -71,7 +71,7 @@ class ExperimentConfig(_Section):
     """Name of the run (the run directory is <name>-<timestamp> unless --run-id is given)."""
     seed: int = Field(default=0, ge=0)
     """Seed of every draw: answers, shown order, protocol draws, strategies."""
-    protocols: list[ProtocolName] = Field(default_factory=lambda: ["prover-estimator"])
+    protocols: list[ProtocolName] = Field(default_factory=lambda: ["prover-estimator"])  # type: ignore[arg-type]
     """Protocols to run on every item (JSON list)."""
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     debate: DebateConfig = Field(default_factory=DebateConfig)

@@ -24,7 +24,7 @@ WEAK_MODELS = ("local",)
 
 def role_models(info: dict[str, Any]) -> dict[str, str]:
     """The model string of every role of a run's config (``config.yaml`` as a mapping)."""
-    out = {}
+    out: dict[str, str] = {}
     for role in ("prover", "estimator", "judge"):
         section = info.get(role) or {}
         if role == "judge" and section.get("kind") in ("oracle", "deferred"):
