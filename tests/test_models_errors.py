@@ -258,3 +258,16 @@ async def test_generate_many_keeps_order_and_raises_after_all_ran(server: FakeSe
         await m.generate_many(batch, log=log)
     assert len(log) == 4 and [r.error is None for r in log] == [True, True, True, False]
     await asyncio.sleep(0)
+
+
+async def test_a_batch_raises_the_failure_that_stops_the_run_first(server: FakeServer):
+    server.api_key = "sk-the-right-one"
+    m = model(server)
+    batch = [[{"role": "user", "content": "\ud800"}], Q]  # rejected here, then a 401
+    log: list[ModelCallRecord] = []
+    with pytest.raises(AuthenticationError):
+        await m.generate_many(batch, log=log)
+    assert [r.error.split(":")[0] for r in log if r.error] == [
+        "RequestRejectedError",
+        "AuthenticationError",
+    ]
