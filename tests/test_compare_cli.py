@@ -97,6 +97,10 @@ def test_compare_writes_every_output_and_resumes(
     assert m["run"]["items"] == 4 and m["run"]["debates_complete"] == 36
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == {"complete": 36} and summary["metrics"]["n_transcripts"] == 36
+    # every protocol in one file: only the rewarded ones are re-scored, with no mismatch
+    capsys.readouterr()
+    assert main(["score", str(run / "transcripts.jsonl")]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
     first = (run / "transcripts.jsonl").read_bytes()
     assert _main("compare", "--config", str(cfg), "--run-id", "toy") == 0  # resume
     assert "0 debates run, 36 already done" in capsys.readouterr().out
