@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fixtures.fake_server import FakeServer
 
+from llmdebate.elicit import estimate, estimates
 from llmdebate.models import Model, get_model
 from llmdebate.models.hf_backend import HFBackend
 
@@ -58,11 +59,11 @@ def bench_load(threads: int, cold: bool) -> HFBackend:
 
 async def bench_local(backend: HFBackend) -> None:
     model = Model(backend, use_cache=False)
-    await model.probability(ask("Warm up?"))
+    await estimate(model, ask("Warm up?"), "logprobs")
     n = 16
     start = time.perf_counter()
     for q in QUESTIONS[:n]:
-        await model.probability(ask(q))
+        await estimate(model, ask(q), "logprobs")
     single = n / (time.perf_counter() - start)
     print(f"local probabilities/s, single (sequential):  {single:6.2f}")
     for size in (8, 32):
@@ -71,7 +72,7 @@ async def bench_local(backend: HFBackend) -> None:
         rounds = max(1, 32 // size)
         start = time.perf_counter()
         for _ in range(rounds):
-            await model.probabilities(batch)
+            await estimates(model, batch, "logprobs")
         rate = rounds * size / (time.perf_counter() - start)
         print(
             f"local probabilities/s, batch {size:2d}:            {rate:6.2f} ({rate / single:.1f}x)"

@@ -203,6 +203,10 @@ class Mismatch:
         )
 
 
+REWARDED_PROTOCOLS = ("prover-estimator", "naive-recursive")
+"""The protocols whose transcripts carry rewards that :func:`score_transcript` recomputes."""
+
+
 @dataclass
 class Score:
     """Rewards recomputed from a transcript's own records, and every mismatch found."""
@@ -221,12 +225,15 @@ def _check(score: Score, tid: str, where: str, recorded: Any, recomputed: Any) -
 
 def score_transcript(t: Transcript) -> Score:
     """Recompute every reward (and the draws z = 1[u < b], M_D(z), E[M_D], and the chain of
-    probabilities p_k of the transcript's protocol variant) from the transcript's records."""
+    probabilities p_k of the transcript's protocol variant) from the transcript's records.
+
+    Protocols without rewards (two-sided, consultancy, direct) have nothing to re-score: their
+    Score is empty."""
     s = Score()
     cfg = t.config
     r = ratio_for(cfg)
     d = cfg.depth
-    if t.status != "complete":
+    if t.status != "complete" or t.protocol not in REWARDED_PROTOCOLS:
         return s
     if t.protocol == "naive-recursive":
         payoff = _naive_payoff(t, s)

@@ -246,3 +246,27 @@ def test_field_mapping_applies_to_jsonl(tmp_path: Path) -> None:
         read_items(path, fields={"question": "prompt"})
     with pytest.raises(DatasetError, match="unknown field 'questoin'"):
         read_items(path, fields={"questoin": "stem"})
+
+
+def test_the_sample_script_draws_by_id_and_copies_lines(tmp_path: Path) -> None:
+    from llmdebate.data.samples import Sample, make_sample, sample_key, sources_markdown
+
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "toy").mkdir(parents=True)
+    out.mkdir()
+    rows = [{**ROW, "id": f"t{k}", "dataset": "toy", "question": "Q\u2028?"} for k in range(12)]
+    raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)  # a raw U+2028
+    (src / "toy" / "items.jsonl").write_text(raw, encoding="utf-8")
+    (src / "toy" / "SOURCE.txt").write_text(
+        "repo: github.com/x/y\ncommit: abc123\npath: a/b.jsonl\nlicence: MIT (LICENSE)\n"
+    )
+    spec = Sample("toy", 5, "careful")
+    n, total, source = make_sample(src, out, spec)
+    assert (n, total, source["licence"]) == (5, 12, "MIT (LICENSE)")
+    want = sorted((r["id"] for r in rows), key=sample_key)[:5]
+    got = [it.id for it in read_items(out / "toy.jsonl")]
+    assert got == [r["id"] for r in rows if r["id"] in want]  # the smallest keys, file order
+    source_lines = (src / "toy" / "items.jsonl").read_bytes().split(b"\n")
+    assert set((out / "toy.jsonl").read_bytes().split(b"\n")[:-1]) <= set(source_lines)
+    md = sources_markdown([(spec, n, total, source)])
+    assert "github.com/x/y at commit `abc123`" in md and "- care: careful" in md

@@ -6,7 +6,9 @@ import os
 
 import pytest
 
+from llmdebate.elicit import estimate
 from llmdebate.models import GenerateConfig, get_model
+from llmdebate.schemas import ModelCallRecord
 
 Q = [
     {"role": "system", "content": "Answer with one word: True or False."},
@@ -28,17 +30,20 @@ needs_anthropic = pytest.mark.skipif(
 @needs_openai
 async def test_openai_generates_and_gives_a_logprob_probability() -> None:
     model = get_model(f"openai/{OPENAI}", use_cache=False)
-    out = await model.generate(Q, GenerateConfig(max_tokens=4))
+    log: list[ModelCallRecord] = []
+    out = await model.generate(Q, GenerateConfig(max_tokens=4), role="judge", act="t", log=log)
     assert out.text.strip() and out.tokens_in > 0
-    est = await model.probability(Q, "logprobs")
+    assert [(r.role, r.act) for r in log] == [("judge", "t")]
+    est = await estimate(model, Q, "logprobs", role="judge", act="p", log=log)
     assert 0.5 < est.value <= 1.0 and est.method == "logprobs"
+    assert len(log) == 2 and log[1].act == "p"
 
 
 @pytest.mark.apikey
 @needs_anthropic
 async def test_anthropic_gives_a_sampled_and_a_verbalised_probability() -> None:
     model = get_model(f"anthropic/{ANTHROPIC}", use_cache=False)
-    sampled = await model.probability(Q, "sampling", samples=3)
+    sampled = await estimate(model, Q, "sampling", samples=3)
     assert 0.5 < sampled.value < 1.0 and len(sampled.evidence.get("samples", [])) == 3
-    stated = await model.probability(Q, "verbalised")
+    stated = await estimate(model, Q, "verbalised")
     assert 0.5 < stated.value <= 1.0

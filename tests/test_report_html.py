@@ -6,11 +6,14 @@ import asyncio
 import functools
 import re
 
+from llmdebate.agents.factory import Team
 from llmdebate.data import Item
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.jobs import make_jobs
 from llmdebate.models import Model, ScriptedBackend
-from llmdebate.protocols.asymmetric import run_pe
-from llmdebate.protocols.common import ProtocolSettings, RoleModels
-from llmdebate.protocols.direct import run_direct
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.protocols.registry import get_protocol
 from llmdebate.report import html, metrics, plots
 
 EVIL = '<script>alert("x")</script>'
@@ -25,23 +28,38 @@ ITEM = Item(
 
 @functools.cache
 def _report() -> str:
-    deb = Model(ScriptedBackend(responder=lambda m: f"Speech {EVIL}", name="d"))
-    r = RoleModels(
-        deb,
-        Model(ScriptedBackend(name="e", default_probability=0.3)),
-        Model(ScriptedBackend(name="j", default_probability=0.7)),
-        decomposer="facts",
+    cfg = ExperimentConfig.model_validate(
+        {
+            "protocols": ["direct", "prover-estimator"],
+            "seed": 1,
+            "debate": {"depth": 1, "width": 2},
+            "prover": {"model": "scripted", "decomposer": "formal"},  # the item's gold facts
+        }
     )
-    s = ProtocolSettings()
+    models = {
+        "prover": Model(ScriptedBackend(responder=lambda m: f"Speech {EVIL}", name="d")),
+        "estimator": Model(ScriptedBackend(name="e", default_probability=0.3)),
+        "judge": Model(ScriptedBackend(name="j", default_probability=0.7)),
+    }
+    team = Team(models, Prompts(), cfg.prover, cfg.estimator, cfg.judge)
+    settings = ProtocolSettings(debate=cfg.debate)
+    jobs = make_jobs([ITEM], cfg)
+    assert [j.spec.debate_id for j in jobs] == [
+        "direct/i<1>/direct",
+        "prover-estimator/i<1>/honest",
+        "prover-estimator/i<1>/dishonest",
+    ]
 
     async def go() -> list:
-        return [
-            await run_direct(ITEM, r, s, debate_id="direct/i/direct"),
-            await run_pe(ITEM, r, s, variant="honest", seed=1, debate_id="pe/i/h"),
-            await run_pe(ITEM, r, s, variant="dishonest", seed=1, debate_id="pe/i/d"),
-        ]
+        out = []
+        for j in jobs:
+            t = await get_protocol(j.spec.protocol)(j.spec, team, settings, [])
+            t.meta.update(j.spec.meta())
+            out.append(t)
+        return out
 
     ts = asyncio.run(go())
+    assert all(t.status == "complete" for t in ts)
     m = metrics.compute(ts, n_boot=100)
     return html.render(m, ts, plots.all_plots(m), title=f"T {EVIL}", caveat="weak model")
 
@@ -52,6 +70,8 @@ def test_report_escapes_every_model_and_dataset_string() -> None:
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "<script" not in page.lower()
     assert "no &amp; more" in page
+    assert "T &lt;script&gt;" in page  # the title too
+    assert "i&lt;1&gt;" in page and "i<1>" not in page  # item ids
 
 
 def test_report_is_self_contained_with_inlined_plots() -> None:

@@ -35,7 +35,7 @@ from llmdebate.elicit.prompts import (
 )
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models.base import GenerateConfig, ModelOutput
-from llmdebate.models.wrapper import Model, describe_error
+from llmdebate.models.wrapper import Model, describe_error, worst_failure
 from llmdebate.schemas import Estimate, ModelCallRecord
 
 ProbMethod = Literal["logprobs", "sampling", "verbalised"]
@@ -336,7 +336,8 @@ async def estimates(
 
     The calls go out together, so a local model answers them in one padded forward pass.
     Every estimate runs to its end; then the records are appended to ``log`` in input order
-    and the first failure, if any, is raised.
+    and the failure that matters most, if any, is raised: one that stops the run
+    (authentication, a user error) before one that ends the debate.
     """
     logs: list[list[ModelCallRecord]] = [[] for _ in batch]
     results = await asyncio.gather(
@@ -358,12 +359,10 @@ async def estimates(
     if log is not None:
         for own in logs:
             log.extend(own)
-    out: list[Estimate] = []
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-        out.append(result)
-    return out
+    failure = worst_failure(results)
+    if failure is not None:
+        raise failure
+    return [r for r in results if isinstance(r, Estimate)]
 
 
 def _totals(trace: Trace) -> dict[str, Any]:

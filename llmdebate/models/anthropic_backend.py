@@ -13,7 +13,7 @@ sent through ``extra_body`` (same wire payload), capped at 1, and left out when 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 from llmdebate.errors import UserError
 from llmdebate.models.base import (
@@ -47,7 +47,7 @@ class AnthropicBackend(Backend):
     ) -> None:
         from llmdebate.errors import require
 
-        self._sdk: Any = require("anthropic", "anthropic")
+        self._sdk: Any = cast(Any, require("anthropic", "anthropic"))
         self.name = name
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None

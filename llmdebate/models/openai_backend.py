@@ -10,7 +10,7 @@ wrapper's.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models.base import (
@@ -45,7 +45,7 @@ class OpenAIBackend(Backend):
     ) -> None:
         from llmdebate.errors import require
 
-        self._sdk: Any = require("openai", "openai")
+        self._sdk: Any = cast(Any, require("openai", "openai"))
         self.name = name
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None

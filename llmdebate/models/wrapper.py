@@ -33,7 +33,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from llmdebate.errors import UserError
+from llmdebate.errors import ModelError, UserError
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -191,8 +191,8 @@ class Model:
 
         The calls are sent concurrently (bounded by ``max_concurrency``); a local model
         answers them in one padded forward pass. Every call runs to its end; then the
-        records are appended to ``log`` in input order and the first failure, if any, is
-        raised.
+        records are appended to ``log`` in input order and the failure that matters most, if
+        any, is raised (see :func:`worst_failure`).
         """
         indices = list(sample_indices) if sample_indices is not None else [0] * len(batch)
         if len(indices) != len(batch):
@@ -210,12 +210,10 @@ class Model:
         if log is not None:
             for own in logs:
                 log.extend(own)
-        outputs: list[ModelOutput] = []
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-            outputs.append(result)
-        return outputs
+        failure = worst_failure(results)
+        if failure is not None:
+            raise failure
+        return [r for r in results if isinstance(r, ModelOutput)]
 
     async def _generate(
         self,
@@ -313,6 +311,16 @@ class Model:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def worst_failure(results: Sequence[object]) -> BaseException | None:
+    """The exception to raise for a batch of results: the first one that stops the run
+    (anything but a :class:`~llmdebate.errors.ModelError`: authentication, a user error, a
+    bug), else the first :class:`~llmdebate.errors.ModelError`; None if nothing failed."""
+    failures = [r for r in results if isinstance(r, BaseException)]
+    severe = [f for f in failures if not isinstance(f, ModelError)]
+    chosen = severe or failures
+    return chosen[0] if chosen else None
 
 
 def describe_error(exc: BaseException) -> str:

@@ -1,0 +1,133 @@
+"""The elicitation registry: one name list, one class per method, one record per estimate."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from llmdebate.elicit import (
+    METHODS,
+    REGISTRY,
+    Method,
+    ProbMethod,
+    estimate,
+    estimates,
+    get_method,
+)
+from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
+from llmdebate.errors import InvalidOutputError, UserError
+from llmdebate.models import ScriptedBackend, get_model
+from llmdebate.schemas import EstimateMethod, ModelCallRecord
+
+QS = [[{"role": "user", "content": f"Is {n} prime?"}] for n in (7, 9, 11)]
+PROBS = {"7": 0.83, "9": 0.12, "11": 0.5}
+
+# Computed by Model.probabilities before the methods moved here (same script, same seeds).
+OLD_VALUES = {
+    "logprobs": [0.83, 0.12000000000000001, 0.5],
+    "sampling": [0.8888888888888888, 0.2222222222222222, 0.4444444444444444],
+    "verbalised": [0.83, 0.12, 0.5],
+}
+
+
+def scripted(**kw: typing.Any):
+    return get_model("scripted", backend=ScriptedBackend(probabilities=PROBS, **kw))
+
+
+def test_registry_keys_are_the_one_name_list():
+    assert set(REGISTRY) == set(METHODS) == set(typing.get_args(ProbMethod))
+    assert len(METHODS) == len(set(METHODS))
+    assert set(METHODS) <= set(typing.get_args(EstimateMethod))  # Estimate.method accepts them
+    for name in METHODS:
+        method = get_method(name)
+        assert isinstance(method, Method) and method.name == name
+
+
+def test_unknown_method_is_a_one_line_user_error_listing_the_names():
+    with pytest.raises(UserError) as info:
+        get_method("vibes")
+    message = str(info.value)
+    assert "\n" not in message and "'vibes'" in message
+    assert all(name in message for name in METHODS)
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_estimates_equal_the_values_before_the_move(method: str):
+    log: list[ModelCallRecord] = []
+    ests = await estimates(scripted(), QS, method, samples=16, temperature=0.9, log=log)
+    assert [e.value for e in ests] == OLD_VALUES[method]
+    assert [e.method for e in ests] == [method] * 3
+    assert all(e.evidence["model"] == "scripted" for e in ests)
+    # one record per estimate, in input order
+    assert len(log) == 3
+    assert [r.messages[0]["content"].split("\n")[0] for r in log] == [q[0]["content"] for q in QS]
+    single = [await estimate(scripted(), q, method, samples=16, temperature=0.9) for q in QS]
+    assert [e.value for e in single] == OLD_VALUES[method]
+
+
+async def test_one_record_per_estimate_with_what_was_sent_and_received():
+    m = scripted()
+    log: list[ModelCallRecord] = []
+    await estimate(m, QS[0], "logprobs", role="judge", act="verdict", log=log)
+    rec = log[-1]
+    assert (rec.role, rec.act, rec.model) == ("judge", "verdict", "scripted")
+    assert rec.messages[-1]["content"].endswith(TF_INSTRUCTION)
+    assert rec.completion == " True" and rec.logprobs and rec.samples is None
+    await estimate(m, QS[1], "sampling", samples=5, log=log)
+    rec = log[-1]
+    assert len(log) == 2 and rec.samples is not None and len(rec.samples) == 5
+    assert rec.completion is None and rec.tokens_in > 0 and not rec.cached
+    await estimate(m, QS[1], "sampling", samples=5, log=log)
+    assert len(log) == 3 and log[-1].cached  # every sample from the cache
+    await estimate(m, QS[2], "verbalised", log=log)
+    assert len(log) == 4 and log[-1].messages[-1]["content"].endswith(VERBALISED_INSTRUCTION)
+    assert log[-1].completion == "0.5"
+
+
+async def test_verbalised_reask_record_holds_the_last_messages_sent():
+    replies = iter(["dunno", "maybe 0.4"])
+    m = get_model("scripted", responder=lambda msgs: next(replies))
+    log: list[ModelCallRecord] = []
+    m.backend.generate = _responder_only(m.backend)  # type: ignore[method-assign]
+    est = await estimate(m, QS[0], "verbalised", log=log)
+    assert est.value == pytest.approx(0.4) and est.evidence["attempts"] == 2
+    assert len(log) == 1 and len(log[0].messages) == 3 and log[0].completion == "maybe 0.4"
+
+
+def _responder_only(backend: ScriptedBackend):
+    from llmdebate.models import ModelOutput
+
+    async def generate(messages, config, sample_index=0):
+        return ModelOutput(backend.responder(messages), backend.name, 1, 1)
+
+    return generate
+
+
+async def test_failures_leave_one_error_record_and_batches_finish():
+    m = get_model("scripted", responder=lambda msgs: "no idea")
+    m.backend.generate = _responder_only(m.backend)  # type: ignore[method-assign]
+    log: list[ModelCallRecord] = []
+    with pytest.raises(InvalidOutputError, match="3 attempts"):
+        await estimate(m, QS[0], "verbalised", log=log)
+    assert len(log) == 1 and log[0].error and "InvalidOutputError" in log[0].error
+    assert log[0].tokens_in == 3  # the three attempts' tokens are summed
+    mixed = get_model("scripted", responder=lambda msgs: "banana" if "bad" in str(msgs) else "Yes")
+    mixed.backend.generate = _responder_only(mixed.backend)  # type: ignore[method-assign]
+    log.clear()
+    batch = [QS[0], [{"role": "user", "content": "bad?"}], QS[1]]
+    with pytest.raises(InvalidOutputError, match="none of 3 samples"):
+        await estimates(mixed, batch, "sampling", samples=3, log=log)
+    assert [r.error is None for r in log] == [True, False, True]  # all ran, input order
+    assert log[0].samples == ["Yes"] * 3
+
+
+async def test_capability_and_option_checks():
+    nolp = get_model("scripted", backend=ScriptedBackend(supports_logprobs=False))
+    log: list[ModelCallRecord] = []
+    with pytest.raises(UserError, match=r"no logprobs.*'sampling' or .*'verbalised'") as info:
+        await estimate(nolp, QS[0], "logprobs", log=log)
+    assert "\n" not in str(info.value)
+    assert len(log) == 1 and log[0].error
+    with pytest.raises(UserError, match="samples must be >= 1"):
+        await estimate(scripted(), QS[0], "sampling", samples=0)
