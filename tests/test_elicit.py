@@ -18,7 +18,7 @@ from llmdebate.elicit import (
 from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models import ScriptedBackend, get_model
-from llmdebate.schemas import EstimateMethod, ModelCallRecord
+from llmdebate.schemas import Estimate, ModelCallRecord
 
 QS = [[{"role": "user", "content": f"Is {n} prime?"}] for n in (7, 9, 11)]
 PROBS = {"7": 0.83, "9": 0.12, "11": 0.5}
@@ -38,7 +38,8 @@ def scripted(**kw: typing.Any):
 def test_registry_keys_are_the_one_name_list():
     assert set(REGISTRY) == set(METHODS) == set(typing.get_args(ProbMethod))
     assert len(METHODS) == len(set(METHODS))
-    assert set(METHODS) <= set(typing.get_args(EstimateMethod))  # Estimate.method accepts them
+    for name in METHODS:  # Estimate.method accepts every registered name
+        assert Estimate(value=0.5, method=name).method == name
     for name in METHODS:
         method = get_method(name)
         assert isinstance(method, Method) and method.name == name

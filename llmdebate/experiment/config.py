@@ -154,5 +154,9 @@ RESUMABLE_FIELDS = frozenset(
         "report.bootstrap",
         "report.calibration_bins",
         "report.formal",
+        # a server URL may change only with --allow-server-change (checked on the effective URL)
+        "prover.base_url",
+        "estimator.base_url",
+        "judge.base_url",
     }
 )

@@ -189,6 +189,16 @@ def check_resume(
     return True
 
 
+def failure_reason(exc: BaseException) -> str:
+    """``Kind: message``, the kind being the class of :mod:`llmdebate.errors` the error is
+    (so a summary counts failures by the failure policy's own names), else its own class."""
+    kind = next(
+        (c.__name__ for c in type(exc).__mro__ if c.__module__ == "llmdebate.errors"),
+        type(exc).__name__,
+    )
+    return f"{kind}: {exc}"
+
+
 def _record_failure(
     job: Job, settings: ProtocolSettings, log: list[ModelCallRecord], why: str
 ) -> Transcript:
@@ -222,10 +232,10 @@ async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Tra
         except (FatalModelError, UserError):
             raise
         except CONTENT_FAILURES as exc:
-            t = _record_failure(job, settings, log, f"{type(exc).__name__}: {exc}")
+            t = _record_failure(job, settings, log, failure_reason(exc))
         except (ModelError, Exception) as exc:  # the server, or a defect: counts as a strike
             server_failure = True
-            t = _record_failure(job, settings, log, f"{type(exc).__name__}: {exc}")
+            t = _record_failure(job, settings, log, failure_reason(exc))
     t.meta.update(spec.meta())
     t.meta["wall_s"] = round(time.perf_counter() - start, 4)
     t.meta["retries"] = sum(getattr(c, "retries", 0) for c in log)
@@ -264,10 +274,10 @@ async def execute(
             try:
                 t, server_failure = await run_one(job, team, settings)
             except AuthenticationError as exc:
-                stop.append(RunStopped(f"{type(exc).__name__}: {exc}", exit_code=2))
+                stop.append(RunStopped(failure_reason(exc), exit_code=2))
                 return
             except FatalModelError as exc:
-                stop.append(RunStopped(f"{type(exc).__name__}: {exc}"))
+                stop.append(RunStopped(failure_reason(exc)))
                 return
             except UserError as exc:
                 stop.append(RunStopped(str(exc), exit_code=2))
