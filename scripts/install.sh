@@ -23,4 +23,12 @@ case ",$extras," in
     ;;
 esac
 "${pip[@]}" install -e ".[$extras]"
+case ",$extras," in
+  *,dev,*)  # the report's browser test drives Debian's headless Chromium
+    if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+      sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+      $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq chromium >/dev/null
+    fi
+    ;;
+esac
 echo "installed llmdebate[$extras] into $venv"
