@@ -11,13 +11,14 @@ over a frontier of distinct states (instance, answer, node, p_k) whose probabili
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from llmdebate import scoring
 from llmdebate.formal.game import Game, NaiveGame
-from llmdebate.formal.tables import joint_from_levels, path_probabilities
+from llmdebate.formal.variants import RoundView, choices, round_view
 from llmdebate.rules import outcome_bits
 
 
@@ -59,8 +60,16 @@ def _merge(
     return firsts[:-1], firsts[-1].view(np.float64), w2
 
 
-def exact_prover_estimator(game: Game) -> ExactResult:
-    """E[R_A] per instance, exactly (expectation over the protocol's own randomness)."""
+Observer = Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, RoundView], None]
+
+
+def exact_prover_estimator(game: Game, observe: Observer | None = None) -> ExactResult:
+    """E[R_A] per instance, exactly (expectation over the protocol's own randomness).
+
+    ``observe(k, inst, node, p, w, view)``, if given, sees every round k >= 1's distinct
+    states (sub-probability weights ``w`` per instance) and B's tables there
+    (:mod:`llmdebate.formal.proof_check` audits the proof of Lemma A.4 with it).
+    """
     prob, prover, est = game.problem, game.prover, game.estimator
     d, q, r = prob.depth, prob.width, game.r
     n_inst = prob.n
@@ -89,28 +98,29 @@ def exact_prover_estimator(game: Game) -> ExactResult:
         if len(inst) == 0:
             break
         rule = prob.rule(k)
-        levels = est.levels(inst, k, node, p)
-        joint = joint_from_levels(levels)
-        em = joint @ rule.table.astype(np.float64)
+        view = round_view(est.levels(inst, k, node, p), game.variant)
+        if observe is not None:
+            observe(k, inst, node, p, w, view)
+        em = view.joint @ rule.table.astype(np.float64)
         for s, ps in prover.direction(inst, k, node, p):
             rew = scoring.expected_round_reward(r, k, s, em, p)
             by_round[:, d + 1 - k] += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
         n = len(inst)
-        b = path_probabilities(levels).reshape(n * (1 << q), q)
+        nextp = view.nextp.reshape(n * (1 << q), q)
         z = np.tile(bits, (n, 1))
         rep = np.repeat(np.arange(n), 1 << q)
-        wz = (w[:, None] * joint).reshape(-1)
-        nz = wz > 0
-        rep, b, z, wz = rep[nz], b[nz], z[nz], wz[nz]
+        wz = (w[:, None] * view.joint).reshape(-1)
+        nz = np.flatnonzero(wz > 0)
+        rep, nextp, z, wz = rep[nz], nextp[nz], z[nz], wz[nz]
         new_inst, new_a, new_node, new_p, new_w = [], [], [], [], []
-        for j, pj in prover.choose(inst[rep], k, node[rep], b, z):
+        for j, pj in choices(prover, game.variant, inst, k, node, view, rep, z):
             jj = np.broadcast_to(j, (len(rep),))
             ww = wz * pj
             ok = ww > 0
             new_inst.append(inst[rep][ok])
             new_a.append(a[rep][ok])
             new_node.append(node[rep][ok] * q + jj[ok])
-            new_p.append(b[np.flatnonzero(ok), jj[ok]])
+            new_p.append(nextp[np.flatnonzero(ok), jj[ok]])
             new_w.append(ww[ok])
         (inst, a, node), p, w = _merge(
             [np.concatenate(new_inst), np.concatenate(new_a), np.concatenate(new_node)],

@@ -17,7 +17,7 @@ from llmdebate.formal.strategies import (
 
 @dataclass
 class Game:
-    """Prover-estimator debate (Figure 2) on every instance of ``problem``."""
+    """Prover-estimator debate (Figure 2, or ``variant``) on every instance of ``problem``."""
 
     problem: TreeProblem
     prover: ProverPolicy
@@ -25,6 +25,7 @@ class Game:
     judge: OracleJudge
     epsilon: float
     rho: float
+    variant: str = "figure2"
 
     @property
     def r(self) -> float:

@@ -15,6 +15,7 @@ import numpy as np
 from llmdebate import scoring
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.strategies.alternatives import sample
+from llmdebate.formal.variants import COMMITTING, choices, round_view
 
 BATCH = 1 << 16
 Z95 = 1.959963984540054
@@ -55,21 +56,23 @@ def simulate_prover_estimator(game: Game, n: int, rng: np.random.Generator) -> n
     rewards = [scoring.init_reward(r, d, zhat, a)]
     active = ~prover.stops(inst, p, a)
     node = np.zeros(n, dtype=np.int64)
+    variant = game.variant
     for k in range(d, 0, -1):
         s = sample(prover.direction(inst, k, node, p), rng, n) * active
-        levels = est.levels(inst, k, node, p)
-        q = len(levels)
+        view = round_view(est.levels(inst, k, node, p), variant)
+        q = view.marg.shape[1]
+        if variant in COMMITTING:  # A commits before the draws
+            j = sample(choices(prover, variant, inst, k, node, view, ar, np.empty((n, q))), rng, n)
         idx = np.zeros(n, dtype=np.int64)
-        b = np.empty((n, q))
         z = np.empty((n, q), dtype=np.int64)
         for i in range(q):
-            b[:, i] = levels[i][ar, idx]
-            z[:, i] = rng.random(n) < b[:, i]
+            z[:, i] = rng.random(n) < view.levels[i][ar, idx]
             idx = 2 * idx + z[:, i]
         m = prob.rule(k).evaluate_many(idx)
         rewards.append(scoring.round_reward(r, k, s, m, p))
-        j = sample(prover.choose(inst, k, node, b, z), rng, n)
-        p = b[ar, j]
+        if variant not in COMMITTING:
+            j = sample(choices(prover, variant, inst, k, node, view, ar, z), rng, n)
+        p = view.nextp[ar, idx, j]
         node = node * q + j
     s = sample(prover.direction(inst, 0, node, p), rng, n) * active
     verdict = (rng.random(n) < game.judge.prob_true(inst, node)).astype(np.int64)

@@ -19,6 +19,7 @@ B's numbers are then B_i = P_{z~h}[z_i = 1 | z_<i].
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,8 @@ from llmdebate.formal.exact import _merge
 from llmdebate.formal.problems.base import TreeProblem
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.provers import ProverPolicy
-from llmdebate.formal.tables import Levels, index_of, levels_from_joint, path_probabilities
+from llmdebate.formal.tables import Levels, index_of, levels_from_joint
+from llmdebate.formal.variants import choices, joint_view, round_view
 from llmdebate.rules import outcome_bits
 
 DEFAULT_DELTA = 5e-4
@@ -91,72 +93,102 @@ class OGDReport:
         }
 
 
+Dynamic = Callable[[np.ndarray], np.ndarray]  # h (|X|, |Z|) -> tests at h, (T_d, |X|, |Z|)
+
+
+@dataclass
+class TestClass:
+    """A finite test class on one domain: ``static`` tests (fixed arrays) and ``dynamic``
+    ones that depend on h (eq. (7)'s test reads B's own numbers). ``scale[t]`` turns test
+    t's advantage into the protocol's unscaled one; the static tests come first."""
+
+    static: np.ndarray  # (T_s, |X|, |Z|)
+    dynamic: Dynamic
+    scale: np.ndarray  # (T_s + T_d,)
+    delta: float
+
+    @property
+    def threshold(self) -> np.ndarray:
+        return self.delta / self.scale
+
+
 def run_ogd(
     weights: np.ndarray,
     truth_index: np.ndarray,
     size: int,
-    tests: Any,
+    tests: TestClass,
     max_steps: int = MAX_STEPS,
+    played: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, int, float, bool]:
-    """Algorithm 1 on one finite domain.
+    """Algorithm 1 on one finite domain (vectorised over the whole test class).
 
-    ``tests(h)`` returns (F, scale, threshold): F has shape (T, |X|, |Z|) (the scaled tests at
-    h), ``scale`` the factor that turns a scaled advantage into the protocol's unscaled one.
-    Returns h, the number of steps, the largest unscaled |Adv| at the end, and convergence.
+    The static tests' advantages are one matrix-vector product per step (their values at the
+    truth are computed once); only the dynamic tests are re-evaluated at each h. ``played(h)``,
+    if given, is the distribution B actually plays (the ``independent`` variant states only
+    h's marginals): the largest advantage and convergence are reported for it. Returns h, the
+    number of steps, the largest unscaled |Adv| at the end, and whether every test ended below
+    its threshold.
     """
     n = len(weights)
-    h = np.full((n, size), 1.0 / size)
     rows = np.arange(n)
+    n_static = len(tests.static)
+    flat_static = (tests.static * weights[None, :, None]).reshape(n_static, -1)
+    truth_static = tests.static[:, rows, truth_index] @ weights
+    thr = tests.threshold
+    h = np.full((n, size), 1.0 / size)
     eta0 = 2.0 / (2.0 * np.sqrt(size))
+
+    def advantages(hh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dyn = tests.dynamic(hh)
+        adv_s = truth_static - flat_static @ hh.reshape(-1)
+        adv_d = dyn[:, rows, truth_index] @ weights - (dyn * hh).sum(axis=2) @ weights
+        return np.concatenate([adv_s, adv_d]), dyn
+
     t = 0
     while True:
-        f, scale, thr = tests(h)
-        adv = (
-            np.einsum("x,txz->t", weights, np.zeros_like(f))
-            if f.size == 0
-            else (f[:, rows, truth_index] @ weights - np.einsum("x,txz,xz->t", weights, f, h))
-        )
+        adv, dyn = advantages(h)
         ratio = np.abs(adv) / thr
         worst = int(np.argmax(ratio))
-        max_adv = float(np.max(np.abs(adv) * scale))
-        if ratio[worst] < 1.0:
-            return h, t, max_adv, True
-        if t >= max_steps:
-            return h, t, max_adv, False
+        if ratio[worst] < 1.0 or t >= max_steps:
+            break
         t += 1
-        h = project_simplex(h + (eta0 / np.sqrt(t)) * np.sign(adv[worst]) * f[worst])
+        f = tests.static[worst] if worst < n_static else dyn[worst - n_static]
+        h = project_simplex(h + (eta0 / np.sqrt(t)) * np.sign(adv[worst]) * f)
+    if played is not None:
+        adv, _ = advantages(played(h))
+        ratio = np.abs(adv) / thr
+    return h, t, float(np.max(np.abs(adv) * tests.scale)), bool(np.max(ratio) < 1.0)
 
 
-def _level_tests(
+def _next_test(
     prover: ProverPolicy,
+    variant: str,
     k: int,
     q: int,
-    r: float,
-    delta: float,
     s_inst: np.ndarray,
     s_node: np.ndarray,
-    static: list[np.ndarray],
     bits: np.ndarray,
-) -> Any:
-    """The round-k test class: r_k/r^k, eq. (7)'s A_(k-1)(y_j, b_j)·z_j, M_D and coordinates."""
+) -> Dynamic:
+    """Eq. (7)'s test f_k = A_(k-1)(y_j, p_(k-1))·z_j at h, with j and p_(k-1) as the variant
+    defines them (B's numbers are read off h, so the test moves with h)."""
     m = len(s_inst)
     rep = np.repeat(np.arange(m), 1 << q)
     zz = np.tile(bits, (m, 1))
     rows = np.arange(m << q)
-    scale = np.array([r**k, r ** (k - 1)] + [1.0] * (len(static) - 1))
+    inst_rep, node_rep = s_inst[rep], s_node[rep]
 
-    def tests(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        b = path_probabilities(levels_from_joint(h)).reshape(m << q, q)
+    def dynamic(h: np.ndarray) -> np.ndarray:
+        view = joint_view(h, variant)
+        nextp = view.nextp.reshape(m << q, q)
         nxt = np.zeros(m << q)
-        for j, pj in prover.choose(s_inst[rep], k, s_node[rep], b, zz):
+        for j, pj in choices(prover, variant, s_inst, k, s_node, view, rep, zz):
             jj = np.broadcast_to(j, (m << q,))
-            child = s_node[rep] * q + jj
-            s_next = _expect(prover.direction(s_inst[rep], k - 1, child, b[rows, jj]), m << q)
+            child = node_rep * q + jj
+            s_next = _expect(prover.direction(inst_rep, k - 1, child, nextp[rows, jj]), m << q)
             nxt += np.asarray(pj) * s_next * zz[rows, jj]
-        f = np.stack([static[0], nxt.reshape(m, 1 << q), *static[1:]])
-        return f, scale, delta / scale
+        return nxt.reshape(1, m, 1 << q)
 
-    return tests
+    return dynamic
 
 
 class Algorithm1Estimator(EstimatorPolicy):
@@ -174,12 +206,8 @@ class Algorithm1Estimator(EstimatorPolicy):
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         uniform = np.full(1 << self.q, 1.0 / (1 << self.q))
-        joint = np.stack(
-            [
-                self.tables.get((int(i), k, int(nd), int(pb)), uniform)
-                for i, nd, pb in zip(inst, node, p.view(np.int64), strict=True)
-            ]
-        )
+        keys = zip(inst.tolist(), node.tolist(), p.view(np.int64).tolist(), strict=True)
+        joint = np.stack([self.tables.get((i, k, nd, pb), uniform) for i, nd, pb in keys])
         return levels_from_joint(joint)
 
 
@@ -190,8 +218,13 @@ def algorithm1_estimator(
     rho: float,
     delta: float = DEFAULT_DELTA,
     max_steps: int = MAX_STEPS,
+    variant: str = "figure2",
 ) -> tuple[Algorithm1Estimator, OGDReport]:
-    """Build Lemma A.4's estimator against ``prover`` by Algorithm 1, top down."""
+    """Build Lemma A.4's estimator against ``prover`` by Algorithm 1, top down.
+
+    Under a protocol variant the eq. (7) test uses the variant's recursion index and next
+    probability, and the next round's inputs follow the variant (:mod:`.variants`).
+    """
     d, q = problem.depth, problem.width
     r = scoring.reward_ratio(epsilon, rho)
     est = Algorithm1Estimator(q)
@@ -202,9 +235,8 @@ def algorithm1_estimator(
     answer = _expect(prover.answer(inst), n)  # P[A(x) = 1]
     truth = problem.top_truth().astype(np.int64)
 
-    def init_tests(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def init_next(h: np.ndarray) -> np.ndarray:
         p = h[:, 1]
-        f_init = np.stack([1.0 - answer, answer], axis=1)  # 1[ẑ = a], expected over A's answer
         go = np.zeros(n)
         for a, pa in prover.answer(inst):
             go += np.asarray(pa) * ~prover.stops(inst, p, np.broadcast_to(a, (n,)))
@@ -213,12 +245,16 @@ def algorithm1_estimator(
             if d > 0
             else go * 0
         )
-        f_next = np.stack([np.zeros(n), s_d], axis=1)  # A_d(x, p_d)·ẑ
-        f_coord = np.tile([0.0, 1.0], (n, 1))
-        f = np.stack([f_init, f_next, f_coord])
-        scale = np.array([r ** (d + 1), r**d, 1.0])
-        return f, scale, np.maximum(delta / scale, 0.0)
+        return np.stack([np.zeros(n), s_d], axis=1)[None]  # A_d(x, p_d)·ẑ
 
+    f_init = np.stack([1.0 - answer, answer], axis=1)  # 1[ẑ = a], expected over A's answer
+    f_coord = np.tile([0.0, 1.0], (n, 1))
+    init_tests = TestClass(
+        static=np.stack([f_init, f_coord]),
+        dynamic=init_next,
+        scale=np.array([r ** (d + 1), 1.0, r**d]),
+        delta=delta,
+    )
     h, steps, adv, ok = run_ogd(w, truth, 2, init_tests, max_steps)
     report.levels.append(LevelReport("init", n, steps, adv, ok))
     est.p_top = h[:, 1].copy()
@@ -248,25 +284,40 @@ def algorithm1_estimator(
         rep = np.repeat(np.arange(m), 1 << q)
         zz = np.tile(bits, (m, 1))
 
-        level_tests = _level_tests(
-            prover, k, q, r, delta, s_inst, s_node, [f_reward, f_m, *f_coords], bits
+        level_tests = TestClass(
+            static=np.stack([f_reward, f_m, *f_coords]),
+            dynamic=_next_test(prover, variant, k, q, s_inst, s_node, bits),
+            scale=np.array([r**k] + [1.0] * (q + 1) + [r ** (k - 1)]),
+            delta=delta,
         )
 
-        h, steps, adv, ok = run_ogd(s_w, true_idx, 1 << q, level_tests, max_steps)
+        def played(hh: np.ndarray) -> np.ndarray:
+            return round_view(levels_from_joint(hh), variant).joint
+
+        h, steps, adv, ok = run_ogd(
+            s_w,
+            true_idx,
+            1 << q,
+            level_tests,
+            max_steps,
+            played if variant == "independent" else None,
+        )
         report.levels.append(LevelReport(f"round {k}", m, steps, adv, ok))
-        for i, nd, pp, row in zip(s_inst, s_node, s_p, h, strict=True):
-            est.tables[(int(i), k, int(nd), int(np.float64(pp).view(np.int64)))] = row
-        # next round's inputs: z ~ h (B's own draws), A's recursion index, p = b_j
-        b = path_probabilities(levels_from_joint(h)).reshape(m << q, q)
-        wz = (s_w[:, None] * h).reshape(-1)
+        keys = zip(s_inst.tolist(), s_node.tolist(), s_p.view(np.int64).tolist(), strict=True)
+        for (i, nd, pb), row in zip(keys, h, strict=True):
+            est.tables[(i, k, nd, pb)] = row
+        # next round's inputs: z ~ B's played joint, A's recursion index, p as the variant says
+        view = round_view(levels_from_joint(h), variant)
+        nextp = view.nextp.reshape(m << q, q)
+        wz = (s_w[:, None] * view.joint).reshape(-1)
         ni, nn, npp, nw = [], [], [], []
-        for j, pj in prover.choose(s_inst[rep], k, s_node[rep], b, zz):
+        for j, pj in choices(prover, variant, s_inst, k, s_node, view, rep, zz):
             jj = np.broadcast_to(j, (m << q,))
             ww = wz * pj
             ok_ = ww > 1e-15
             ni.append(s_inst[rep][ok_])
             nn.append(s_node[rep][ok_] * q + jj[ok_])
-            npp.append(b[np.flatnonzero(ok_), jj[ok_]])
+            npp.append(nextp[np.flatnonzero(ok_), jj[ok_]])
             nw.append(ww[ok_])
         (s_inst, s_node), s_p, s_w = _merge(
             [np.concatenate(ni), np.concatenate(nn)], np.concatenate(npp), np.concatenate(nw)

@@ -67,7 +67,8 @@ def path_probabilities(levels: Levels) -> np.ndarray:
 def marginals(joint: np.ndarray) -> np.ndarray:
     """P(z_i = 1) for every subclaim, shape (n, q)."""
     q = joint.shape[1].bit_length() - 1
-    return joint @ outcome_bits(q).astype(np.float64)
+    # a plain reduction, not BLAS: a row's marginals do not depend on the batch it is in
+    return (joint[:, :, None] * outcome_bits(q)[None, :, :]).sum(axis=1)
 
 
 def index_of(bits: np.ndarray) -> np.ndarray:
@@ -75,3 +76,20 @@ def index_of(bits: np.ndarray) -> np.ndarray:
     q = bits.shape[1]
     weights = 1 << np.arange(q - 1, -1, -1, dtype=np.int64)
     return bits.astype(np.int64) @ weights
+
+
+def path_from_joint(joint: np.ndarray) -> np.ndarray:
+    """b_i along every outcome's path straight from a batch of joints, shape (n, 2^q, q)
+    (``path_probabilities(levels_from_joint(joint))`` in fewer steps; 0/0 read as 1/2)."""
+    n, size = joint.shape
+    q = size.bit_length() - 1
+    out = np.empty((n, size, q))
+    child = joint
+    for i in range(q - 1, -1, -1):
+        pair = child.reshape(n, -1, 2)
+        parent = pair.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(parent > 0, pair[:, :, 1] / np.where(parent > 0, parent, 1.0), 0.5)
+        out[:, :, i] = np.repeat(np.clip(b, 0.0, 1.0), 1 << (q - i), axis=1)
+        child = parent
+    return out

@@ -59,3 +59,16 @@ def make_majority(
         instances=[{"answer": int(a)} for a in answer],
         describe=describe,
     )
+
+
+def correlated_support_joint(kappa: int, eta: float, c: float) -> np.ndarray:
+    """P(which of κ supports are right) when they share one noise source (Definition 8.1's
+    independence caveat): with probability c every support copies one shared draw (right
+    w.p. 1 - η), otherwise each is right independently w.p. 1 - η. Any two supports then
+    have correlation c. Shape (2^κ,), outcome indices as in :mod:`llmdebate.rules`."""
+    if not 0.0 <= c <= 1.0:
+        raise ConfigError(f"correlation must satisfy 0 <= c <= 1 (got {c})")
+    joint = (1.0 - c) * product_prior(1.0 - eta, kappa)
+    joint[-1] += c * (1.0 - eta)
+    joint[0] += c * eta
+    return joint

@@ -17,9 +17,15 @@ from llmdebate.formal.strategies.naive import (
     naive_dishonest,
     naive_honest,
 )
-from llmdebate.formal.strategies.provers import ProverPolicy, RandomProver, dishonest, honest
+from llmdebate.formal.strategies.provers import (
+    LastIndexProver,
+    ProverPolicy,
+    RandomProver,
+    dishonest,
+    honest,
+)
 
-PROVERS = ("honest", "dishonest", "random")
+PROVERS = ("honest", "dishonest", "random", "last-index")
 NAIVE_PROVERS = ("honest", "dishonest")
 ESTIMATORS = ("omniscient", "calibrated-ignorant", "adversarial", "algorithm1")
 BASIC_ESTIMATORS = ESTIMATORS[:3]
@@ -46,6 +52,8 @@ def make_prover(name: str, problem: TreeProblem, epsilon: float) -> ProverPolicy
         return dishonest(problem, epsilon)
     if name == "random":
         return RandomProver(problem)
+    if name == "last-index":
+        return LastIndexProver(problem)
     raise ConfigError(f"prover must be one of {', '.join(PROVERS)} (got {name!r})")
 
 

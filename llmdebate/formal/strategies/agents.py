@@ -3,7 +3,10 @@
 Each method calls the very policy the exact enumeration and the Monte Carlo use, on arrays of
 length 1, so the generic engine plays the same strategies. Claims carry their node in
 ``claim.data`` ({"instance", "k", "node"}). The current p_k is recovered from the debate so far
-(p_d from B's own estimate; afterwards b_j of the previous round's recursion index).
+(p_d from B's own estimate; afterwards what the previous round handed on under the debate's
+variant, :func:`llmdebate.scoring.next_probability`). Protocol variants: an estimator asked
+with a prefix shorter than i (``independent``) states its marginal; a prover asked to choose
+with no draws (``z == []``, the committing variants) commits with :meth:`ProverPolicy.commit`.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.naive import EstimatorChallenger, NaiveProverPolicy
 from llmdebate.formal.strategies.provers import ProverPolicy
+from llmdebate.formal.tables import joint_from_levels, marginals
 from llmdebate.rules import outcome_index
 from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence, Verdict
+from llmdebate.scoring import next_probability
 
 
 def _node(claim: Claim) -> tuple[np.ndarray, int, np.ndarray]:
@@ -30,7 +35,7 @@ def current_p(estimator: EstimatorPolicy, claim: Claim, ctx: DebateContext) -> f
     """B's probability p_k for the current claim, read off the debate so far."""
     for rd in reversed(ctx.rounds):
         if rd.recurse is not None and rd.b:
-            return float(rd.b[rd.recurse])
+            return next_probability(rd, ctx.config.variant)
     inst = np.array([int((ctx.top_claim or claim).data["instance"])])
     return float(estimator.top(inst)[0])
 
@@ -66,6 +71,8 @@ class FormalProver:
         ctx: DebateContext,
     ) -> int:
         inst, k, node = _node(claim)
+        if not z:  # a committing variant: before the draws, b holds B's marginals
+            return sample_one(self.policy.commit(inst, k, node, np.array([b])), ctx.rng)
         alts = self.policy.choose(inst, k, node, np.array([b]), np.array([z], dtype=np.int64))
         return sample_one(alts, ctx.rng)
 
@@ -92,7 +99,10 @@ class FormalEstimator:
         inst, k, node = _node(claim)
         p = current_p(self.policy, claim, ctx)
         levels = self.policy.levels(inst, k, node, np.array([p]))
-        value = float(levels[i][0, outcome_index(prefix)])
+        if len(prefix) < i:  # asked with no earlier outcome stated: the marginal
+            value = float(marginals(joint_from_levels(levels))[0, i])
+        else:
+            value = float(levels[i][0, outcome_index(prefix)])
         return Estimate(value=value, method="strategy", evidence={"p_k": p})
 
 

@@ -9,6 +9,8 @@
   b_i = P(z_i = 1 | z_<i) off that joint. For the interval problem this is "the factor is in ŷ_k
   with probability 1 - p_k, uniformly over its leaves".
 * adversarial: the truth pushed towards the wrong side by a fixed ``bias`` (b = |g - bias|).
+* :class:`Shrunk`: another estimator's every number shrunk towards a constant c,
+  b' = (1 - λ)·b + λ·c (the class searched by :mod:`llmdebate.formal.best_response`).
 """
 
 from __future__ import annotations
@@ -93,3 +95,20 @@ class CalibratedIgnorant(EstimatorPolicy):
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         return levels_from_joint(self.joint(k, p))
+
+
+class Shrunk(EstimatorPolicy):
+    """``base`` with every stated probability replaced by (1 - λ)·b + λ·c."""
+
+    def __init__(self, base: EstimatorPolicy, lam: float, c: float):
+        self.base, self.lam, self.c = base, lam, c
+        self.name = f"shrunk({base.name}, λ={lam:g}, c={c:g})"
+
+    def _shrink(self, v: np.ndarray) -> np.ndarray:
+        return (1.0 - self.lam) * v + self.lam * self.c
+
+    def top(self, inst: np.ndarray) -> np.ndarray:
+        return self._shrink(self.base.top(inst))
+
+    def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
+        return [self._shrink(lv) for lv in self.base.levels(inst, k, node, p)]

@@ -8,6 +8,9 @@
   the fewest changes) it is the dishonest prover, whose directions are the ones that maximise
   its reward under its own false beliefs.
 * :class:`RandomProver` answers, points and recurses uniformly at random.
+* :class:`LastIndexProver` is the counterexample of docs/protocol.md: it defends the wrong
+  answer, points 0 in every round k >= 1, always recurses on the last subclaim (an index fixed
+  before any draw), and at the leaf points +1 when p_0 < 1/2 and 0 otherwise.
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ class ProverPolicy(ABC):
         self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
     ) -> Alternatives:
         """Recursion index given B's path probabilities b (n, q) and the draws z (n, q)."""
+
+    def commit(self, inst: np.ndarray, k: int, node: np.ndarray, marg: np.ndarray) -> Alternatives:
+        """Recursion index chosen before the draws (committing variants), seeing B's marginals.
+
+        By default :meth:`choose` with b = the marginals and every z_i = -1 (not drawn).
+        """
+        return self.choose(inst, k, node, marg, np.full(marg.shape, -1, dtype=np.int64))
 
 
 class BeliefProver(ProverPolicy):
@@ -86,6 +96,28 @@ class RandomProver(ProverPolicy):
         self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
     ) -> Alternatives:
         return uniform(list(range(self.problem.width)), len(inst))
+
+
+class LastIndexProver(ProverPolicy):
+    """Wrong answer; s_k = 0 for k >= 1; j = q - 1 always; s_0 = 1[p_0 < 1/2]."""
+
+    name = "last-index"
+
+    def __init__(self, problem: TreeProblem):
+        self.problem = problem
+
+    def answer(self, inst: np.ndarray) -> Alternatives:
+        return deterministic(1 - self.problem.top_truth()[inst].astype(np.int64))
+
+    def direction(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Alternatives:
+        if k > 0:
+            return deterministic(np.zeros(len(inst), dtype=np.int64))
+        return deterministic((p < 0.5).astype(np.int64))
+
+    def choose(
+        self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
+    ) -> Alternatives:
+        return deterministic(np.full(len(inst), self.problem.width - 1, dtype=np.int64))
 
 
 def honest(problem: TreeProblem, epsilon: float) -> BeliefProver:
