@@ -269,3 +269,17 @@ def test_the_table_is_rounded_and_summarised_per_variant() -> None:
         "soundness": False,
     }
     assert "seconds" not in a
+
+
+def test_completeness_needs_stability_a_best_response_shows_it() -> None:
+    """q = 2 has no stable decomposition: the exact best response meets (1-ε)·r^(d+1) on the
+    interval problem and goes below it on circuits (Lemma A.5 assumes stability)."""
+    eps, rho = 0.45, 0.1
+    grid = np.linspace(0, 1, 21)
+    norms = {}
+    for problem in ("interval", "circuit"):
+        prob = make_problem(problem, 1, 2, 16, 0)
+        br = grid_best_response(prob, make_prover("honest", prob, eps), eps, rho, grid=grid)
+        norms[problem] = br.normalized
+    assert norms["interval"] == pytest.approx(1 - eps, abs=1e-9)
+    assert norms["circuit"] < 1 - eps - 0.1
