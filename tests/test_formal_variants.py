@@ -283,3 +283,17 @@ def test_completeness_needs_stability_a_best_response_shows_it() -> None:
         norms[problem] = br.normalized
     assert norms["interval"] == pytest.approx(1 - eps, abs=1e-9)
     assert norms["circuit"] < 1 - eps - 0.1
+
+
+def test_path_from_joint_is_the_levels_round_trip_to_the_bit() -> None:
+    from llmdebate.formal.tables import levels_from_joint, path_from_joint, path_probabilities
+
+    rng = np.random.default_rng(0)
+    for q in (1, 2, 3, 4):
+        joint = rng.random((20, 1 << q))
+        joint[5:10, ::2] = 0.0
+        joint /= joint.sum(axis=1, keepdims=True)
+        joint[:5] = 0.0
+        joint[:5, 0] = 1.0
+        fast = path_from_joint(joint)
+        assert np.array_equal(fast, path_probabilities(levels_from_joint(joint)))

@@ -140,10 +140,12 @@ def evaluate(
             ex = exact_naive(ng)
             w = prob.weights
             pay, se, acc = ex.mean(w), 0.0, float(w @ ex.accuracy)
-            win, win_se = float(w @ ex.win), 0.0  # type: ignore[operator]
+            win: float | None = float(w @ ex.win)  # type: ignore[operator]
+            win_se: float | None = 0.0
         else:
             mc = monte_carlo_naive(ng, samples, seed)
-            pay, se, acc, win, win_se = mc.mean, mc.stderr, mc.accuracy, mc.win_rate, mc.win_stderr
+            pay, se, acc = mc.mean, mc.stderr, mc.accuracy
+            win, win_se = mc.win_rate, mc.win_stderr
             out["samples"] = mc.n
         # the payoff is ±1, not in units of r^(d+1): the prover-estimator fields are null
         out.update(expected_payoff=pay, payoff_stderr=se, prover_accuracy=acc)
