@@ -72,7 +72,7 @@ class CondProbs:
     @staticmethod
     def independent(p: Sequence[float]) -> CondProbs:
         """b_i does not depend on earlier outcomes."""
-        return CondProbs.from_levels([np.full(1 << i, float(v)) for i, v in enumerate(p)])
+        return CondProbs.from_levels([[float(v)] * (1 << i) for i, v in enumerate(p)])
 
     @staticmethod
     def from_function(q: int, fn: Callable[[int, tuple[int, ...]], float]) -> CondProbs:

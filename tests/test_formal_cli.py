@@ -89,6 +89,13 @@ def test_formal_json_naive_monte_carlo(capsys: pytest.CaptureFixture[str]) -> No
         (["--estimator", "x"], "estimator must be one of"),
         (["--problem", "sudoku"], "problem must be one of"),
         (["--instances", "0"], "instances"),
+        (["--depth", "250"], "depth must be <= 186 at epsilon=0.2, rho=0.5 (got 250)"),
+        (["--width", "17"], "width must be <= 16"),
+        (["--exact", "--samples", "100"], "--exact and --samples exclude each other"),
+        (
+            ["--exact", "--prover", "random", "--depth", "6", "--width", "6"],
+            "exact enumeration is infeasible here",
+        ),
     ],
 )
 def test_formal_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], needle: str) -> None:
@@ -102,5 +109,33 @@ def test_reproduce_writes_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     table = json.loads((tmp_path / "reproduction.json").read_text())
     sections = {r["section"] for r in table["rows"]}
-    assert sections == {"completeness", "obfuscation", "soundness", "stability"}
-    assert "| check |" in (tmp_path / "reproduction.md").read_text()
+    assert sections == {"completeness", "obfuscation", "soundness", "proof", "stability"}
+    assert set(table["summary"]) == {
+        "figure2",
+        "marginal",
+        "independent",
+        "commit",
+        "commit-marginal",
+    }
+    text = (tmp_path / "reproduction.md").read_text()
+    assert "| variant | check |" in text and "Generated in" not in text
+
+
+def test_formal_exact_flag_and_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["formal", "--problem", "interval", "--prover", "last-index", "--depth", "1"]
+    code, out, _ = run(capsys, *args, "--width", "2", "--instances", "16", "--exact", "--json")
+    res = json.loads(out)
+    assert code == 0 and res["method"] == "exact" and res["expected_payoff"] == 0.25
+    code, out, _ = run(
+        capsys,
+        *args,
+        "--width",
+        "2",
+        "--instances",
+        "16",
+        "--variant",
+        "commit-marginal",
+        "--json",
+    )
+    res = json.loads(out)
+    assert code == 0 and res["variant"] == "commit-marginal" and res["expected_payoff"] == 0.0

@@ -97,7 +97,7 @@ def write(tmp_path: Path, ts: list[Transcript]) -> Path:
 
 def test_rescoring_finds_nothing_on_honest_files_and_every_tampering(tmp_path: Path) -> None:
     cfg = DebateConfig(depth=2, width=3)
-    ts = [run(cfg, seed=debate_seed(1, i)) for i in range(20)]
+    ts = [run(cfg, seed=debate_seed(1, i)).model_copy(update={"id": f"d{i}"}) for i in range(20)]
     path = write(tmp_path, ts)
     res = CliRunner().invoke(cli, ["score", str(path), "--json"])
     assert res.exit_code == 0, res.output
@@ -116,25 +116,68 @@ def test_rescoring_finds_nothing_on_honest_files_and_every_tampering(tmp_path: P
     assert "round 1 reward" in res.output and "round 2 z" in res.output
 
 
-def test_malformed_transcript_file_is_one_line_naming_file_and_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write(tmp_path, [run(DebateConfig(depth=1, width=2))])
+def score_cli(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli, ["score", *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_a_bad_line_is_reported_by_number_and_the_others_are_scored(tmp_path: Path) -> None:
+    ts = [run(DebateConfig(depth=1, width=2), seed=i) for i in range(3)]
+    ts = [t.model_copy(update={"id": f"d{i}"}) for i, t in enumerate(ts)]
+    path = write(tmp_path, ts[:1])
     with path.open("a") as fh:
         fh.write('{"id": "broken", "config": {"epsilon": 0.9}}\n')
-    assert main(["score", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1
-    assert f"{path}:2" in err and "epsilon" in err
+    append_transcript(path, ts[1])
+    code, out, err = score_cli(str(path))
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"error: {path}:2: config.epsilon: " + err.split("config.epsilon: ", 1)[1].strip()
+    ]
+    assert "2 transcripts, 2 scored, 0 mismatches, 1 bad lines" in out
+
+
+def test_invalid_json_gives_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, [run(DebateConfig(depth=1, width=2))])
     with path.open("a") as fh:
-        fh.write("not json\n")
+        fh.write('{"id": "x", oops}\n')
+    code, out, _err = score_cli(str(path), "--json")
+    res = json.loads(out)
+    assert code == 1 and res["scored"] == 1
+    (bad,) = res["bad_lines"]
+    assert bad["line"] == 2 and "column 13" in bad["error"] and "not valid JSON" in bad["error"]
+
+
+def test_a_torn_last_line_is_reported_and_the_complete_lines_scored(tmp_path: Path) -> None:
+    ts = [run(DebateConfig(depth=1, width=2), seed=i) for i in range(2)]
+    path = tmp_path / "t.jsonl"
+    whole = ts[0].model_dump_json()
+    path.write_text(whole + "\n" + ts[1].model_dump_json()[:-40])
+    code, out, err = score_cli(str(path))
+    assert code == 1 and f"{path}:2: torn last line" in err
+    assert "1 transcripts, 1 scored, 0 mismatches, 1 bad lines" in out
+    # a complete last line without its newline is torn too (the write may have been cut)
+    path.write_text(whole + "\n" + whole)
+    code, _out, err = score_cli(str(path))
+    assert code == 1 and f"{path}:2: torn last line" in err
+
+
+def test_duplicate_debate_ids_are_detected(tmp_path: Path) -> None:
+    t = run(DebateConfig(depth=1, width=2))
+    path = write(tmp_path, [t, t, t.model_copy(update={"id": "other"})])
+    code, out, err = score_cli(str(path))
+    assert code == 1
+    assert f"{path}:2: duplicate debate id {t.id!r} (first on line 1)" in err
+    assert "3 transcripts, 3 scored, 0 mismatches, 0 bad lines, 1 duplicate ids" in out
+
+
+def test_a_missing_file_is_the_only_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["score", str(tmp_path / "missing.jsonl")]) == 2
     assert "no such transcript file" in capsys.readouterr().err
 
 
-def test_a_rule_naming_a_missing_subclaim_is_one_line_with_file_and_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_rule_naming_a_missing_subclaim_is_one_line_with_file_and_line(tmp_path: Path) -> None:
     t = run(DebateConfig(depth=1, width=2))
     bad = t.model_dump_json().replace(
         '"kind":"and","k":null,"expr":null', '"kind":"expr","k":null,"expr":"y1 & y3"'
@@ -142,12 +185,22 @@ def test_a_rule_naming_a_missing_subclaim_is_one_line_with_file_and_line(
     assert bad != t.model_dump_json()
     path = tmp_path / "t.jsonl"
     path.write_text(t.model_dump_json() + "\n" + bad + "\n")
-    assert main(["score", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == (
+    code, _out, err = score_cli(str(path))
+    assert code == 1
+    assert err.strip() == (
         f"error: {path}:2: rule expression 'y1 & y3': names subclaim y3, "
         "but the decomposition has y1..y2"
     )
+
+
+def test_the_schema_and_scoring_agree_on_r() -> None:
+    """DebateConfig's depth bound uses r = ε(1-ρ)/4 as scoring.reward_ratio does."""
+    for eps, rho in ((0.2, 0.5), (0.01, 0.9), (0.49, 0.01)):
+        r = scoring.reward_ratio(eps, rho)
+        most = int(math.log(1e-300) / math.log(r)) - 1
+        assert scoring.normalizer(DebateConfig(epsilon=eps, rho=rho, depth=most)) >= 1e-300
+        with pytest.raises(ValueError, match=f"depth must be <= {most}"):
+            DebateConfig(epsilon=eps, rho=rho, depth=most + 1)
 
 
 @given(

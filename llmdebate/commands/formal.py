@@ -6,7 +6,9 @@ import json
 
 import click
 
+from llmdebate.errors import ConfigError
 from llmdebate.formal.evaluate import evaluate
+from llmdebate.schemas import VARIANTS
 
 
 @click.command("formal")
@@ -19,7 +21,12 @@ from llmdebate.formal.evaluate import evaluate
     show_default=True,
     help="prover-estimator or naive-recursive.",
 )
-@click.option("--prover", default="honest", show_default=True, help="honest, dishonest or random.")
+@click.option(
+    "--prover",
+    default="honest",
+    show_default=True,
+    help="honest, dishonest, random or last-index.",
+)
 @click.option(
     "--estimator",
     default="calibrated-ignorant",
@@ -43,13 +50,19 @@ from llmdebate.formal.evaluate import evaluate
 )
 @click.option(
     "--exact",
-    "mode",
-    flag_value="exact",
-    default=True,
-    help="Enumerate the protocol's randomness (default).",
+    is_flag=True,
+    help="Enumerate the protocol's randomness exactly (the default without --samples); "
+    "an error where the enumeration is too large.",
 )
 @click.option(
     "--samples", type=int, default=None, help="Monte Carlo with this many debates instead."
+)
+@click.option(
+    "--variant",
+    type=click.Choice(list(VARIANTS)),
+    default="figure2",
+    show_default=True,
+    help="Protocol variant (docs/protocol.md); figure2 is the paper's protocol.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
@@ -64,11 +77,14 @@ def command(
     instances: int,
     seed: int,
     noise: float | None,
-    mode: str,
+    exact: bool,
     samples: int | None,
+    variant: str,
     as_json: bool,
 ) -> None:
     """Expected payoff of a prover against an estimator on a formal problem family."""
+    if exact and samples is not None:
+        raise ConfigError("--exact and --samples exclude each other: choose one")
     res = evaluate(
         protocol=protocol,
         problem=problem,
@@ -83,6 +99,7 @@ def command(
         exact=samples is None,
         samples=samples or 0,
         noise=noise,
+        variant=variant,
     )
     if as_json:
         click.echo(json.dumps(res))

@@ -1,35 +1,119 @@
-"""``llmdebate score FILE``: re-score every transcript with the shared scoring."""
+"""``llmdebate score FILE``: re-score every transcript with the shared scoring.
+
+Every complete line is scored; each bad line is reported by number (a torn last line, invalid
+JSON with line and column, a line that is not a valid transcript) and so is every repeated
+debate id. Exit status: 0 when everything re-scored exactly, 1 when anything was wrong
+(a mismatch, a bad line, a duplicate id), 2 when the file does not exist.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import click
+from pydantic import ValidationError
 
+from llmdebate.errors import RuleError, TranscriptError
+from llmdebate.jsonl import first_error
+from llmdebate.schemas import Transcript
 from llmdebate.scoring import score_transcript
-from llmdebate.transcripts import read_transcripts
+
+
+@dataclass
+class FileScore:
+    """What scoring one transcript file found."""
+
+    transcripts: int = 0
+    scored: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    duplicates: list[tuple[int, str, int]] = field(default_factory=list)  # line, id, first line
+
+    @property
+    def ok(self) -> bool:
+        return not (self.mismatches or self.bad_lines or self.duplicates)
+
+
+def _parse(raw: bytes, torn: bool) -> Transcript:
+    """One line as a transcript; raises ValueError with the reason (no file or line)."""
+    if torn:
+        raise ValueError("torn last line (no newline at the end of the file): not scored")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 at byte {exc.start + 1}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    try:
+        return Transcript.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(first_error(exc)) from None
+    except RuleError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def score_file(path: Path) -> FileScore:
+    """Score every complete line of a transcript file; never stops at a bad line."""
+    if not path.is_file():
+        raise TranscriptError(f"{path}: no such transcript file")
+    res = FileScore()
+    seen: dict[str, int] = {}
+    lines = path.read_bytes().splitlines(keepends=True)
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        torn = lineno == len(lines) and not raw.endswith(b"\n")
+        try:
+            t = _parse(raw, torn)
+        except ValueError as exc:
+            res.bad_lines.append((lineno, str(exc)))
+            continue
+        res.transcripts += 1
+        if t.id in seen:
+            res.duplicates.append((lineno, t.id, seen[t.id]))
+        else:
+            seen[t.id] = lineno
+        if t.status != "complete":
+            continue
+        res.scored += 1
+        res.mismatches.extend(f"{path}:{lineno}: {m}" for m in score_transcript(t).mismatches)
+    return res
 
 
 @click.command("score")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(file: str, as_json: bool) -> None:
-    """Re-score every transcript in FILE and report any mismatch with the recorded rewards."""
-    n = scored = 0
-    mismatches: list[str] = []
-    for t in read_transcripts(file):
-        n += 1
-        if t.status != "complete":
-            continue
-        scored += 1
-        mismatches.extend(str(m) for m in score_transcript(t).mismatches)
+    """Re-score every transcript in FILE and report mismatches, bad lines and duplicate ids."""
+    res = score_file(Path(file))
+    bad = [f"{file}:{n}: {why}" for n, why in res.bad_lines]
+    dups = [
+        f"{file}:{n}: duplicate debate id {i!r} (first on line {first})"
+        for n, i, first in res.duplicates
+    ]
     if as_json:
-        click.echo(
-            json.dumps({"file": file, "transcripts": n, "scored": scored, "mismatches": mismatches})
-        )
+        out: dict[str, Any] = {
+            "file": file,
+            "transcripts": res.transcripts,
+            "scored": res.scored,
+            "mismatches": res.mismatches,
+            "bad_lines": [{"line": n, "error": why} for n, why in res.bad_lines],
+            "duplicates": [{"line": n, "id": i, "first_line": f} for n, i, f in res.duplicates],
+        }
+        click.echo(json.dumps(out))
     else:
-        for m in mismatches:
+        for line in [*bad, *dups]:
+            click.echo(f"error: {line}", err=True)
+        for m in res.mismatches:
             click.echo(m)
-        click.echo(f"{file}: {n} transcripts, {scored} scored, {len(mismatches)} mismatches")
-    if mismatches:
+        click.echo(
+            f"{file}: {res.transcripts} transcripts, {res.scored} scored, "
+            f"{len(res.mismatches)} mismatches, {len(bad)} bad lines, {len(dups)} duplicate ids"
+        )
+    if not res.ok:
         raise SystemExit(1)

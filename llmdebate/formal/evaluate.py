@@ -34,6 +34,16 @@ from llmdebate.jsonl import first_error
 from llmdebate.schemas import DebateConfig
 
 PROTOCOLS = ("prover-estimator", "naive-recursive")
+MAX_EXACT_STATES = 20_000_000
+
+
+def exact_states_bound(protocol: str, prover: str, instances: int, depth: int, width: int) -> int:
+    """An upper bound on the states exact enumeration visits: each round branches over the
+    2^q outcomes (prover-estimator) and, for a randomising prover, over its q choices."""
+    if protocol == "naive-recursive":
+        return instances * width**depth
+    branch = (1 << width) * (width if prover == "random" else 1)
+    return instances * branch**depth
 
 
 def validated_config(epsilon: float, rho: float, depth: int, width: int, seed: int) -> DebateConfig:
@@ -62,11 +72,11 @@ def check_names(protocol: str, problem: str, prover: str, estimator: str) -> Non
 
 
 def build_estimator(
-    name: str, problem: TreeProblem, game_prover: Any, cfg: DebateConfig
+    name: str, problem: TreeProblem, game_prover: Any, cfg: DebateConfig, variant: str = "figure2"
 ) -> tuple[EstimatorPolicy, dict[str, Any]]:
     if name != "algorithm1":
         return make_estimator(name, problem), {}
-    est, report = algorithm1_estimator(problem, game_prover, cfg.epsilon, cfg.rho)
+    est, report = algorithm1_estimator(problem, game_prover, cfg.epsilon, cfg.rho, variant=variant)
     return est, report.as_dict()
 
 
@@ -85,11 +95,19 @@ def evaluate(
     exact: bool = True,
     samples: int = 100_000,
     noise: float | None = None,
+    variant: str = "figure2",
 ) -> dict[str, Any]:
     cfg = validated_config(epsilon, rho, depth, width, seed)
     check_names(protocol, problem, prover, estimator)
     if instances < 1:
         raise ConfigError(f"instances must be >= 1 (got {instances})")
+    if exact:
+        bound = exact_states_bound(protocol, prover, instances, depth, width)
+        if bound > MAX_EXACT_STATES:
+            raise ConfigError(
+                f"exact enumeration is infeasible here: up to {bound:.3g} states "
+                f"(instances·(2^q)^d; the limit is {MAX_EXACT_STATES:.0e}); use --samples N"
+            )
     if not exact and samples < 2:
         raise ConfigError(f"samples must be >= 2 (got {samples})")
     prob = make_problem(problem, depth, width, instances, seed, noise)
@@ -106,6 +124,7 @@ def evaluate(
         "instances": instances,
         "seed": seed,
         "method": "exact" if exact else "monte-carlo",
+        "variant": variant,
         "reward_ratio": r,
     }
     judge = OracleJudge(prob)
@@ -121,10 +140,12 @@ def evaluate(
             ex = exact_naive(ng)
             w = prob.weights
             pay, se, acc = ex.mean(w), 0.0, float(w @ ex.accuracy)
-            win, win_se = float(w @ ex.win), 0.0  # type: ignore[operator]
+            win: float | None = float(w @ ex.win)  # type: ignore[operator]
+            win_se: float | None = 0.0
         else:
             mc = monte_carlo_naive(ng, samples, seed)
-            pay, se, acc, win, win_se = mc.mean, mc.stderr, mc.accuracy, mc.win_rate, mc.win_stderr
+            pay, se, acc = mc.mean, mc.stderr, mc.accuracy
+            win, win_se = mc.win_rate, mc.win_stderr
             out["samples"] = mc.n
         # the payoff is ±1, not in units of r^(d+1): the prover-estimator fields are null
         out.update(expected_payoff=pay, payoff_stderr=se, prover_accuracy=acc)
@@ -132,10 +153,10 @@ def evaluate(
         out.update(prover_win_rate=win, win_rate_stderr=win_se)
         return out
     pol = make_prover(prover, prob, epsilon)
-    est, ogd_report = build_estimator(estimator, prob, pol, cfg)
+    est, ogd_report = build_estimator(estimator, prob, pol, cfg, variant)
     if ogd_report:
         out["algorithm1"] = ogd_report
-    game = Game(prob, pol, est, judge, epsilon, rho)
+    game = Game(prob, pol, est, judge, epsilon, rho, variant)
     if exact:
         ex = exact_prover_estimator(game)
         w = prob.weights

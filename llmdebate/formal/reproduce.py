@@ -27,6 +27,7 @@ from llmdebate.formal.proof_check import lemma_a4_terms
 from llmdebate.formal.strategies import (
     BASIC_ESTIMATORS,
     EstimatorChallenger,
+    EstimatorPolicy,
     OracleJudge,
     make_estimator,
     make_naive_prover,
@@ -331,6 +332,7 @@ def proof_rows(eps: float, rho: float, n: int, seed: int, delta: float) -> list[
     ]
     for prover, est_name, variant in cases:
         pol = make_prover(prover, prob, eps)
+        est: EstimatorPolicy
         if est_name == "algorithm1":
             est, _ = algorithm1_estimator(prob, pol, eps, rho, delta=delta, variant=variant)
         else:

@@ -87,9 +87,10 @@ def path_from_joint(joint: np.ndarray) -> np.ndarray:
     child = joint
     for i in range(q - 1, -1, -1):
         pair = child.reshape(n, -1, 2)
-        parent = pair.sum(axis=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            b = np.where(parent > 0, pair[:, :, 1] / np.where(parent > 0, parent, 1.0), 0.5)
-        out[:, :, i] = np.repeat(np.clip(b, 0.0, 1.0), 1 << (q - i), axis=1)
+        parent = pair[:, :, 0] + pair[:, :, 1]
+        empty = parent <= 0
+        b = pair[:, :, 1] / np.where(empty, 1.0, parent)  # <= 1: parent is the sum
+        b[empty] = 0.5
+        out.reshape(n, 1 << i, size >> i, q)[:, :, :, i] = b[:, :, None]
         child = parent
     return out
