@@ -43,7 +43,7 @@ def main() -> None:
             ex_s = time.perf_counter() - t0
             print(
                 f"{problem:>9} {d:>2} {q:>2} {prover:>10} {rep.steps:>7} "
-                f"{rep.delta_reached:>10.2e} {str(rep.converged):>5} {build:>8.1f} "
+                f"{rep.delta_reached:>10.2e} {rep.converged!s:>5} {build:>8.1f} "
                 f"{ex.mean(prob.weights):>10.4g} {ex_s:>8.2f}"
             )
 

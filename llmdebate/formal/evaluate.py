@@ -140,7 +140,7 @@ def evaluate(
             ex = exact_naive(ng)
             w = prob.weights
             pay, se, acc = ex.mean(w), 0.0, float(w @ ex.accuracy)
-            win: float | None = float(w @ ex.win)  # type: ignore[operator]
+            win: float | None = float(w @ ex.win)
             win_se: float | None = 0.0
         else:
             mc = monte_carlo_naive(ng, samples, seed)

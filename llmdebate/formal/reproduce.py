@@ -224,7 +224,7 @@ def obfuscation_rows(
             prob, make_naive_prover("dishonest", prob), EstimatorChallenger(ign), OracleJudge(prob)
         )
         ex = exact_naive(ng)
-        win = float(prob.weights @ ex.win)  # type: ignore[operator]
+        win = float(prob.weights @ ex.win)
         target = 1 - q ** (-depth) - 0.05
         rows.append(
             {
