@@ -274,7 +274,9 @@ class LLMProver:
             claim=claim.text,
             rule=rule_text(decomposition.rule, len(subs)),
             subclaims=[
-                {"text": s.text, "b": bi, "z": zi} for s, bi, zi in zip(subs, b, z, strict=True)
+                # z is empty when the prover commits to j before the draws (variant "commit")
+                {"text": s.text, "b": bi, "z": z[i] if i < len(z) else None}
+                for i, (s, bi) in enumerate(zip(subs, b, strict=True))
             ],
         )
         return int(

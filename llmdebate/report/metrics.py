@@ -58,20 +58,12 @@ def decision_correct(t: Transcript) -> float | None:
 
 def normalized_payoff(t: Transcript) -> float | None:
     """The prover's payoff R_A in units of r^(d+1) (prover-estimator) or as is (naive: ±1)."""
-    if t.status != "complete" or t.total is None:
-        return None
-    if t.protocol == "naive-recursive":
-        return float(t.total)
-    r = scoring.reward_ratio(t.config.epsilon, t.config.rho)
-    return float(scoring.normalized(t.total, r, t.config.depth))
+    return scoring.normalized_total(t)
 
 
 def normalized_expected_payoff(t: Transcript) -> float | None:
     """E[R_A] over the protocol's own draws, in units of r^(d+1) (prover-estimator only)."""
-    if t.status != "complete" or t.expected_total is None or t.protocol != "prover-estimator":
-        return None
-    r = scoring.reward_ratio(t.config.epsilon, t.config.rho)
-    return float(scoring.normalized(t.expected_total, r, t.config.depth))
+    return scoring.normalized_total(t, expected=True) if t.protocol == "prover-estimator" else None
 
 
 def side(t: Transcript) -> str | None:
