@@ -38,10 +38,7 @@ def test_a_missing_datasets_package_names_the_extra(monkeypatch: pytest.MonkeyPa
 @pytest.fixture
 def hf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The datasets module, offline, with its cache in the test's folder."""
-    try:
-        module = import_datasets()
-    except MissingExtraError:
-        pytest.skip("the datasets package (the hf extra) is not installed")
+    module = import_datasets()  # the test install (all,dev) includes the hf extra
     monkeypatch.setattr(module.config, "HF_DATASETS_OFFLINE", True, raising=False)
     monkeypatch.setattr(module.config, "HF_HUB_OFFLINE", True, raising=False)
     monkeypatch.setattr(module.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
