@@ -14,12 +14,12 @@ conversation is True and turns the replies into an :class:`~llmdebate.schemas.Es
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, ClassVar, Literal, get_args
 
 from llmdebate.elicit.prompts import (
@@ -35,7 +35,7 @@ from llmdebate.elicit.prompts import (
 )
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models.base import GenerateConfig, ModelOutput
-from llmdebate.models.wrapper import Model, describe_error, worst_failure
+from llmdebate.models.wrapper import Model, describe_error, gather_logged
 from llmdebate.schemas import Estimate, ModelCallRecord
 
 ProbMethod = Literal["logprobs", "sampling", "verbalised"]
@@ -339,30 +339,22 @@ async def estimates(
     and the failure that matters most, if any, is raised: one that stops the run
     (authentication, a user error) before one that ends the debate.
     """
-    logs: list[list[ModelCallRecord]] = [[] for _ in batch]
-    results = await asyncio.gather(
-        *(
-            estimate(
+    return await gather_logged(
+        [
+            partial(
+                estimate,
                 model,
-                messages,
+                m,
                 method,
                 samples=samples,
                 temperature=temperature,
                 role=role,
                 act=act,
-                log=own,
             )
-            for messages, own in zip(batch, logs, strict=True)
-        ),
-        return_exceptions=True,
+            for m in batch
+        ],
+        log,
     )
-    if log is not None:
-        for own in logs:
-            log.extend(own)
-    failure = worst_failure(results)
-    if failure is not None:
-        raise failure
-    return [r for r in results if isinstance(r, Estimate)]
 
 
 def _totals(trace: Trace) -> dict[str, Any]:

@@ -21,10 +21,11 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import (
     AsyncRetrying,
@@ -48,6 +49,8 @@ from llmdebate.models.cache import ResponseCache, cache_key
 from llmdebate.models.pricing import Prices, call_cost
 from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
 from llmdebate.schemas import ModelCallRecord
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -199,21 +202,13 @@ class Model:
             raise UserError(
                 f"generate_many: {len(batch)} conversations but {len(indices)} sample indices"
             )
-        logs: list[list[ModelCallRecord]] = [[] for _ in batch]
-        results = await asyncio.gather(
-            *(
-                self.generate(messages, config, sample_index=index, role=role, act=act, log=own)
-                for messages, index, own in zip(batch, indices, logs, strict=True)
-            ),
-            return_exceptions=True,
+        return await gather_logged(
+            [
+                partial(self.generate, m, config, sample_index=i, role=role, act=act)
+                for m, i in zip(batch, indices, strict=True)
+            ],
+            log,
         )
-        if log is not None:
-            for own in logs:
-                log.extend(own)
-        failure = worst_failure(results)
-        if failure is not None:
-            raise failure
-        return [r for r in results if isinstance(r, ModelOutput)]
 
     async def _generate(
         self,
@@ -321,6 +316,26 @@ def worst_failure(results: Sequence[object]) -> BaseException | None:
     severe = [f for f in failures if not isinstance(f, ModelError)]
     chosen = severe or failures
     return chosen[0] if chosen else None
+
+
+async def gather_logged(
+    calls: Sequence[Callable[..., Awaitable[T]]],
+    log: list[ModelCallRecord] | None,
+) -> list[T]:
+    """Run ``calls`` concurrently, each given ``log=`` a list of its own; every call runs to its
+    end, then the records are appended to ``log`` in input order and the failure that matters
+    most, if any, is raised (:func:`worst_failure`). The results, in input order."""
+    logs: list[list[ModelCallRecord]] = [[] for _ in calls]
+    results = await asyncio.gather(
+        *(call(log=own) for call, own in zip(calls, logs, strict=True)), return_exceptions=True
+    )
+    if log is not None:
+        for own in logs:
+            log.extend(own)
+    failure = worst_failure(results)
+    if failure is not None:
+        raise failure
+    return [r for r in results if not isinstance(r, BaseException)]
 
 
 def describe_error(exc: BaseException) -> str:
