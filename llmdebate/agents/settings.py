@@ -83,9 +83,10 @@ class EstimatorSettings(ModelSettings):
 
 
 class JudgeSettings(ModelSettings):
-    kind: Literal["llm", "oracle", "oracle-or-llm", "deferred"] = "llm"
+    kind: Literal["llm", "oracle", "oracle-or-llm", "deferred", "human"] = "llm"
     """llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
-    else the model; deferred: no verdict, the debate waits for a person."""
+    else the model; deferred or human: no verdict, the debate waits for a person (every
+    protocol stops where the judge would decide; see llmdebate assign / serve / judge)."""
     method: Literal["logprobs", "sampling", "verbalised", "generate"] = "logprobs"
     """How the judge's probability is elicited (generate: a True/False word, no probability)."""
     samples: int = Field(default=8, ge=1)
