@@ -18,6 +18,9 @@ COMMAND_MODULES = [
     "llmdebate.commands.run",
     "llmdebate.commands.compare",
     "llmdebate.commands.report",
+    "llmdebate.commands.assign",
+    "llmdebate.commands.serve",
+    "llmdebate.commands.judge",
 ]
 
 

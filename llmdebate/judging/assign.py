@@ -139,7 +139,7 @@ def waiting_debates(run_dir: Path) -> list[Transcript]:
     every debate of an item, each protocol and each variant get their share across items.
     """
     ts = [t for t in load_transcripts(run_dir) if t.status == "awaiting_verdict"]
-    protocols = sorted({t.protocol for t in ts}, key=_protocol_rank)
+    protocols: list[str] = sorted({str(t.protocol) for t in ts}, key=_protocol_rank)
     by_item: dict[int, list[Transcript]] = defaultdict(list)
     for t in ts:
         by_item[int(t.meta.get("item_index", 0))].append(t)
@@ -215,7 +215,7 @@ def assign(
                 items[j].add(item)
                 per_debate[t.id].add(j)
                 new[j].append((item, t))
-        protocols = sorted({t.protocol for t in debates}, key=_protocol_rank)
+        protocols: list[str] = sorted({str(t.protocol) for t in debates}, key=_protocol_rank)
         for j in active:
             queue = _latin_order(new[j], protocols, active.index(j))
             for n, (item, t) in enumerate(queue, start=last_pos[j] + 1):

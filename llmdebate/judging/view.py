@@ -60,8 +60,10 @@ def build_view(t: Transcript, seed: int, context: str = "none") -> dict[str, Any
                     "claim": rd.claim.text,
                     "subclaims": [
                         {"text": c.text, "followed": i == rd.recurse}
-                        for i, c in enumerate(rd.decomposition.subclaims if rd.decomposition else [])
-                    ],
+                        for i, c in enumerate(rd.decomposition.subclaims)
+                    ]
+                    if rd.decomposition
+                    else [],
                 }
                 for rd in above
             ]
