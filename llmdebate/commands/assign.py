@@ -16,18 +16,38 @@ from llmdebate.rundir import read_run_config
 
 @click.command("assign")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--judges", "judges_file", required=True,
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="YAML: judges (a list of ids) and an optional study section.")
-@click.option("--per-item", type=click.IntRange(1, 1000), default=1, show_default=True,
-              help="Judges per waiting debate (K).")
-@click.option("--links-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the new judges' links here (mode 600) instead of printing them.")
-@click.option("--base-url", default="http://127.0.0.1:8000", show_default=True,
-              help="Where `llmdebate serve` will be reached, for the links.")
+@click.option(
+    "--judges",
+    "judges_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML: judges (a list of ids) and an optional study section.",
+)
+@click.option(
+    "--per-item",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Judges per waiting debate (K).",
+)
+@click.option(
+    "--links-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the new judges' links here (mode 600) instead of printing them.",
+)
+@click.option(
+    "--base-url",
+    default="http://127.0.0.1:8000",
+    show_default=True,
+    help="Where `llmdebate serve` will be reached, for the links.",
+)
 @click.option("--db", "db_url", help="Database URL (default: judging.db in RUN_DIR).")
 def command(
-    run_dir: Path, judges_file: Path, per_item: int, links_out: Path | None, base_url: str,
+    run_dir: Path,
+    judges_file: Path,
+    per_item: int,
+    links_out: Path | None,
+    base_url: str,
     db_url: str | None,
 ) -> None:
     """Assign the debates of RUN_DIR that await a verdict to the judges of a study."""

@@ -11,8 +11,12 @@ from llmdebate.rundir import read_run_config
 
 @click.command("serve")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0: every interface, e.g. a lab network).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0: every interface, e.g. a lab network).",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
 @click.option("--db", "db_url", help="Database URL (default: judging.db in RUN_DIR).")
 def command(run_dir: Path, host: str, port: int, db_url: str | None) -> None:

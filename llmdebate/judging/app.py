@@ -106,11 +106,7 @@ def _queue(study: Study, judge_id: str) -> list[tuple[Assignment, bool]]:
                 .order_by(Assignment.position)
             )
         )
-        done = set(
-            s.scalars(
-                select(Judgment.assignment_id).where(Judgment.judge_id == judge_id)
-            )
-        )
+        done = set(s.scalars(select(Judgment.assignment_id).where(Judgment.judge_id == judge_id)))
     return [(a, a.id in done) for a in rows]
 
 
@@ -131,11 +127,21 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
         token = str(request.path_params["token"])
         judge = await run_in_threadpool(_by_token, study, token)
         if judge is None:
-            return study.page("message.html", 403, title="Link not recognised",
-                              text="This link is not valid. Ask the study lead for yours.")
+            return study.page(
+                "message.html",
+                403,
+                title="Link not recognised",
+                text="This link is not valid. Ask the study lead for yours.",
+            )
         resp = RedirectResponse("/lead" if judge.is_lead else "/", status_code=303)
-        resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", max_age=90 * 86400,
-                        secure=request.url.scheme == "https")
+        resp.set_cookie(
+            COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            max_age=90 * 86400,
+            secure=request.url.scheme == "https",
+        )
         return resp
 
     async def logout(request: Request) -> Response:
@@ -146,14 +152,23 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
     async def home(request: Request) -> Response:
         judge, _ = await run_in_threadpool(_who, study, request)
         if judge is None:
-            return study.page("message.html", 401, title="Please open your link",
-                              text="Open the personal link the study lead gave you.")
+            return study.page(
+                "message.html",
+                401,
+                title="Please open your link",
+                text="Open the personal link the study lead gave you.",
+            )
         if judge.is_lead:
             return RedirectResponse("/lead", status_code=303)
         queue = await run_in_threadpool(_queue, study, judge.id)
         nxt = next((a.id for a, d in queue if not d), None)
-        return study.page("home.html", judge=judge.id, progress=_progress(queue), next_id=nxt,
-                          queue=[(n + 1, a.id, d) for n, (a, d) in enumerate(queue)])
+        return study.page(
+            "home.html",
+            judge=judge.id,
+            progress=_progress(queue),
+            next_id=nxt,
+            queue=[(n + 1, a.id, d) for n, (a, d) in enumerate(queue)],
+        )
 
     async def next_item(request: Request) -> Response:
         judge, _ = await run_in_threadpool(_who, study, request)
@@ -175,41 +190,71 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
         return a, done, queue
 
     def _render_item(
-        judge: Judge, token: str, a: Assignment, queue: list[tuple[Assignment, bool]],
-        status: int = 200, error: str | None = None, form: dict[str, str] | None = None,
+        judge: Judge,
+        token: str,
+        a: Assignment,
+        queue: list[tuple[Assignment, bool]],
+        status: int = 200,
+        error: str | None = None,
+        form: dict[str, str] | None = None,
     ) -> HTMLResponse:
         view = build_view(study.waiting[a.debate_id], a.order_seed, a.context)
         position = next(n for n, (q, _) in enumerate(queue, start=1) if q.id == a.id)
         return study.page(
-            "item.html", status, view=view, aid=a.id, csrf=csrf_token(token),
-            progress=_progress(queue), position=position, error=error, form=form or {},
+            "item.html",
+            status,
+            view=view,
+            aid=a.id,
+            csrf=csrf_token(token),
+            progress=_progress(queue),
+            position=position,
+            error=error,
+            form=form or {},
         )
 
     async def item(request: Request) -> Response:
         judge, token = await run_in_threadpool(_who, study, request)
         if judge is None:
-            return study.page("message.html", 401, title="Please open your link",
-                              text="Open the personal link the study lead gave you.")
+            return study.page(
+                "message.html",
+                401,
+                title="Please open your link",
+                text="Open the personal link the study lead gave you.",
+            )
         aid = int(request.path_params["aid"])
         try:
             a, done, queue = await run_in_threadpool(_load, judge.id, aid)
         except NotFound:
-            return study.page("message.html", 404, title="Not found",
-                              text="There is no such item in your queue.")
+            return study.page(
+                "message.html", 404, title="Not found", text="There is no such item in your queue."
+            )
         if done:
-            return study.page("message.html", 200, title="Already answered",
-                              text="You have answered this one.", next_link=True)
+            return study.page(
+                "message.html",
+                200,
+                title="Already answered",
+                text="You have answered this one.",
+                next_link=True,
+            )
         return _render_item(judge, token, a, queue)
 
     async def post_item(request: Request) -> Response:
         judge, token = await run_in_threadpool(_who, study, request)
         if judge is None:
-            return study.page("message.html", 401, title="Please open your link",
-                              text="Open the personal link the study lead gave you.")
+            return study.page(
+                "message.html",
+                401,
+                title="Please open your link",
+                text="Open the personal link the study lead gave you.",
+            )
         form = {k: str(v) for k, v in (await request.form()).items()}
         if not hmac.compare_digest(form.get("csrf", ""), csrf_token(token)):
-            return study.page("message.html", 403, title="Form expired",
-                              text="This form was not sent from your page. Reload and retry.")
+            return study.page(
+                "message.html",
+                403,
+                title="Form expired",
+                text="This form was not sent from your page. Reload and retry.",
+            )
         aid = int(request.path_params["aid"])
         try:
             sub = _submission(form)
@@ -217,12 +262,17 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
                 submit, study.sessions, run_dir, study.waiting, judge.id, aid, sub
             )
         except NotFound:
-            return study.page("message.html", 404, title="Not found",
-                              text="There is no such item in your queue.")
+            return study.page(
+                "message.html", 404, title="Not found", text="There is no such item in your queue."
+            )
         except Conflict:
-            return study.page("message.html", 409, title="Already submitted",
-                              text="This answer was already recorded; your first answer counts.",
-                              next_link=True)
+            return study.page(
+                "message.html",
+                409,
+                title="Already submitted",
+                text="This answer was already recorded; your first answer counts.",
+                next_link=True,
+            )
         except Invalid as exc:
             a, _, queue = await run_in_threadpool(_load, judge.id, aid)
             return _render_item(judge, token, a, queue, 400, str(exc), form)
@@ -231,19 +281,30 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
     async def lead(request: Request) -> Response:
         judge, _ = await run_in_threadpool(_who, study, request)
         if judge is None or not judge.is_lead:
-            return study.page("message.html", 403, title="Study lead only",
-                              text="This page needs the study lead's link.")
+            return study.page(
+                "message.html",
+                403,
+                title="Study lead only",
+                text="This page needs the study lead's link.",
+            )
         data = await run_in_threadpool(lead_progress, study.sessions)
         return study.page("lead.html", **data)
 
     async def export(request: Request) -> Response:
         judge, _ = await run_in_threadpool(_who, study, request)
         if judge is None or not judge.is_lead:
-            return study.page("message.html", 403, title="Study lead only",
-                              text="This page needs the study lead's link.")
+            return study.page(
+                "message.html",
+                403,
+                title="Study lead only",
+                text="This page needs the study lead's link.",
+            )
         text = await run_in_threadpool(export_csv, study.sessions)
-        return Response(text, media_type="text/csv", headers={
-            **HEADERS, "Content-Disposition": 'attachment; filename="judgments.csv"'})
+        return Response(
+            text,
+            media_type="text/csv",
+            headers={**HEADERS, "Content-Disposition": 'attachment; filename="judgments.csv"'},
+        )
 
     static = Path(__file__).with_name("static")
     routes = [
@@ -309,8 +370,12 @@ def lead_progress(sessions: sessionmaker[Session]) -> dict[str, Any]:
                 seconds[a.judge_id].append(j.active_s)
     return {
         "judges": [
-            (jid, c["done"], c["assigned"],
-             round(sum(seconds[jid]) / len(seconds[jid]), 1) if seconds[jid] else None)
+            (
+                jid,
+                c["done"],
+                c["assigned"],
+                round(sum(seconds[jid]) / len(seconds[jid]), 1) if seconds[jid] else None,
+            )
             for jid, c in sorted(per_judge.items())
         ],
         "protocols": [(p, c["done"], c["assigned"]) for p, c in sorted(per_protocol.items())],
@@ -320,8 +385,19 @@ def lead_progress(sessions: sessionmaker[Session]) -> dict[str, Any]:
 
 
 EXPORT_FIELDS = (
-    "id", "assignment_id", "judge_id", "debate_id", "verdict", "probability", "p_first",
-    "explanation", "shown_digest", "started_at", "submitted_at", "active_s", "interface",
+    "id",
+    "assignment_id",
+    "judge_id",
+    "debate_id",
+    "verdict",
+    "probability",
+    "p_first",
+    "explanation",
+    "shown_digest",
+    "started_at",
+    "submitted_at",
+    "active_s",
+    "interface",
     "settings",
 )
 

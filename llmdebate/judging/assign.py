@@ -50,8 +50,7 @@ class JudgeEntry(BaseModel):
     def _id(cls, v: str) -> str:
         if not JUDGE_ID.match(v) or v == LEAD_ID:
             raise ValueError(
-                f"a judge id is 1-64 letters, digits, '.', '_' or '-', not {LEAD_ID!r} "
-                f"(got {v!r})"
+                f"a judge id is 1-64 letters, digits, '.', '_' or '-', not {LEAD_ID!r} (got {v!r})"
             )
         return v
 

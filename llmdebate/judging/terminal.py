@@ -67,12 +67,20 @@ def _ask(console: Console, view: dict[str, Any]) -> Submission | None:
         first, second = ("f", "t") if view["flipped"] else ("t", "f")
         v = Prompt.ask(
             f"Is the claim true? [{first}/{second}] (q: quit)",
-            choices=[first, second, "q"], show_choices=False, console=console,
+            choices=[first, second, "q"],
+            show_choices=False,
+            console=console,
         )
         if v == "q":
             return None
-        p = _percent(Prompt.ask("Probability that it is true, 1-99 (Enter: none)",
-                                default="", show_default=False, console=console))
+        p = _percent(
+            Prompt.ask(
+                "Probability that it is true, 1-99 (Enter: none)",
+                default="",
+                show_default=False,
+                console=console,
+            )
+        )
         expl = Prompt.ask("Reason (optional)", default="", show_default=False, console=console)
         return Submission(verdict=int(v == "t"), probability=p, explanation=expl)
     raw = Prompt.ask("Probability that answer 1 is correct, 1-99 (q: quit)", console=console)
