@@ -133,9 +133,10 @@ def _protocol_rank(p: str) -> int:
 def waiting_debates(run_dir: Path) -> list[Transcript]:
     """The debates of a run that wait for a verdict, in the order slots are filled.
 
-    Items in dataset order; within item number i the protocols start at protocol i (mod P)
-    and the variants of a protocol at variant i (mod V), so that when judges are too few for
-    every debate of an item, each protocol and each variant get their share across items.
+    Items in dataset order; within item number i one debate of every protocol comes before a
+    second one of any, the protocols start at protocol i (mod P) and the variants of a protocol
+    at variant i (mod V): when judges are too few for every debate of an item, each protocol
+    and each variant get their share across items.
     """
     ts = [t for t in load_transcripts(run_dir) if t.status == "awaiting_verdict"]
     protocols: list[str] = sorted({str(t.protocol) for t in ts}, key=_protocol_rank)
@@ -150,8 +151,8 @@ def waiting_debates(run_dir: Path) -> list[Transcript]:
         def key(t: Transcript, i: int = i, variants: dict[str, list[str]] = variants) -> Any:
             vs = variants[t.protocol]
             return (
-                (protocols.index(t.protocol) - i) % len(protocols),
                 (vs.index(t.id) - i) % len(vs),
+                (protocols.index(t.protocol) - i) % len(protocols),
             )
 
         out += sorted(group, key=key)
@@ -198,22 +199,45 @@ def assign(
             last_pos[a.judge_id] = max(last_pos[a.judge_id], a.position)
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
         rank = {j: int(r) for j, r in zip(active, rng.permutation(len(active)), strict=True)}
-        new: dict[str, list[tuple[str, Transcript]]] = defaultdict(list)
+        placed: list[list[Any]] = []  # [item, debate, judge] of every new assignment
+        by_item: dict[str, list[Transcript]] = defaultdict(list)
         for t in debates:
-            item = item_id(t)
-            need = per_item - len(per_debate[t.id])
-            free = [j for j in active if item not in items[j] and j not in per_debate[t.id]]
-            if need > 0 and len(free) < need:
-                res.short.append(t.id)  # a debate gets all its judges or waits for more
-                continue
-            for _ in range(max(need, 0)):
-                free = [j for j in free if j not in per_debate[t.id]]
-                j = min(free, key=lambda x: (load[x], proto_load[x, t.protocol], rank[x]))
+            by_item[item_id(t)].append(t)
+        for item, group in by_item.items():
+            # the debates of this item that can get all their judges, in the rotated order
+            free = [j for j in active if item not in items[j]]
+            slots: list[Transcript] = []
+            for t in group:
+                need = per_item - len(per_debate[t.id])
+                if need <= 0:
+                    continue
+                if len(free) - len(slots) < need:
+                    res.short.append(t.id)  # a debate gets all its judges or waits for more
+                    continue
+                slots += [t] * need
+            # fill the slots pair by pair: the judge with the least work, then the least of
+            # that protocol, then the seeded order
+            while slots:
+                t, j = min(
+                    ((t, j) for t in slots for j in free if j not in per_debate[t.id]),
+                    key=lambda tj: (
+                        load[tj[1]],
+                        proto_load[tj[1], tj[0].protocol],
+                        rank[tj[1]],
+                        tj[0].id,
+                    ),
+                )
+                slots.remove(t)
+                free.remove(j)
                 load[j] += 1
                 proto_load[j, t.protocol] += 1
                 items[j].add(item)
                 per_debate[t.id].add(j)
-                new[j].append((item, t))
+                placed.append([item, t, j])
+        _balance(placed, proto_load, per_debate)
+        new: dict[str, list[tuple[str, Transcript]]] = defaultdict(list)
+        for item, t, j in placed:
+            new[j].append((item, t))
         protocols: list[str] = sorted({str(t.protocol) for t in debates}, key=_protocol_rank)
         for j in active:
             queue = _latin_order(new[j], protocols, active.index(j))
@@ -232,6 +256,54 @@ def assign(
                 res.added += 1
         res.total = len(existing) + res.added
     return res
+
+
+def _balance(
+    placed: list[list[Any]],
+    proto_load: dict[tuple[str, str], int],
+    per_debate: dict[str, set[str]],
+    passes: int = 50,
+) -> None:
+    """Swap judges between two new assignments of one item while that evens out each judge's
+    protocols (the sum of squared per-protocol counts falls); workloads do not change."""
+    by_item: dict[str, list[list[Any]]] = defaultdict(list)
+    for entry in placed:
+        by_item[entry[0]].append(entry)
+    for _ in range(passes):
+        changed = False
+        for group in by_item.values():
+            for x in group:
+                for y in group:
+                    a, b = x[2], y[2]
+                    p, q = x[1].protocol, y[1].protocol
+                    if a == b or p == q or a in per_debate[y[1].id] or b in per_debate[x[1].id]:
+                        continue
+                    before = (
+                        proto_load[a, p] ** 2
+                        + proto_load[a, q] ** 2
+                        + proto_load[b, p] ** 2
+                        + proto_load[b, q] ** 2
+                    )
+                    after = (
+                        (proto_load[a, p] - 1) ** 2
+                        + (proto_load[a, q] + 1) ** 2
+                        + (proto_load[b, p] + 1) ** 2
+                        + (proto_load[b, q] - 1) ** 2
+                    )
+                    if after >= before:
+                        continue
+                    proto_load[a, p] -= 1
+                    proto_load[a, q] += 1
+                    proto_load[b, q] -= 1
+                    proto_load[b, p] += 1
+                    per_debate[x[1].id].discard(a)
+                    per_debate[y[1].id].discard(b)
+                    per_debate[x[1].id].add(b)
+                    per_debate[y[1].id].add(a)
+                    x[2], y[2] = b, a
+                    changed = True
+        if not changed:
+            return
 
 
 def _latin_order(

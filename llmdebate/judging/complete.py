@@ -153,6 +153,7 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
             raise ValueError(f"judgment {j.id} has no probability")
         done = complete_choice(t, j.p_first, who, method="human")
     done.id = f"{t.id}#{j.id}"
+    done.agents["judge"] = who
     done.meta["debate_id"] = t.id
     done.meta["judgment"] = {
         "id": j.id,

@@ -66,7 +66,7 @@ def _ask(console: Console, view: dict[str, Any]) -> Submission | None:
     if view["kind"] == "leaf":
         first, second = ("f", "t") if view["flipped"] else ("t", "f")
         v = Prompt.ask(
-            f"Is the claim true? [{first}/{second}] (q: quit)",
+            f"Is the claim true? ({first} or {second}; q quits)",
             choices=[first, second, "q"],
             show_choices=False,
             console=console,
@@ -83,7 +83,7 @@ def _ask(console: Console, view: dict[str, Any]) -> Submission | None:
         )
         expl = Prompt.ask("Reason (optional)", default="", show_default=False, console=console)
         return Submission(verdict=int(v == "t"), probability=p, explanation=expl)
-    raw = Prompt.ask("Probability that answer 1 is correct, 1-99 (q: quit)", console=console)
+    raw = Prompt.ask("Probability that answer 1 is correct, 1-99 (q quits)", console=console)
     if raw.strip() == "q":
         return None
     p = _percent(raw)
