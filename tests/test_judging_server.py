@@ -100,12 +100,11 @@ def _judge_queue(base: str, link: str, out: dict[str, Counter[int]], who: str) -
             aid = str(r.url).rsplit("/", 1)[1]
             if first:  # a double-click: the same form sent twice at once
                 got: list[int] = []
-                ts = [
-                    threading.Thread(
-                        target=lambda: got.append(c.post(f"/a/{aid}", data=form).status_code)
-                    )
-                    for _ in range(2)
-                ]
+
+                def send(url: str = f"/a/{aid}", data: dict[str, str] = form) -> None:
+                    got.append(c.post(url, data=data).status_code)  # noqa: B023
+
+                ts = [threading.Thread(target=send) for _ in range(2)]
                 for t in ts:
                     t.start()
                 for t in ts:
