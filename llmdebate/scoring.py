@@ -236,6 +236,10 @@ def score_transcript(t: Transcript) -> Score:
     if t.status == "complete" and "judgment" in t.meta:  # a person's verdict: its recorded scores
         recorded = (t.meta["judgment"] or {}).get("scores")
         _check(s, t.id, "judgment scores", recorded, judgment_scores(t))
+        reveal = (t.meta["judgment"] or {}).get("reveal")
+        if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
+            cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
+            _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
     if t.status != "complete" or t.protocol not in REWARDED_PROTOCOLS:
         return s
     if t.protocol == "naive-recursive":
@@ -329,6 +333,12 @@ def log_score(p: float, outcome: int) -> float:
 def brier(p: float, outcome: int) -> float:
     """(p - outcome)^2 for a probability p that the outcome is 1."""
     return float((p - outcome) ** 2)
+
+
+def reveal_cost(turn_cost: float, turns: int) -> float:
+    """The stated cost of a stepped reveal: the first turn is free, each further one costs
+    ``turn_cost``."""
+    return round(turn_cost * max(0, turns - 1), 10)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -7,7 +7,13 @@ form carries a CSRF token derived from the judge's secret; every page is autoesc
 with a strict Content-Security-Policy (scripts from this server only). A second submission
 of an assignment — a double-click, a reload, a second tab — is a 409 page that says the first
 answer counts. The study lead's token opens ``/lead`` (progress per judge and per protocol)
-and the exports.
+and the exports. Signing out is a POST with the CSRF token. Each client address gets a
+limited number of failed logins per minute (then 429, with Retry-After).
+
+With the study's stepped reveal, a speech-protocol page shows the turns revealed so far and a
+"next turn" button in the same form (the answer typed so far is kept): the count lives in the
+database, so a reload, a second tab or a judge without JavaScript sees the same turns, and
+the judgment records how many were shown.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import hmac
 import io
 import json
 import math
-from collections import Counter, defaultdict
-from collections.abc import AsyncIterator
+import time
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,12 +46,14 @@ from llmdebate.judging.complete import (
     Invalid,
     NotFound,
     Submission,
+    reveal_next,
+    study_settings,
     submit,
     sync,
+    view_for,
     waiting_by_id,
 )
 from llmdebate.judging.db import Assignment, Judge, Judgment, connect, judge_by_token, utcnow
-from llmdebate.judging.view import build_view
 from llmdebate.schemas import Transcript
 
 COOKIE = "llmdebate_judge"
@@ -71,6 +80,42 @@ def templates() -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
     return env
+
+
+class LoginLimiter:
+    """At most ``limit`` failed logins per client address in any ``window`` seconds."""
+
+    def __init__(
+        self,
+        limit: int = 10,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_clients: int = 10000,
+    ) -> None:
+        self.limit, self.window, self.clock, self.max_clients = limit, window, clock, max_clients
+        self.failures: OrderedDict[str, list[float]] = OrderedDict()
+
+    def _recent(self, addr: str) -> list[float]:
+        now = self.clock()
+        times = [t for t in self.failures.get(addr, []) if now - t < self.window]
+        if times:
+            self.failures[addr] = times
+        else:
+            self.failures.pop(addr, None)
+        return times
+
+    def retry_after(self, addr: str) -> float | None:
+        """Seconds until ``addr`` may try again, or None when it may now."""
+        times = self._recent(addr)
+        if len(times) < self.limit:
+            return None
+        return max(1.0, self.window - (self.clock() - times[-self.limit]))
+
+    def failed(self, addr: str) -> None:
+        self.failures[addr] = [*self._recent(addr), self.clock()]
+        self.failures.move_to_end(addr)
+        while len(self.failures) > self.max_clients:
+            self.failures.popitem(last=False)
 
 
 class Study:
@@ -114,9 +159,18 @@ def _progress(queue: list[tuple[Assignment, bool]]) -> dict[str, int]:
     return {"done": sum(d for _, d in queue), "total": len(queue)}
 
 
-def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
-    """The app of one study (the run directory's waiting debates and its database)."""
+def create_app(
+    run_dir: Path,
+    db_url: str | None = None,
+    *,
+    login_limit: int = 10,
+    login_window: float = 60.0,
+) -> Starlette:
+    """The app of one study (the run directory's waiting debates and its database).
+
+    ``login_limit``: failed logins allowed per client address in ``login_window`` seconds."""
     study = Study(run_dir, db_url)
+    limiter = LoginLimiter(login_limit, login_window)
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -124,9 +178,21 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
         yield
 
     async def login(request: Request) -> Response:
+        addr = request.client.host if request.client else "?"
+        wait = limiter.retry_after(addr)
+        if wait is not None:
+            page = study.page(
+                "message.html",
+                429,
+                title="Too many attempts",
+                text="Too many links that were not recognised. Wait a minute and retry.",
+            )
+            page.headers["Retry-After"] = str(math.ceil(wait))
+            return page
         token = str(request.path_params["token"])
         judge = await run_in_threadpool(_by_token, study, token)
         if judge is None:
+            limiter.failed(addr)
             return study.page(
                 "message.html",
                 403,
@@ -145,12 +211,22 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
         return resp
 
     async def logout(request: Request) -> Response:
-        resp = RedirectResponse("/", status_code=303)
+        judge, token = await run_in_threadpool(_who, study, request)
+        if judge is not None:
+            form = await request.form()
+            if not hmac.compare_digest(str(form.get("csrf", "")), csrf_token(token)):
+                return study.page(
+                    "message.html",
+                    403,
+                    title="Form expired",
+                    text="This form was not sent from your page. Reload and retry.",
+                )
+        resp = study.page("message.html", 200, title="Signed out", text="You are signed out.")
         resp.delete_cookie(COOKIE)
         return resp
 
     async def home(request: Request) -> Response:
-        judge, _ = await run_in_threadpool(_who, study, request)
+        judge, token = await run_in_threadpool(_who, study, request)
         if judge is None:
             return study.page(
                 "message.html",
@@ -164,6 +240,7 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
         nxt = next((a.id for a, d in queue if not d), None)
         return study.page(
             "home.html",
+            csrf=csrf_token(token),
             judge=judge.id,
             progress=_progress(queue),
             next_id=nxt,
@@ -198,7 +275,9 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
         error: str | None = None,
         form: dict[str, str] | None = None,
     ) -> HTMLResponse:
-        view = build_view(study.waiting[a.debate_id], a.order_seed, a.context)
+        with study.sessions() as s:
+            settings = study_settings(s)
+        view = view_for(study.waiting[a.debate_id], a, settings)
         position = next(n for n, (q, _) in enumerate(queue, start=1) if q.id == a.id)
         return study.page(
             "item.html",
@@ -256,6 +335,8 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
                 text="This form was not sent from your page. Reload and retry.",
             )
         aid = int(request.path_params["aid"])
+        if form.get("action") == "reveal":
+            return await _reveal(judge, token, aid, form)
         try:
             sub = _submission(form)
             await run_in_threadpool(
@@ -278,8 +359,37 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
             return _render_item(judge, token, a, queue, 400, str(exc), form)
         return RedirectResponse("/next", status_code=303)
 
+    async def _reveal(judge: Judge, token: str, aid: int, form: dict[str, str]) -> Response:
+        seen = form.get("seen", "")
+        try:
+            await run_in_threadpool(
+                reveal_next,
+                study.sessions,
+                study.waiting,
+                judge.id,
+                aid,
+                int(seen) if seen.isdigit() else None,
+            )
+        except NotFound:
+            return study.page(
+                "message.html", 404, title="Not found", text="There is no such item in your queue."
+            )
+        except Conflict:
+            return study.page(
+                "message.html",
+                409,
+                title="Already submitted",
+                text="This answer was already recorded; your first answer counts.",
+                next_link=True,
+            )
+        except Invalid as exc:
+            a, _, queue = await run_in_threadpool(_load, judge.id, aid)
+            return _render_item(judge, token, a, queue, 400, str(exc), form)
+        a, _, queue = await run_in_threadpool(_load, judge.id, aid)
+        return _render_item(judge, token, a, queue, 200, None, form)
+
     async def lead(request: Request) -> Response:
-        judge, _ = await run_in_threadpool(_who, study, request)
+        judge, token = await run_in_threadpool(_who, study, request)
         if judge is None or not judge.is_lead:
             return study.page(
                 "message.html",
@@ -288,7 +398,7 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
                 text="This page needs the study lead's link.",
             )
         data = await run_in_threadpool(lead_progress, study.sessions)
-        return study.page("lead.html", **data)
+        return study.page("lead.html", csrf=csrf_token(token), **data)
 
     async def export(request: Request) -> Response:
         judge, _ = await run_in_threadpool(_who, study, request)
@@ -310,7 +420,7 @@ def create_app(run_dir: Path, db_url: str | None = None) -> Starlette:
     routes = [
         Route("/", home),
         Route("/login/{token}", login),
-        Route("/logout", logout),
+        Route("/logout", logout, methods=["POST"]),
         Route("/next", next_item),
         Route("/a/{aid:int}", item, methods=["GET"]),
         Route("/a/{aid:int}", post_item, methods=["POST"]),
@@ -355,7 +465,10 @@ def lead_progress(sessions: sessionmaker[Session]) -> dict[str, Any]:
     """Assigned and judged counts per judge and per protocol, and judged time per judge."""
     with sessions() as s:
         rows = list(s.scalars(select(Assignment)))
-        judged = {j.assignment_id: j for j in s.scalars(select(Judgment))}
+        judged = {
+            j.assignment_id: j
+            for j in s.scalars(select(Judgment).where(Judgment.assignment_id.is_not(None)))
+        }
     per_judge: dict[str, Counter[str]] = defaultdict(Counter)
     per_protocol: dict[str, Counter[str]] = defaultdict(Counter)
     seconds: dict[str, list[float]] = defaultdict(list)
@@ -368,7 +481,12 @@ def lead_progress(sessions: sessionmaker[Session]) -> dict[str, Any]:
             per_protocol[a.protocol]["done"] += 1
             if j.active_s is not None:
                 seconds[a.judge_id].append(j.active_s)
+    with sessions() as s:
+        machines = Counter(
+            s.scalars(select(Judgment.judge_id).where(Judgment.assignment_id.is_(None)))
+        )
     return {
+        "machines": sorted(machines.items()),
         "judges": [
             (
                 jid,
@@ -379,13 +497,14 @@ def lead_progress(sessions: sessionmaker[Session]) -> dict[str, Any]:
             for jid, c in sorted(per_judge.items())
         ],
         "protocols": [(p, c["done"], c["assigned"]) for p, c in sorted(per_protocol.items())],
-        "done": len(judged),
+        "done": sum(1 for a in rows if a.id in judged),
         "total": len(rows),
     }
 
 
 EXPORT_FIELDS = (
     "id",
+    "kind",
     "assignment_id",
     "judge_id",
     "debate_id",
@@ -398,6 +517,7 @@ EXPORT_FIELDS = (
     "submitted_at",
     "active_s",
     "interface",
+    "turns_revealed",
     "settings",
 )
 

@@ -63,6 +63,12 @@ class StudySettings(BaseModel):
     """Speech protocols: the judge must explain the answer."""
     seed: int = Field(default=0, ge=0)
     """Seed of the tie-break order and of each judge's answer order."""
+    reveal: Literal["all", "stepped"] = "all"
+    """Speech protocols: all turns at once, or one at a time (the judge asks for the next)."""
+    turn_cost: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Stepped reveal: the stated cost of each turn after the first (shown to the judge)."""
+    show_protocol: bool = False
+    """Show the judge the protocol's name (hidden by default)."""
 
 
 class JudgesFile(BaseModel):

@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     select,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -77,16 +78,29 @@ class Assignment(Base):
     position: Mapped[int] = mapped_column(Integer)
     order_seed: Mapped[int] = mapped_column(Integer)
     context: Mapped[str] = mapped_column(String(16), default="none")
+    revealed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Stepped reveal: how many turns this judge has asked to see (kept across reloads)."""
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
+JUDGMENT_KINDS = ("human", "llm", "oracle")
+
+
 class Judgment(Base):
+    """One verdict on one debate. A person's answers an assignment (one judgment per
+    assignment); a model's or the oracle's (``kind`` llm / oracle) has no assignment. Either
+    way a judge rules on a debate once."""
+
     __tablename__ = "judgments"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    assignment_id: Mapped[int] = mapped_column(
-        ForeignKey("assignments.id"), unique=True, index=True
+    __table_args__ = (
+        UniqueConstraint("judge_id", "debate_id", name="one_judgment_per_judge_debate"),
     )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assignment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignments.id"), unique=True, index=True, nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(16), default="human", server_default="human")
     judge_id: Mapped[str] = mapped_column(String(64), index=True)
     debate_id: Mapped[str] = mapped_column(String(512), index=True)
     verdict: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -99,6 +113,10 @@ class Judgment(Base):
     active_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     interface: Mapped[str] = mapped_column(String(16))
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    turns_revealed: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """Stepped reveal: the turns the judge had seen when answering (None: all were shown)."""
+    calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    """A model judge's calls (so its completed transcript can be rebuilt exactly)."""
 
 
 def database_url(run_dir: Path, url: str | None = None) -> str:
@@ -129,7 +147,26 @@ def connect(run_dir: Path, url: str | None = None) -> sessionmaker[Session]:
     else:
         engine = create_engine(full, pool_pre_ping=True)
     Base.metadata.create_all(engine)
+    _add_missing_columns(engine)
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Bring a study database written by an earlier version up to date: add each column it
+    lacks (every later column is nullable or has a server default)."""
+    with engine.begin() as conn:
+        insp = inspect(conn)
+        for table in Base.metadata.sorted_tables:
+            have = {c["name"] for c in insp.get_columns(table.name)}
+            for col in table.columns:
+                if col.name in have:
+                    continue
+                kind = col.type.compile(dialect=engine.dialect)
+                default = col.server_default
+                extra = f" DEFAULT '{default.arg}'" if default is not None else ""  # type: ignore[attr-defined]
+                conn.exec_driver_sql(
+                    f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {kind}{extra}'
+                )
 
 
 def get_setting(s: Session, key: str, default: Any = None) -> Any:

@@ -21,16 +21,34 @@ from llmdebate.judging.complete import (
     Conflict,
     Invalid,
     Submission,
+    reveal_next,
+    study_settings,
     submit,
     sync,
+    view_for,
     waiting_by_id,
 )
 from llmdebate.judging.db import Assignment, Judge, Judgment, connect, utcnow
-from llmdebate.judging.view import build_view
+
+NEXT = "next"  # what _ask returns when the judge asks for the next turn
+
+
+def _turn(console: Console, t: dict[str, Any]) -> None:
+    head = f"{t['speaker']}, round {t['round']}"
+    if t.get("position"):
+        head += f" — arguing for “{t['position']}”"
+    console.print(Panel(escape(str(t["text"])), title=escape(head)))
+
+
+def _more(view: dict[str, Any]) -> str:
+    shown, total = len(view["turns"]), view["turns_total"]
+    return f"{shown} of {total} turns shown; each further turn costs {view['turn_cost']:g}"
 
 
 def _show(console: Console, view: dict[str, Any], n: int, total: int) -> None:
     console.rule(f"Item {n} of {total}")
+    if view.get("protocol"):
+        console.print(f"[dim]Protocol:[/dim] {escape(str(view['protocol']))}")
     if view["kind"] == "leaf":
         for step in view.get("path") or []:
             console.print(f"[dim]reached from:[/dim] {escape(step['claim'])}")
@@ -45,10 +63,9 @@ def _show(console: Console, view: dict[str, Any], n: int, total: int) -> None:
     for i, a in enumerate(view["answers"], start=1):
         console.print(f"[bold]Answer {i}:[/bold] {escape(str(a))}")
     for t in view["turns"]:
-        head = f"{t['speaker']}, round {t['round']}"
-        if t.get("position"):
-            head += f" — arguing for “{t['position']}”"
-        console.print(Panel(escape(str(t["text"])), title=escape(head)))
+        _turn(console, t)
+    if view.get("stepped"):
+        console.print(f"[dim]{_more(view)}.[/dim]")
 
 
 def _percent(raw: str) -> float | None:
@@ -61,8 +78,9 @@ def _percent(raw: str) -> float | None:
         raise Invalid(f"{raw!r} is not a number from 1 to 99") from None
 
 
-def _ask(console: Console, view: dict[str, Any]) -> Submission | None:
-    """One submission read from the terminal, or None when the judge quits."""
+def _ask(console: Console, view: dict[str, Any]) -> Submission | str | None:
+    """One submission read from the terminal, :data:`NEXT` for the next turn (stepped reveal),
+    or None when the judge quits."""
     if view["kind"] == "leaf":
         first, second = ("f", "t") if view["flipped"] else ("t", "f")
         v = Prompt.ask(
@@ -83,9 +101,13 @@ def _ask(console: Console, view: dict[str, Any]) -> Submission | None:
         )
         expl = Prompt.ask("Reason (optional)", default="", show_default=False, console=console)
         return Submission(verdict=int(v == "t"), probability=p, explanation=expl)
-    raw = Prompt.ask("Probability that answer 1 is correct, 1-99 (q quits)", console=console)
+    more = view.get("stepped") and len(view["turns"]) < view["turns_total"]
+    hint = f"n: next turn, costs {view['turn_cost']:g}; q quits" if more else "q quits"
+    raw = Prompt.ask(f"Probability that answer 1 is correct, 1-99 ({hint})", console=console)
     if raw.strip() == "q":
         return None
+    if more and raw.strip() == "n":
+        return NEXT
     p = _percent(raw)
     expl = Prompt.ask("Explain your answer", default="", show_default=False, console=console)
     return Submission(p_shown_first=p, explanation=expl)
@@ -120,7 +142,11 @@ def run_terminal(
             row = s.get(Assignment, a.id)
             if row is not None and row.started_at is None:
                 row.started_at = utcnow()
-        view = build_view(waiting[a.debate_id], a.order_seed, a.context)
+        with sessions() as s:
+            row = s.get(Assignment, a.id)
+            assert row is not None
+            study = study_settings(s)
+            view = view_for(waiting[a.debate_id], row, study)
         _show(console, view, n, len(queue))
         start = time.monotonic()
         while True:
@@ -129,6 +155,18 @@ def run_terminal(
                 if sub is None:
                     console.print(f"Stopped; {judged} judged in this session.")
                     return judged
+                if sub == NEXT:
+                    shown = len(view["turns"])
+                    reveal_next(sessions, waiting, judge_id, a.id, shown)
+                    with sessions() as s:
+                        row = s.get(Assignment, a.id)
+                        assert row is not None
+                        view = view_for(waiting[a.debate_id], row, study)
+                    for t in view["turns"][shown:]:
+                        _turn(console, t)
+                    console.print(f"[dim]{_more(view)}.[/dim]")
+                    continue
+                assert isinstance(sub, Submission)
                 sub.active_s = round(time.monotonic() - start, 1)
                 sub.interface = "terminal"
                 submit(sessions, run_dir, waiting, judge_id, a.id, sub)

@@ -10,7 +10,11 @@ protocol names, debate ids or other judges' verdicts.
   every round's claim with its subclaims (``full``).
 * Two-sided debate, consultancy, direct: the question, the passage, the two answers in this
   judge's order (drawn from the assignment's recorded seed) and the speeches, speakers named
-  neutrally.
+  neutrally. With the study's stepped reveal (``reveal: stepped``) only the first
+  ``revealed`` turns are in the view (at least one), with the total and the stated cost of
+  each further turn.
+
+The protocol's name is in the view only when the study says so (``show_protocol``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ import numpy as np
 from llmdebate.report.metrics import ASYMMETRIC
 from llmdebate.schemas import Transcript
 
+PROTOCOL_NAMES = {
+    "prover-estimator": "Prover-estimator debate",
+    "naive-recursive": "Naive recursive debate",
+    "two-sided": "Two-sided debate",
+    "consultancy": "Consultancy",
+    "direct": "Direct judging",
+}
+
 
 def flipped(seed: int) -> bool:
     """Whether this judge sees the debate's options (or True / False) in reverse order."""
@@ -35,8 +47,31 @@ def digest(view: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(view, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def build_view(t: Transcript, seed: int, context: str = "none") -> dict[str, Any]:
+def build_view(
+    t: Transcript,
+    seed: int,
+    context: str = "none",
+    *,
+    reveal: str = "all",
+    revealed: int = 0,
+    turn_cost: float = 0.0,
+    show_protocol: bool = False,
+) -> dict[str, Any]:
     """The judge's view of waiting debate ``t`` (a JSON-able mapping); see the module doc."""
+    view = _view(t, seed, context, reveal, revealed, turn_cost)
+    if show_protocol:
+        view["protocol"] = PROTOCOL_NAMES.get(t.protocol, t.protocol)
+    return view
+
+
+def shown_turns(reveal: str, revealed: int, total: int) -> int:
+    """How many of ``total`` turns a judge sees: all, or (stepped) ``revealed``, at least one."""
+    return total if reveal != "stepped" else min(total, max(1, revealed))
+
+
+def _view(
+    t: Transcript, seed: int, context: str, reveal: str, revealed: int, turn_cost: float
+) -> dict[str, Any]:
     item = t.item or {}
     passage = item.get("context") or None
     flip = flipped(seed)
@@ -79,7 +114,7 @@ def build_view(t: Transcript, seed: int, context: str = "none") -> dict[str, Any
         turns.append(
             {"speaker": label, "round": turn.round, "position": turn.position, "text": turn.text}
         )
-    return {
+    view = {
         "kind": "choice",
         "question": item.get("question", ""),
         "passage": passage,
@@ -87,3 +122,9 @@ def build_view(t: Transcript, seed: int, context: str = "none") -> dict[str, Any
         "flipped": flip,
         "turns": turns,
     }
+    if reveal == "stepped" and turns:
+        k = shown_turns(reveal, revealed, len(turns))
+        view.update(
+            turns=turns[:k], stepped=True, turns_total=len(turns), turn_cost=float(turn_cost)
+        )
+    return view

@@ -14,6 +14,8 @@ from typing import Any
 from llmdebate.agents.factory import Team
 from llmdebate.elicit import estimate
 from llmdebate.errors import ProtocolViolation
+from llmdebate.models import Model
+from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.schemas import Transcript, Turn
 
@@ -50,23 +52,68 @@ async def judge_choice(
     """
     if team.judge_defers:
         return None
-    messages = team.prompts.render(
-        act, options=options_text(options), first=options[0], **variables
-    )
     j = team.judge
-    method = j.method if j.method != "generate" else "logprobs"
-    est = await estimate(
+    return await model_choice(
         team.models["judge"],
-        messages,
-        method,
+        team.prompts,
+        act,
+        options,
+        log,
+        method=j.method,
         samples=j.samples,
         temperature=j.temperature,
+        **variables,
+    )
+
+
+async def model_choice(
+    model: Model,
+    prompts: Prompts,
+    act: str,
+    options: tuple[str, str] | list[str],
+    log: Log,
+    *,
+    method: str = "logprobs",
+    samples: int = 8,
+    temperature: float = 1.0,
+    **variables: Any,
+) -> Decision:
+    """A model judge's pick between two options (prompt ``act``); see :func:`judge_choice`."""
+    messages = prompts.render(act, options=options_text(options), first=options[0], **variables)
+    est = await estimate(
+        model,
+        messages,
+        method if method != "generate" else "logprobs",
+        samples=samples,
+        temperature=temperature,
         role="judge",
         act=act,
         log=log,
     )
     choice, prob, raw = choice_of(options, float(est.value))
     return choice, prob, {**raw, "method": est.method}
+
+
+JUDGE_ACTS = {
+    "two-sided": "two_sided_judge",
+    "consultancy": "consultancy_judge",
+    "direct": "direct_judge",
+}
+
+
+def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
+    """The judge prompt (act, variables) of a speech-protocol debate awaiting its verdict: what
+    the protocol would have shown its model judge."""
+    if t.protocol not in JUDGE_ACTS:
+        raise ProtocolViolation(f"{t.protocol} does not end with a choice between two options")
+    item = t.item or {}
+    variables: dict[str, Any] = {
+        "question": item.get("question", ""),
+        "context": item.get("context"),
+    }
+    if t.protocol != "direct":
+        variables["transcript"] = transcript_text([x for x in t.turns if x.role != "judge"])
+    return JUDGE_ACTS[t.protocol], variables
 
 
 def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:

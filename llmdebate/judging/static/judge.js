@@ -3,9 +3,9 @@
   "use strict";
   var form = document.getElementById("judge-form");
   if (!form) { return; }
-  var active = 0, last = Date.now();
   var timer = document.getElementById("timer");
   var field = document.getElementById("active_s");
+  var active = (field && Number(field.value)) || 0, last = Date.now();  // kept across a reveal
   function tick() {
     var now = Date.now();
     if (document.visibilityState === "visible") { active += (now - last) / 1000; }
@@ -44,6 +44,8 @@
     var typing = ev.target && (ev.target.tagName === "TEXTAREA" || ev.target.tagName === "INPUT" && ev.target.type === "text");
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); form.requestSubmit(); return; }
     if (typing) { return; }
+    var reveal = document.getElementById("reveal");
+    if (reveal && ev.key.toLowerCase() === "n") { ev.preventDefault(); form.requestSubmit(reveal); return; }
     if (form.dataset.kind === "leaf") {
       var k = ev.key.toLowerCase();
       var v = k === "t" ? "1" : k === "f" ? "0" : null;
