@@ -131,7 +131,9 @@ def write_outputs(
     )
     pngs = plots.all_plots(m)
     if judged:
-        pngs["judges_calibration"] = judges_html.calibration_png(m["judges"]["calibration"])
+        pngs["judges_calibration"] = judges_html.calibration_png(
+            m["judges"]["calibration"], m["judges"].get("calibration_per_judge")
+        )
     (run_dir / "plots").mkdir(exist_ok=True)
     for plot, png in pngs.items():
         (run_dir / "plots" / f"{plot}.png").write_bytes(png)

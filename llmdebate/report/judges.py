@@ -3,16 +3,23 @@
 Every number comes from :func:`llmdebate.scoring.judgment_scores` on the judged transcripts
 (the scoring module decides what is correct and what a probability scores):
 
-* accuracy, mean log score and mean Brier score per judge and per protocol, with percentile
-  bootstrap intervals (resampling judgments);
+Judgments are of three kinds (``meta.judgment.kind``): a person's (``human``), a model
+judge's (``llm``, from ``llmdebate judge --model``) and the oracle's (``oracle``, from
+``llmdebate judge --oracle``).
+
+* accuracy, mean log score and mean Brier score per judge (every kind) and per protocol
+  (people), with percentile bootstrap intervals (resampling judgments);
 * calibration: the probability a judge gave to the first option (speech protocols) or to the
-  leaf claim (recursive protocols) against the truth, in equal-width bins;
-* active seconds per judgment;
+  leaf claim (recursive protocols) against the truth, in equal-width bins: the people pooled,
+  and each judge on their own;
+* active seconds per judgment; with stepped reveal, the turns each judge asked to see and
+  their stated cost (computed by the scoring module);
 * agreement: over debates judged by two or more people, the share of judge pairs that chose
   the same answer (or verdict);
-* human, LLM and oracle on the same leaves: where a leaf claim judged by people was also
-  ruled on by a model judge in this run's ``transcripts.jsonl``, the accuracy of each against
-  the leaf's gold truth (the oracle) and how often people and the model agreed.
+* people, model and oracle on the same debates: per protocol, over the debates that people
+  and a model judge or the oracle ruled on, each one's accuracy and how often they agree;
+* (older runs) where a leaf claim judged by people was ruled on by a model judge in
+  ``transcripts.jsonl``, the same comparison matched by the claim's text.
 """
 
 from __future__ import annotations
@@ -29,9 +36,16 @@ from llmdebate import scoring
 from llmdebate.report.metrics import ASYMMETRIC, bootstrap_ci, calibration
 from llmdebate.schemas import Transcript
 
+KINDS = ("human", "llm", "oracle")
+
 
 def _judge(t: Transcript) -> str:
     return str((t.meta.get("judgment") or {}).get("judge", "?"))
+
+
+def kind(t: Transcript) -> str:
+    """Who gave a judgment: human, llm or oracle (judgments before kinds: human)."""
+    return str((t.meta.get("judgment") or {}).get("kind", "human"))
 
 
 def _answer(t: Transcript) -> Any:
@@ -72,6 +86,12 @@ def _stats(ts: Sequence[Transcript], seed: int, n_boot: int) -> dict[str, Any]:
     ]
     out["mean_active_s"] = float(np.mean(secs)) if secs else None
     out["median_active_s"] = float(np.median(secs)) if secs else None
+    reveals = [r for r in ((t.meta.get("judgment") or {}).get("reveal") for t in ts) if r]
+    out["stepped"] = len(reveals)
+    if reveals:
+        out["mean_turns_revealed"] = float(np.mean([r["turns"] for r in reveals]))
+        out["mean_turns_total"] = float(np.mean([r["of"] for r in reveals]))
+        out["mean_reveal_cost"] = float(np.mean([r["cost"] for r in reveals]))
     return out
 
 
@@ -92,6 +112,56 @@ def agreement(judged: Sequence[Transcript]) -> dict[str, Any]:
     return {"debates": debates, "pairs": pairs, "agreement": agree / pairs if pairs else None}
 
 
+def _accuracy(ts: Sequence[Transcript]) -> float | None:
+    vals = [scoring.judgment_scores(t)["correct"] for t in ts]
+    known = [float(v) for v in vals if v is not None]
+    return float(np.mean(known)) if known else None
+
+
+def same_debates(judged: Sequence[Transcript]) -> dict[str, Any] | None:
+    """People, the model judge(s) and the oracle on the debates they all ruled on, per
+    protocol and over all (None: no debate judged by people and by a model or the oracle).
+
+    Accuracy is against the truth the scoring module uses; agreement is the share of
+    (person, model) pairs, (person, oracle) pairs or (model, oracle) pairs with the same
+    answer on a debate."""
+    by: dict[str, dict[str, list[Transcript]]] = defaultdict(lambda: defaultdict(list))
+    for t in judged:
+        by[str(t.meta.get("debate_id", t.id))][kind(t)].append(t)
+    rows: dict[str, dict[str, Any]] = {}
+    groups: dict[str, list[dict[str, list[Transcript]]]] = defaultdict(list)
+    for kinds in by.values():
+        if kinds["human"] and (kinds["llm"] or kinds["oracle"]):
+            t0 = kinds["human"][0]
+            groups[t0.protocol].append(kinds)
+            groups["all"].append(kinds)
+    if not groups:
+        return None
+    for name in [*sorted(p for p in groups if p != "all"), "all"]:
+        gs = groups[name]
+
+        def pick(k: str, gs: list[dict[str, list[Transcript]]] = gs) -> list[Transcript]:
+            return [t for g in gs for t in g[k]]
+
+        def agree(a: str, b: str, gs: list[dict[str, list[Transcript]]] = gs) -> float | None:
+            pairs = [x == y for g in gs for x in map(_answer, g[a]) for y in map(_answer, g[b])]
+            return float(np.mean(pairs)) if pairs else None
+
+        rows[name] = {
+            "debates": len(gs),
+            "human_judgments": len(pick("human")),
+            "with_llm": sum(bool(g["llm"]) for g in gs),
+            "with_oracle": sum(bool(g["oracle"]) for g in gs),
+            "human_accuracy": _accuracy(pick("human")),
+            "llm_accuracy": _accuracy(pick("llm")),
+            "oracle_accuracy": _accuracy(pick("oracle")),
+            "human_llm_agreement": agree("human", "llm"),
+            "human_oracle_agreement": agree("human", "oracle"),
+            "llm_oracle_agreement": agree("llm", "oracle"),
+        }
+    return rows
+
+
 def human_llm_oracle(
     judged: Sequence[Transcript], others: Sequence[Transcript]
 ) -> dict[str, Any] | None:
@@ -109,6 +179,8 @@ def human_llm_oracle(
             model[leaf.claim.text].append(leaf.verdict.value)
     rows = []
     for t in judged:
+        if kind(t) != "human":
+            continue
         if t.protocol not in ASYMMETRIC or not t.rounds or t.rounds[-1].verdict is None:
             continue
         leaf = t.rounds[-1]
@@ -138,15 +210,27 @@ def section(
     """Every number of the judges section (JSON-ready; see the module doc)."""
     by_judge: dict[str, list[Transcript]] = defaultdict(list)
     by_protocol: dict[str, list[Transcript]] = defaultdict(list)
+    by_kind: dict[str, int] = defaultdict(int)
+    people = [t for t in judged if kind(t) == "human"]
     for t in judged:
         by_judge[_judge(t)].append(t)
+        by_kind[kind(t)] += 1
+    for t in people:
         by_protocol[t.protocol].append(t)
-    points = [p for p in (_p_true(t) for t in judged) if p is not None]
+    points = [p for p in (_p_true(t) for t in people) if p is not None]
+    per_judge_cal = {}
+    for j, ts in sorted(by_judge.items()):
+        pts = [p for p in (_p_true(t) for t in ts) if p is not None]
+        if pts:
+            cal = asdict(calibration(pts, n_bins))
+            cal.pop("points")
+            per_judge_cal[j] = {"kind": kind(ts[0]), **cal}
     return {
         "judgments": len(judged),
+        "by_kind": {k: by_kind[k] for k in KINDS if by_kind.get(k)},
         "bootstrap": {"resamples": n_boot, "level": 0.95, "unit": "judgment", "seed": seed},
         "per_judge": {
-            j: _stats(ts, seed + 10 * i, n_boot)
+            j: {"kind": kind(ts[0]), **_stats(ts, seed + 10 * i, n_boot)}
             for i, (j, ts) in enumerate(sorted(by_judge.items()))
         },
         "per_protocol": {
@@ -154,6 +238,8 @@ def section(
             for i, (p, ts) in enumerate(sorted(by_protocol.items()))
         },
         "calibration": asdict(calibration(points, n_bins)),
-        "agreement": agreement(judged),
+        "calibration_per_judge": per_judge_cal,
+        "agreement": agreement(people),
+        "same_debates": same_debates(judged),
         "human_llm_oracle": human_llm_oracle(judged, others),
     }

@@ -31,7 +31,7 @@ def _ci(ci: list[float] | None) -> str:
 def rows(per: dict[str, Any]) -> list[list[str]]:
     return [
         [
-            name,
+            name if s.get("kind", "human") == "human" else f"{name} ({s['kind']})",
             str(s["judgments"]),
             _f(s["accuracy"]),
             _ci(s["accuracy_ci95"]),
@@ -66,6 +66,65 @@ def _hlo(h: dict[str, Any] | None) -> list[list[str]]:
     ]
 
 
+SAME_HEAD = [
+    "protocol",
+    "debates",
+    "people's judgments",
+    "people accuracy",
+    "model accuracy",
+    "oracle accuracy",
+    "people = model",
+    "people = oracle",
+    "model = oracle",
+]
+
+
+def _same_rows(same: dict[str, Any] | None) -> list[list[str]]:
+    if not same:
+        return []
+    return [
+        [
+            name,
+            str(r["debates"]),
+            str(r["human_judgments"]),
+            _f(r["human_accuracy"]),
+            _f(r["llm_accuracy"]),
+            _f(r["oracle_accuracy"]),
+            _f(r["human_llm_agreement"]),
+            _f(r["human_oracle_agreement"]),
+            _f(r["llm_oracle_agreement"]),
+        ]
+        for name, r in same.items()
+    ]
+
+
+CAL_JUDGE_HEAD = ["judge", "kind", "n", "Brier", "ECE", "accuracy at 0.5"]
+
+
+def _cal_judge_rows(per: dict[str, Any]) -> list[list[str]]:
+    return [
+        [j, c["kind"], str(c["n"]), _f(c["brier"]), _f(c["ece"]), _f(c["accuracy"])]
+        for j, c in per.items()
+    ]
+
+
+REVEAL_HEAD = ["protocol", "stepped judgments", "mean turns shown", "of", "mean stated cost"]
+
+
+def _reveal_rows(per: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            name,
+            str(s["stepped"]),
+            _f(s["mean_turns_revealed"], 2),
+            _f(s["mean_turns_total"], 2),
+            _f(s["mean_reveal_cost"]),
+        ]
+        for name, s in per.items()
+        if s.get("stepped")
+    ]
+
+
 HLO_HEAD = ["leaves", "people vs oracle", "model judge vs oracle", "people agree with model"]
 CAL_HEAD = ["probability bin", "n", "mean probability", "share true"]
 
@@ -84,12 +143,32 @@ def render(sec: dict[str, Any]) -> str:
         "<h3>Per protocol</h3>",
         table(["protocol", *HEAD[1:]], rows(sec["per_protocol"])),
         "<h3>Calibration</h3>",
-        f"<p>n = {cal['n']}, Brier = {_f(cal['brier'])}, ECE = {_f(cal['ece'])}</p>",
+        f"<p>People pooled: n = {cal['n']}, Brier = {_f(cal['brier'])}, "
+        f"ECE = {_f(cal['ece'])}</p>",
         table(CAL_HEAD, _cal_rows(cal)),
+        "<h4>Per judge</h4>",
+        table(CAL_JUDGE_HEAD, _cal_judge_rows(sec.get("calibration_per_judge") or {})),
         "<h3>Agreement between judges</h3>",
         f"<p>{agree['debates']} debates judged by two or more people, {agree['pairs']} pairs of "
         f"judges, agreement {e(_f(agree['agreement']))}.</p>",
     ]
+    reveal = _reveal_rows(sec["per_protocol"])
+    if reveal:
+        parts += [
+            "<h3>Stepped reveal</h3>",
+            "<p class='muted'>Turns each judge asked to see before answering, and their "
+            "stated cost (the first turn free).</p>",
+            table(REVEAL_HEAD, reveal),
+        ]
+    if sec.get("same_debates"):
+        parts += [
+            "<h3 id='people-model-oracle'>People, model judge and oracle on the same "
+            "debates</h3>",
+            "<p class='muted'>Debates ruled on by people and by a model judge or the oracle "
+            "(<code>llmdebate judge --model / --oracle</code>); accuracy against the truth the "
+            "scoring uses, agreement as the share of pairs with the same answer.</p>",
+            table(SAME_HEAD, _same_rows(sec["same_debates"])),
+        ]
     if sec.get("human_llm_oracle"):
         parts += [
             "<h3>People, model judge and oracle on the same leaves</h3>",
@@ -116,10 +195,22 @@ def render_markdown(sec: dict[str, Any]) -> str:
         "",
         markdown(CAL_HEAD, _cal_rows(sec["calibration"])),
         "",
+        markdown(CAL_JUDGE_HEAD, _cal_judge_rows(sec.get("calibration_per_judge") or {})),
+        "",
         f"Agreement between judges: {_f(sec['agreement']['agreement'])} over "
         f"{sec['agreement']['pairs']} pairs.",
         "",
     ]
+    reveal = _reveal_rows(sec["per_protocol"])
+    if reveal:
+        out += ["### Stepped reveal", "", markdown(REVEAL_HEAD, reveal), ""]
+    if sec.get("same_debates"):
+        out += [
+            "### People, model judge and oracle on the same debates",
+            "",
+            markdown(SAME_HEAD, _same_rows(sec["same_debates"])),
+            "",
+        ]
     if sec.get("human_llm_oracle"):
         out += [
             "### People, model judge and oracle",
@@ -130,8 +221,8 @@ def render_markdown(sec: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def calibration_png(cal: dict[str, Any]) -> bytes:
-    """Reliability curve of the people's probabilities against the truth."""
+def calibration_png(cal: dict[str, Any], per_judge: dict[str, Any] | None = None) -> bytes:
+    """Reliability curves: the people pooled (bold) and each judge (thin; at most 10)."""
     from llmdebate.report.plots import _png, _pyplot
 
     plt = _pyplot()
@@ -145,11 +236,24 @@ def calibration_png(cal: dict[str, Any]) -> bytes:
             marker="o",
             color="#E45756",
             label=f"people (n={cal['n']})",
+            lw=2.2,
         )
+    for j, c in list((per_judge or {}).items())[:10]:
+        pts = [b for b in c["bins"] if b["n"]]
+        if pts:
+            ax.plot(
+                [b["mean_p"] for b in pts],
+                [b["frac_true"] for b in pts],
+                marker=".",
+                lw=0.9,
+                alpha=0.8,
+                ls="-" if c["kind"] == "human" else ":",
+                label=f"{j} (n={c['n']})",
+            )
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("probability given (bin mean)")
     ax.set_ylabel("share true")
-    ax.set_title("Human judges' calibration")
+    ax.set_title("Judges' calibration")
     ax.legend(fontsize=8, loc="upper left")
     return _png(fig)
