@@ -36,8 +36,10 @@ def make_run(
     dataset: Path = DIVISORS,
     depth: int = 1,
     name: str = "study",
+    **extra: Any,
 ) -> Path:
-    """A scripted run whose every protocol stops where a person must decide."""
+    """A scripted run whose every protocol stops where a person must decide (``extra``: more
+    config fields, e.g. ``rounds``)."""
     cfg = {
         "name": name,
         "dataset": {"path": str(dataset), "limit": limit},
@@ -46,6 +48,7 @@ def make_run(
         "prover": {**SCRIPTED, "decomposer": "formal"},
         "estimator": SCRIPTED,
         "judge": {"kind": "human"},
+        **extra,
     }
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
