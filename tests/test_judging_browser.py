@@ -143,3 +143,56 @@ def test_two_judges_in_chromium(tmp_path: Path) -> None:
     shot_names = {p.name for p in shots.glob("*.png")}
     assert "lead.png" in shot_names and any("leaf" in n for n in shot_names)
     assert any("choice" in n for n in shot_names)
+
+
+def test_stepped_reveal_in_chromium_with_and_without_javascript(tmp_path: Path) -> None:
+    shots = Path(os.environ.get("LLMDEBATE_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    run_dir = make_run(tmp_path, ["two-sided"], limit=1, rounds=2)
+    judges = write_judges(tmp_path / "j.yaml", ["amy", "noel"], reveal="stepped", turn_cost=0.05)
+    links = assign(run_dir, judges, 1)
+    shown = re.compile(r"(\d) of 4 turns shown")
+    with server(run_dir) as base, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            amy = browser.new_context(viewport={"width": 900, "height": 1000}).new_page()
+            amy.goto(with_base(links["amy"], base))
+            amy.goto(base + "/next")
+            assert shown.search(amy.content()).group(1) == "1"  # type: ignore[union-attr]
+            assert amy.locator("article.turn").count() == 1
+            amy.fill("#explanation", "kept across reveals")
+            amy.click("h1")  # out of the text box, where N is a letter
+            with amy.expect_navigation():
+                amy.keyboard.press("n")  # the shortcut asks for the next turn
+            assert shown.search(amy.content()).group(1) == "2"  # type: ignore[union-attr]
+            with amy.expect_navigation():
+                amy.click("#reveal")
+            assert amy.locator("article.turn").count() == 3
+            assert amy.input_value("#explanation") == "kept across reveals"
+            amy.screenshot(path=str(shots / "amy-stepped.png"), full_page=True)
+            amy.keyboard.press("ArrowLeft")
+            amy.click("#submit")
+            amy.wait_for_load_state()
+            assert "items are answered" in amy.content()
+
+            ctx = browser.new_context(java_script_enabled=False)  # the server alone decides
+            noel = ctx.new_page()
+            noel.goto(with_base(links["noel"], base))
+            noel.goto(base + "/next")
+            noel.click("#reveal")
+            noel.wait_for_load_state()
+            assert shown.search(noel.content()).group(1) == "2"  # type: ignore[union-attr]
+            noel.fill("#explanation", "no scripts here")
+            noel.click("#submit")
+            noel.wait_for_load_state()
+            assert "items are answered" in noel.content()
+        finally:
+            browser.close()
+    with connect(run_dir)() as s:
+        got = {j.judge_id: j for j in s.scalars(select(Judgment))}
+    assert got["amy"].turns_revealed == 3 and got["noel"].turns_revealed == 2
+    assert got["amy"].explanation == "kept across reveals"
+    judged = load_transcripts(run_dir, judged=True)
+    costs = sorted(t.meta["judgment"]["reveal"]["cost"] for t in judged)
+    assert costs == [pytest.approx(0.05), pytest.approx(0.10)]
+    assert score_file(run_dir / JUDGED_FILE).ok

@@ -99,3 +99,30 @@ def test_terminal_judge_answers_quits_and_resumes(tmp_path: Path) -> None:
     bad.expect(pexpect.EOF)
     bad.close()
     assert bad.exitstatus == 2
+
+
+def test_terminal_judge_reveals_turns_one_at_a_time(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, ["two-sided"], limit=1, rounds=2)
+    judges = write_judges(tmp_path / "j.yaml", ["tess"], reveal="stepped", turn_cost=0.1)
+    assign(run_dir, judges, 1)
+    child = _spawn(run_dir, "tess")
+    child.expect("Item 1 of 1")
+    child.expect("1 of 4 turns shown; each further turn costs 0.1")
+    child.expect(r"n: next turn, costs 0.1; q quits\)")
+    child.sendline("n")
+    child.expect("round 1")  # the second speech of round 1
+    child.expect("2 of 4 turns shown")
+    child.sendline("n")
+    child.expect("3 of 4 turns shown")
+    child.sendline("55")
+    child.expect("Explain your answer")
+    child.sendline("seen enough")
+    child.expect("Recorded")
+    child.expect(pexpect.EOF)
+    child.close()
+    with connect(run_dir)() as s:
+        (j,) = list(s.scalars(select(Judgment)))
+    assert j.turns_revealed == 3 and j.interface == "terminal"
+    (t,) = load_transcripts(run_dir, judged=True)
+    assert t.meta["judgment"]["reveal"] == {"turns": 3, "of": 4, "turn_cost": 0.1, "cost": 0.2}
+    assert score_file(run_dir / JUDGED_FILE).ok
