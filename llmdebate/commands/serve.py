@@ -19,7 +19,14 @@ from llmdebate.rundir import read_run_config
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
 @click.option("--db", "db_url", help="Database URL (default: judging.db in RUN_DIR).")
-def command(run_dir: Path, host: str, port: int, db_url: str | None) -> None:
+@click.option(
+    "--login-limit",
+    type=click.IntRange(1, 100000),
+    default=10,
+    show_default=True,
+    help="Failed logins allowed per client address per minute (then 429).",
+)
+def command(run_dir: Path, host: str, port: int, db_url: str | None, login_limit: int) -> None:
     """Serve the judging pages of RUN_DIR's study until interrupted."""
     read_run_config(run_dir)
     from llmdebate.judging import require
@@ -29,7 +36,7 @@ def command(run_dir: Path, host: str, port: int, db_url: str | None) -> None:
 
     from llmdebate.judging.app import create_app
 
-    app = create_app(run_dir, db_url)
+    app = create_app(run_dir, db_url, login_limit=login_limit)
     click.echo(f"judging {run_dir} on http://{host}:{port}/ (Ctrl+C stops)", err=True)
     # no access log: a judge's first request carries their token in its path
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")
