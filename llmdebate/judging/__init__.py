@@ -3,7 +3,8 @@
 Needs the ``judge`` extra (``pip install 'llmdebate[judge]'``): :func:`require` names it when
 a module is missing. The parts: :mod:`.db` (judges, assignments, judgments), :mod:`.assign`,
 :mod:`.view` (what a judge is shown), :mod:`.complete` (a verdict → a scored transcript),
-:mod:`.app` (the web app) and :mod:`.terminal` (the terminal judge).
+:mod:`.app` (the web app), :mod:`.terminal` (the terminal judge) and :mod:`.machine` (a model
+judge and the oracle on the same debates, for comparison).
 """
 
 from __future__ import annotations
