@@ -19,9 +19,9 @@ from llmdebate.rundir import JUDGED_FILE, load_transcripts
 
 @pytest.fixture
 def pg_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # pgserver reads it on import
     import pgserver
 
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     srv = pgserver.get_server(tmp_path / "pg", cleanup_mode="stop")
     try:
         uri = srv.get_uri()  # postgresql://user:@/db?host=/socket/dir
