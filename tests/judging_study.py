@@ -104,7 +104,7 @@ def start_server(run_dir: Path, port: int) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
         try:
@@ -113,7 +113,7 @@ def start_server(run_dir: Path, port: int) -> subprocess.Popen[bytes]:
         except httpx.TransportError:
             time.sleep(0.1)
     proc.kill()
-    raise AssertionError("the server did not start in 30 s")
+    raise AssertionError("the server did not start in 90 s")
 
 
 @contextmanager
