@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import threading
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ def default_cache_dir() -> Path:
 def cache_key(
     identity: str, messages: list[ChatMessage], config: GenerateConfig, sample_index: int
 ) -> str:
-    params = asdict(config)
+    params = dict(vars(config))  # GenerateConfig's fields are flat: no deep copy needed
     if params.get("logprob_tokens") is None:
         params.pop("logprob_tokens", None)  # keys made before the field existed stay valid
     payload: dict[str, Any] = {

@@ -1,0 +1,424 @@
+"""Debates and model calls per second against a fast fake server in another process.
+
+    PYTHONPATH=. python benchmarks/bench_throughput.py debates --latency 0.05 --in-flight 64,256 \
+        --debates 1000
+    PYTHONPATH=. python benchmarks/bench_throughput.py calls --latency 0.05 --in-flight 8,64,256,512
+    PYTHONPATH=. python benchmarks/bench_throughput.py orchestration --debates 300
+    PYTHONPATH=. python benchmarks/bench_throughput.py memory --debates 10000 --in-flight 256
+
+Every figure is printed with the load average at the time, and every client figure beside
+its bound measured in the same run:
+
+* ``bound``: the calls/s of a minimal raw-socket client (pre-built request bytes, keep-alive,
+  no parsing beyond ``content-length``) against the same server at the same number of requests
+  in flight: min(in-flight / latency, what the server and the machine can take right now);
+* ``calls``: the model layer alone (``Model.generate``, real openai SDK, no cache) at that
+  number of requests in flight, as a share of the bound;
+* ``debates``: prover-estimator debates (default d = 2, q = 3, conditional estimates, the
+  item's own decompositions, logprob probabilities, an LLM judge; every role on the fake
+  server) through the real runner into a run directory, with ``max_concurrency`` =
+  ``model_concurrency`` = requests in flight: debates/s, calls/s and the share of the bound;
+* ``orchestration``: the same debates against the in-process scripted backend (zero latency,
+  no HTTP): debates per CPU-second of this process, with and without the transcript file and
+  the response cache;
+* ``memory``: resident memory of this process sampled through a long run (transcripts go to
+  disk as they finish; nothing of a finished debate stays in memory).
+
+The fake server is ``benchmarks/fake_openai_server.py`` (one asyncio process, unlimited
+concurrency, a fixed latency per request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER = REPO / "benchmarks" / "fake_openai_server.py"
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f}/{five:.2f}"
+
+
+# ----------------------------------------------------------------------------- the server
+@contextlib.contextmanager
+def fake_server(latency: float, workers: int = 1) -> Iterator[str]:
+    """Start ``fake_openai_server.py`` in its own process; yield its ``/v1`` URL."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port", "0", "--latency", str(latency),
+         "--workers", str(workers)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if not line.startswith("listening "):
+            raise RuntimeError(f"the fake server did not start: {line!r}")
+        yield line.split(" ", 1)[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def probe_body(i: int) -> bytes:
+    """A request like an estimator's probability probe (about 1.3 kB)."""
+    text = (
+        "Claim: 10007 has no divisor d with 2 <= d < 101. Subclaims: 10007 has no divisor d "
+        f"with 2 <= d < 35; with 35 <= d < 68; with 68 <= d < 101. Outcome {i}. " * 6
+    )
+    body = {
+        "model": "fake",
+        "messages": [
+            {"role": "system", "content": "You estimate probabilities of claims."},
+            {"role": "user", "content": text + "\nIs the statement true? Answer True or False."},
+        ],
+        "temperature": 1.0,
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": 5,
+    }
+    return json.dumps(body).encode()
+
+
+async def raw_bound(url: str, in_flight: int, seconds: float) -> float:
+    """Calls/s of a minimal client keeping ``in_flight`` requests open for ``seconds``."""
+    u = urlparse(url)
+    host, port, path = u.hostname or "127.0.0.1", u.port or 80, u.path + "/chat/completions"
+    bodies = [probe_body(i) for i in range(16)]
+    requests = [
+        (
+            f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(b)}\r\n\r\n"
+        ).encode()
+        + b
+        for b in bodies
+    ]
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def one() -> None:
+        nonlocal done
+        reader, writer = await asyncio.open_connection(host, port)
+        i = 0
+        while time.perf_counter() < stop:
+            writer.write(requests[i % len(requests)])
+            i += 1
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            done += 1
+        writer.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(in_flight)))
+    return done / (time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------------- model layer
+async def model_calls(url: str, in_flight: int, n: int) -> float:
+    """Calls/s of ``Model.generate`` (real SDK, no cache) with ``in_flight`` requests open."""
+    from llmdebate.models import GenerateConfig, get_model
+
+    model = get_model("openai/fake", base_url=url, use_cache=False, max_concurrency=in_flight)
+    cfg = GenerateConfig(temperature=1.0, max_tokens=1, top_logprobs=5)
+    msgs = [json.loads(probe_body(i))["messages"] for i in range(16)]
+    await model.generate(msgs[0], cfg)
+    start = time.perf_counter()
+    await asyncio.gather(*(model.generate(msgs[i % 16], cfg) for i in range(n)))
+    rate = n / (time.perf_counter() - start)
+    await model.aclose()
+    return rate
+
+
+# ----------------------------------------------------------------------------- debates
+def divisor_items(n_items: int) -> list[dict[str, Any]]:
+    """``n_items`` distinct divisor problems (the bundled file has only 30)."""
+    from math import isqrt
+
+    from llmdebate.data.problems import divisor_statement
+
+    items = []
+    n = 10_001
+    while len(items) < n_items:
+        n += 2
+        lo, hi = 2, isqrt(n) + 1
+        prime = all(n % d for d in range(lo, hi))
+        items.append(
+            {
+                "id": f"div-{n}",
+                "dataset": "divisors",
+                "question": f"Is {n} a prime number, that is, does {n} have no divisor d "
+                f"with {lo} <= d < {hi}?",
+                "choices": ["yes", "no"],
+                "answer": "yes" if prime else "no",
+                "meta": {
+                    "problem": "divisors",
+                    "n": n,
+                    "lo": lo,
+                    "hi": hi,
+                    "claims": {
+                        "yes": divisor_statement(n, lo, hi, none=True),
+                        "no": divisor_statement(n, lo, hi, none=False),
+                    },
+                },
+            }
+        )
+    return items
+
+
+def debate_config(
+    tmp: Path, debates: int, in_flight: int, url: str | None, *, depth: int, width: int,
+    independent: bool, cache: bool,
+) -> Any:
+    from llmdebate.experiment.loading import validate
+
+    data = tmp / f"items-{debates}.jsonl"
+    if not data.exists():
+        lines = [json.dumps(it) for it in divisor_items((debates + 1) // 2)]
+        data.write_text("\n".join(lines) + "\n")
+    role = {"model": "openai/fake", "base_url": url} if url else {"model": "scripted"}
+    raw = {
+        "name": "bench",
+        "dataset": {"path": str(data), "limit": (debates + 1) // 2},
+        "debate": {"depth": depth, "width": width, "expected_rewards": True},
+        "prover": {**role, "decomposer": "formal", "max_tokens": 24},
+        "estimator": {**role, "independent": independent},
+        "judge": {"kind": "llm", **role},
+        "max_concurrency": in_flight,
+        "model_concurrency": in_flight,
+        "use_cache": cache,
+        "cache_dir": str(tmp / "cache"),
+        "runs_dir": str(tmp / "runs"),
+        "report": {"bootstrap": 10},
+    }
+    return validate(raw)
+
+
+class RSSSampler:
+    """Resident memory of this process every ``every`` seconds, in a thread."""
+
+    def __init__(self, every: float = 0.5) -> None:
+        import psutil
+
+        self.proc = psutil.Process()
+        self.every = every
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter() - start, self.proc.memory_info().rss / 2**20))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> RSSSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_debates(
+    url: str | None, debates: int, in_flight: int, *, depth: int = 2, width: int = 3,
+    independent: bool = False, cache: bool = False, profile: str | None = None,
+    models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
+) -> dict[str, Any]:
+    from llmdebate.experiment.runner import run
+
+    cfg = debate_config(
+        tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
+        cache=cache,
+    )
+    run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
+    prof = cProfile.Profile() if profile else None
+    cpu0 = time.process_time()
+    with RSSSampler() as rss:
+        if prof:
+            prof.enable()
+        res = run(cfg, run_dir, models=models, progress=False)
+        if prof:
+            prof.disable()
+    cpu = time.process_time() - cpu0
+    if prof and profile:
+        prof.dump_stats(profile)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    inv = res.summary["last_invocation"]
+    s = res.summary
+    n = s["transcripts"]
+    phase = float(inv.get("debates_s") or res.wall_s)
+    out = {
+        "debates": n,
+        "failed": s["status"].get("failed", 0),
+        "calls": s["usage"]["calls"],
+        "calls_per_debate": s["usage"]["calls_per_debate"],
+        "debates_s": phase,
+        "wall_s": res.wall_s,
+        "debates_per_s": n / phase,
+        "calls_per_s": s["usage"]["calls"] / phase,
+        "cpu_s": cpu,
+        "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
+    }
+    if memory:
+        samples = rss.samples
+        k = len(samples)
+        out["rss_mb"] = {
+            f"{int(100 * q)}%": round(samples[min(k - 1, int(q * (k - 1)))][1], 1)
+            for q in (0.1, 0.25, 0.5, 0.75, 1.0)
+        }
+        out["rss_peak_mb"] = round(max(v for _, v in samples), 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_calls(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    with fake_server(args.latency) as url:
+        for c in args.in_flight:
+            n = max(200, int(args.seconds * c / args.latency))
+            bound = asyncio.run(raw_bound(url, c, args.seconds))
+            rate = asyncio.run(model_calls(url, c, n))
+            ideal = c / args.latency
+            row = {
+                "what": "calls", "latency_s": args.latency, "in_flight": c, "calls": n,
+                "calls_per_s": round(rate, 1), "bound_per_s": round(bound, 1),
+                "ideal_per_s": round(ideal, 1), "ratio": round(rate / min(bound, ideal), 3),
+                "load": load(),
+            }
+            print(
+                f"model layer, {args.latency * 1000:.0f} ms, {c:3d} in flight: {rate:7.1f} calls/s"
+                f" = {rate / min(bound, ideal):.0%} of bound {min(bound, ideal):.0f}/s (raw client"
+                f" {bound:.0f}/s, ideal {ideal:.0f}/s) [{row['load']}]", flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
+def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    with fake_server(args.latency) as url, tempfile.TemporaryDirectory() as tmp:
+        for c in args.in_flight:
+            bound = asyncio.run(raw_bound(url, c, args.seconds))
+            r = run_debates(
+                url, args.debates, c, depth=args.depth, width=args.width,
+                independent=args.independent, cache=args.cache, profile=args.profile,
+                memory=args.memory, tmp=Path(tmp),
+            )
+            ideal = c / args.latency
+            b = min(bound, ideal)
+            row = {
+                "what": "debates", "latency_s": args.latency, "in_flight": c,
+                "depth": args.depth, "width": args.width, **r,
+                "bound_per_s": round(bound, 1), "ideal_per_s": ideal,
+                "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
+            }
+            print(
+                f"debates d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, {c:3d} in "
+                f"flight: {r['debates']} debates ({r['failed']} failed) in {r['debates_s']:.1f} s"
+                f" = {r['debates_per_s']:.1f} debates/s, {r['calls_per_s']:.0f} calls/s "
+                f"({r['calls_per_debate']:.1f}/debate) = {r['calls_per_s'] / b:.0%} of bound "
+                f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
+                f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
+                flush=True,
+            )
+            if args.memory:
+                print(f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']}")
+            rows.append(row)
+    return rows
+
+
+def cmd_orchestration(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from llmdebate.models import get_model
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from fixtures.llm_fixtures import responder  # type: ignore[import-not-found]
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for write, cache in ((True, False), (True, True), (False, False)):
+            m = get_model(
+                "scripted", responder=responder, default_probability=0.7,
+                use_cache=cache, cache_dir=Path(tmp) / "cache" / str(time.monotonic_ns()),
+            )
+            if cache:  # a persistent (sqlite) cache, as with a real provider
+                from llmdebate.models.cache import ResponseCache
+
+                m.cache = ResponseCache(Path(tmp) / f"cache-{time.monotonic_ns()}.sqlite")
+            models = {"prover": m, "estimator": m, "judge": m}
+            os.environ["LLMDEBATE_NO_TRANSCRIPTS"] = "" if write else "1"
+            try:
+                r = run_debates(
+                    None, args.debates, 64, depth=args.depth, width=args.width,
+                    independent=args.independent, cache=cache, profile=args.profile,
+                    models=models, tmp=Path(tmp),
+                )
+            finally:
+                os.environ.pop("LLMDEBATE_NO_TRANSCRIPTS", None)
+            per_cpu = r["debates"] / r["cpu_s"]
+            row = {
+                "what": "orchestration", "transcripts": write, "cache": cache, **r,
+                "debates_per_cpu_s": round(per_cpu, 1), "load": load(),
+            }
+            print(
+                f"orchestration d={args.depth} q={args.width} (scripted, zero latency), "
+                f"transcripts {'on ' if write else 'off'}, cache {'on ' if cache else 'off'}: "
+                f"{per_cpu:.1f} debates per CPU-second ({r['debates_per_s']:.1f}/s wall, "
+                f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms CPU/call) [{row['load']}]",
+                flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("what", choices=["calls", "debates", "orchestration", "memory"])
+    ap.add_argument("--latency", type=float, default=0.05, help="server latency, s")
+    ap.add_argument(
+        "--in-flight", type=lambda s: [int(x) for x in s.split(",")], default=[64, 256],
+        help="requests in flight, comma-separated",
+    )
+    ap.add_argument("--debates", type=int, default=1000)
+    ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--width", type=int, default=3)
+    ap.add_argument("--independent", action="store_true", help="independent b_i (fewer calls)")
+    ap.add_argument("--cache", action="store_true", help="use the response cache (debates)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="duration of a bound measurement")
+    ap.add_argument("--profile", default=None, help="write a cProfile of the runs to this file")
+    ap.add_argument("--json", default=None, help="append the rows to this JSONL file")
+    args = ap.parse_args()
+    args.memory = args.what == "memory"
+    print(f"{os.cpu_count()} CPU cores, python {sys.version.split()[0]}, {load()}", flush=True)
+    if args.what == "calls":
+        rows = cmd_calls(args)
+    elif args.what in ("debates", "memory"):
+        rows = cmd_debates(args)
+    else:
+        rows = cmd_orchestration(args)
+    if args.json:
+        with open(args.json, "a", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
