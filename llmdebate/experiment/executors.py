@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from llmdebate.agents.factory import Team
 from llmdebate.errors import UserError
@@ -66,6 +67,10 @@ class Executor(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release workers and connections."""
+
+    def stats(self) -> dict[str, Any]:
+        """Figures for the summary's ``last_invocation`` (e.g. debates sent again)."""
+        return {}
 
 
 class LocalExecutor(Executor):
@@ -123,6 +128,7 @@ def make_executor(
     team: Team,
     settings: ProtocolSettings,
     servers: dict[str, str | None],
+    say: Callable[[str], None] | None = None,
 ) -> Executor:
     """The executor ``options`` name (Ray is imported only here, and only for ``ray``)."""
     if options.kind == "ray":
@@ -134,5 +140,6 @@ def make_executor(
             address=options.ray_address,
             workers=options.ray_workers,
             concurrency=config.max_concurrency,
+            say=say,
         )
     return LocalExecutor(team, settings, servers, config.max_concurrency)

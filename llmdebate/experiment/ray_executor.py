@@ -28,10 +28,10 @@ import contextlib
 import math
 import os
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from llmdebate.errors import require
+from llmdebate.errors import UserError, require
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import (
     Finished,
@@ -137,6 +137,7 @@ class RayExecutor(Executor):
         address: str | None = None,
         workers: int | None = None,
         concurrency: int = 4,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.ray = _ray()
         self.config = portable(config)
@@ -144,8 +145,15 @@ class RayExecutor(Executor):
         self.address = address
         self.workers = workers
         self.concurrency = concurrency
+        self.say = say or (lambda message: None)
         self.actors: list[Any] = []
         self.started_ray = False
+        self.resent = 0
+        self.n_workers = 0
+        self._start()  # in the main thread: Ray installs signal handlers there
+
+    def stats(self) -> dict[str, Any]:
+        return {"ray_workers": self.n_workers, "debates_resent": self.resent}
 
     def _start(self) -> None:
         ray = self.ray
@@ -157,7 +165,12 @@ class RayExecutor(Executor):
             }
             if self.address:
                 kwargs["address"] = self.address
-            ray.init(**kwargs)
+            self.say("starting Ray…" if not self.address else f"joining Ray at {self.address}…")
+            try:
+                ray.init(**kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = f"the Ray cluster at {self.address}" if self.address else "Ray"
+                raise UserError(f"--executor ray: cannot start {where}: {exc}") from exc
             self.started_ray = True
         cpus = max(1.0, float(ray.cluster_resources().get("CPU", 1)))
         n = self.workers or max(1, min(int(cpus), self.concurrency))
@@ -170,10 +183,10 @@ class RayExecutor(Executor):
             scheduling_strategy="SPREAD",
         )
         self.actors = [remote.remote(self.config, self.servers, os.getcwd()) for _ in range(n)]
+        self.n_workers = n
 
     async def run(self, jobs: Sequence[Job], on_finished: OnFinished) -> None:
         ray = self.ray
-        await asyncio.to_thread(self._start)
         queue: deque[Job] = deque(jobs)
         losses: dict[str, int] = {}
         load = [0] * len(self.actors)
@@ -219,6 +232,8 @@ class RayExecutor(Executor):
                     try:
                         result: Finished = fut.result()
                     except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError):
+                        if i not in out:
+                            self.say(f"Ray worker {i} died; its debates in flight run again")
                         probe(i)
                         self._lost(job, losses, queue, on_finished)
                         continue
@@ -243,6 +258,7 @@ class RayExecutor(Executor):
         losses[key] = losses.get(key, 0) + 1
         if losses[key] < MAX_LOSSES:
             queue.appendleft(job)
+            self.resent += 1
             return
         t = failed_transcript(
             job,

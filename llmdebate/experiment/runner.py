@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from llmdebate.agents.factory import Team, build_models
 from llmdebate.data import load_items
-from llmdebate.errors import RuleError, TranscriptError, UserError
+from llmdebate.errors import RuleError, TranscriptError, UserError, require
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import (
     CONTENT_FAILURES,
@@ -257,8 +257,10 @@ def run(
     """
     start = time.perf_counter()
     executor = executor or ExecutorOptions()
-    if models is not None and executor.kind != "local":
-        raise UserError(f"prebuilt models run only in this process, not with {executor.kind}")
+    if executor.kind != "local":
+        if models is not None:
+            raise UserError(f"prebuilt models run only in this process, not on {executor.kind}")
+        require(executor.kind, executor.kind)  # a missing extra is named before anything runs
     run_dir = Path(run_dir) if run_dir is not None else (
         Path(config.runs_dir) / (run_id or default_run_id(config))
     )
@@ -307,6 +309,7 @@ def run(
     team = Team(models, prompts, config.prover, config.estimator, config.judge)
     stopped: RunStopped | None = None
     debates_s = 0.0
+    executor_stats: dict[str, Any] = {}
     if todo:
         if executor.kind == "local":
             _prepare_models(models, progress)
@@ -318,7 +321,14 @@ def run(
             progress,
         )
         bar = Progress(len(jobs), len(jobs) - len(todo), progress)
-        ex = make_executor(executor, config=config, team=team, settings=settings, servers=servers)
+        ex = make_executor(
+            executor,
+            config=config,
+            team=team,
+            settings=settings,
+            servers=servers,
+            say=lambda message: _say(message, progress),
+        )
         began = time.perf_counter()
         try:
             asyncio.run(
@@ -338,6 +348,7 @@ def run(
             stopped = exc
         finally:
             debates_s = time.perf_counter() - began
+            executor_stats = ex.stats()
             bar.close()
     summary = write_summary(run_dir, jobs, config, stopped)
     summary["last_invocation"].update(
@@ -347,6 +358,7 @@ def run(
         executor=executor.kind,
         debates_s=round(debates_s, 3),
         wall_s=round(time.perf_counter() - start, 3),
+        **executor_stats,
     )
     write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     return RunResult(
