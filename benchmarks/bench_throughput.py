@@ -346,43 +346,95 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
-def cmd_orchestration(args: argparse.Namespace) -> list[dict[str, Any]]:
+def orchestration_once(
+    tmp: Path, debates: int, *, depth: int, width: int, independent: bool, cache: str,
+    write: bool, profile: str | None,
+) -> dict[str, Any]:
+    """CPU of ``debates`` debates against the scripted backend (no HTTP, zero latency)."""
+    from llmdebate.agents.factory import Team
+    from llmdebate.data import load_items
+    from llmdebate.experiment.debate import run_one
+    from llmdebate.experiment.executors import LocalExecutor
+    from llmdebate.experiment.jobs import make_jobs
+    from llmdebate.experiment.runner import drive
     from llmdebate.models import get_model
+    from llmdebate.models.cache import ResponseCache
+    from llmdebate.prompts import Prompts
+    from llmdebate.protocols.base import ProtocolSettings
 
     sys.path.insert(0, str(REPO / "tests"))
     from fixtures.llm_fixtures import responder  # type: ignore[import-not-found]
 
+    cfg = debate_config(
+        tmp, debates, 64, None, depth=depth, width=width, independent=independent, cache=False
+    )
+    jobs = make_jobs(load_items(Path(cfg.dataset.path), limit=cfg.dataset.limit), cfg)[:debates]
+    m = get_model("scripted", responder=responder, default_probability=0.7, use_cache=False)
+    if cache != "off":
+        m.cache = ResponseCache(tmp / f"cache-{depth}-{width}-{debates}.sqlite")
+    team = Team({"prover": m, "estimator": m, "judge": m}, Prompts(), cfg.prover, cfg.estimator,
+                cfg.judge)
+    settings = ProtocolSettings(debate=cfg.debate.model_copy(update={"seed": cfg.seed}))
+    servers: dict[str, str | None] = {"prover": None, "estimator": None, "judge": None}
+    out = tmp / f"t-{time.monotonic_ns()}.jsonl"
+    calls = 0
+
+    async def plain() -> None:
+        nonlocal calls
+        sem = asyncio.Semaphore(64)
+
+        async def one(job: Any) -> None:
+            nonlocal calls
+            async with sem:
+                t, _ = await run_one(job, team, settings)
+                calls += len(t.calls)
+
+        await asyncio.gather(*(one(j) for j in jobs))
+
+    def count(f: Any) -> None:
+        nonlocal calls
+        calls += f.calls
+
+    async def written() -> None:
+        ex = LocalExecutor(team, settings, servers, 64)
+        await drive(ex, jobs, out, max_consecutive_failures=10**9, on_done=count)
+
+    prof = cProfile.Profile() if profile else None
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if prof:
+        prof.enable()
+    asyncio.run(written() if write else plain())
+    if prof:
+        prof.disable()
+        prof.dump_stats(profile)  # type: ignore[arg-type]
+        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return {"debates": len(jobs), "calls": calls, "cpu_s": cpu, "wall_s": wall}
+
+
+def cmd_orchestration(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for write, cache in ((True, False), (True, True), (False, False)):
-            m = get_model(
-                "scripted", responder=responder, default_probability=0.7,
-                use_cache=cache, cache_dir=Path(tmp) / "cache" / str(time.monotonic_ns()),
+        variants = (
+            ("off", False), ("off", True), ("cold", True), ("warm", True),
+        )
+        for cache, write in variants:
+            if cache == "warm":  # the same debates again: every call a cache hit
+                pass
+            r = orchestration_once(
+                Path(tmp), args.debates, depth=args.depth, width=args.width,
+                independent=args.independent, cache=cache, write=write, profile=args.profile,
             )
-            if cache:  # a persistent (sqlite) cache, as with a real provider
-                from llmdebate.models.cache import ResponseCache
-
-                m.cache = ResponseCache(Path(tmp) / f"cache-{time.monotonic_ns()}.sqlite")
-            models = {"prover": m, "estimator": m, "judge": m}
-            os.environ["LLMDEBATE_NO_TRANSCRIPTS"] = "" if write else "1"
-            try:
-                r = run_debates(
-                    None, args.debates, 64, depth=args.depth, width=args.width,
-                    independent=args.independent, cache=cache, profile=args.profile,
-                    models=models, tmp=Path(tmp),
-                )
-            finally:
-                os.environ.pop("LLMDEBATE_NO_TRANSCRIPTS", None)
             per_cpu = r["debates"] / r["cpu_s"]
             row = {
                 "what": "orchestration", "transcripts": write, "cache": cache, **r,
                 "debates_per_cpu_s": round(per_cpu, 1), "load": load(),
             }
             print(
-                f"orchestration d={args.depth} q={args.width} (scripted, zero latency), "
-                f"transcripts {'on ' if write else 'off'}, cache {'on ' if cache else 'off'}: "
-                f"{per_cpu:.1f} debates per CPU-second ({r['debates_per_s']:.1f}/s wall, "
-                f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms CPU/call) [{row['load']}]",
+                f"orchestration d={args.depth} q={args.width} (scripted backend, no HTTP): "
+                f"transcripts {'on ' if write else 'off'}, cache {cache:4s}: {per_cpu:6.1f} "
+                f"debates per CPU-second, {1000 * r['cpu_s'] / max(1, r['calls']):.3f} ms "
+                f"CPU/call ({r['calls'] / r['debates']:.1f} calls/debate) [{row['load']}]",
                 flush=True,
             )
             rows.append(row)

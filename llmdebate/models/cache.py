@@ -1,8 +1,14 @@
-"""On-disk response cache: sqlite in WAL mode, one short transaction per read or write.
+"""On-disk response cache: sqlite in WAL mode, reads at once, writes in batches.
 
 The key is a SHA-256 of (model identity, messages, generation parameters, sample index);
 the value is the :class:`ModelOutput` as JSON. API keys never enter either. Safe for many
 coroutines (one connection behind a lock) and for several processes (WAL + busy timeout).
+
+Writes are kept in memory (where :meth:`ResponseCache.get` sees them at once) and committed
+in one transaction per ``FLUSH_EVERY`` entries or ``FLUSH_INTERVAL_S`` seconds, and on
+:meth:`~ResponseCache.flush` / :meth:`~ResponseCache.close`: one transaction per call cost
+more than the rest of a call's bookkeeping. A process killed meanwhile loses only those
+entries (the calls are made again); other processes see an entry once it is committed.
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from llmdebate.models.base import ChatMessage, GenerateConfig, ModelOutput
 
 CACHE_ENV = "LLMDEBATE_CACHE_DIR"
+FLUSH_EVERY = 256  # entries
+FLUSH_INTERVAL_S = 0.5
 
 
 def default_cache_dir() -> Path:
@@ -47,6 +56,8 @@ class ResponseCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._pending: dict[str, tuple[str, str]] = {}  # key -> (model, value), not committed
+        self._flushed_at = time.monotonic()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(
@@ -66,32 +77,90 @@ class ResponseCache:
 
     def get(self, key: str) -> ModelOutput | None:
         with self._lock:
-            row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
+            pending = self._pending.get(key)
+            if pending is not None:
+                raw = pending[1]
+            else:
+                row = self._conn.execute(
+                    "SELECT value FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+                if row is None:
+                    return None
+                raw = row[0]
         try:
-            return ModelOutput.from_dict(json.loads(row[0]))
+            return ModelOutput.from_dict(json.loads(raw))
         except (ValueError, TypeError):
             return None  # a corrupt entry is a miss; the next put overwrites it
 
     def put(self, key: str, output: ModelOutput) -> None:
-        data = output.to_dict()
-        data["cached"] = False
-        value = json.dumps(data, ensure_ascii=False)
+        value = json.dumps(_as_dict(output), ensure_ascii=False)
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, model, value) VALUES (?, ?, ?)",
-                (key, output.model, value),
+            self._pending[key] = (output.model, value)
+            due = (
+                len(self._pending) >= FLUSH_EVERY
+                or time.monotonic() - self._flushed_at >= FLUSH_INTERVAL_S
             )
+            if due:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        """Commit the entries written so far."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        self._flushed_at = time.monotonic()
+        if not self._pending:
+            return
+        rows = [(k, model, value) for k, (model, value) in self._pending.items()]
+        self._pending.clear()
+        self._conn.execute("BEGIN")
+        try:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO responses (key, model, value) VALUES (?, ?, ?)", rows
+            )
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def __len__(self) -> int:
         with self._lock:
+            self._flush_locked()
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def clear(self) -> None:
         with self._lock:
+            self._pending.clear()
             self._conn.execute("DELETE FROM responses")
 
     def close(self) -> None:
         with self._lock:
+            self._flush_locked()
             self._conn.close()
+
+    def __del__(self) -> None:
+        # entries not yet committed are written when the cache is dropped without close()
+        try:
+            if self._pending:
+                self.flush()
+        except Exception:  # the connection may be closed or gone already
+            pass
+
+
+def _as_dict(output: ModelOutput) -> dict[str, Any]:
+    """``output.to_dict()`` with ``cached`` False, without dataclasses' recursive deep copy."""
+    return {
+        "text": output.text,
+        "model": output.model,
+        "tokens_in": output.tokens_in,
+        "tokens_out": output.tokens_out,
+        "logprobs": None
+        if output.logprobs is None
+        else [
+            {"token": t.token, "logprob": t.logprob, "top": dict(t.top)} for t in output.logprobs
+        ],
+        "cached": False,
+        "latency_s": output.latency_s,
+        "cost": output.cost,
+    }
