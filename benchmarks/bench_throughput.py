@@ -185,7 +185,7 @@ def divisor_items(n_items: int) -> list[dict[str, Any]]:
 
 def debate_config(
     tmp: Path, debates: int, in_flight: int, url: str | None, *, depth: int, width: int,
-    independent: bool, cache: bool,
+    independent: bool, cache: bool, debates_in_flight: int | None = None,
 ) -> Any:
     from llmdebate.experiment.loading import validate
 
@@ -201,7 +201,7 @@ def debate_config(
         "prover": {**role, "decomposer": "formal", "max_tokens": 24},
         "estimator": {**role, "independent": independent},
         "judge": {"kind": "llm", **role},
-        "max_concurrency": in_flight,
+        "max_concurrency": debates_in_flight or in_flight,
         "model_concurrency": in_flight,
         "use_cache": cache,
         "cache_dir": str(tmp / "cache"),
@@ -242,12 +242,13 @@ def run_debates(
     url: str | None, debates: int, in_flight: int, *, depth: int = 2, width: int = 3,
     independent: bool = False, cache: bool = False, profile: str | None = None,
     models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
+    debates_in_flight: int | None = None,
 ) -> dict[str, Any]:
     from llmdebate.experiment.runner import run
 
     cfg = debate_config(
         tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
-        cache=cache,
+        cache=cache, debates_in_flight=debates_in_flight,
     )
     run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
     prof = cProfile.Profile() if profile else None
@@ -321,7 +322,7 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
             r = run_debates(
                 url, args.debates, c, depth=args.depth, width=args.width,
                 independent=args.independent, cache=args.cache, profile=args.profile,
-                memory=args.memory, tmp=Path(tmp),
+                memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
             )
             ideal = c / args.latency
             b = min(bound, ideal)
@@ -450,6 +451,10 @@ def main() -> None:
         help="requests in flight, comma-separated",
     )
     ap.add_argument("--debates", type=int, default=1000)
+    ap.add_argument(
+        "--debate-factor", type=int, default=2,
+        help="debates in flight per request in flight (so that requests wait for a slot)",
+    )
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--independent", action="store_true", help="independent b_i (fewer calls)")
