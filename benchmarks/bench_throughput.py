@@ -77,14 +77,14 @@ def fake_server(latency: float, workers: int = 1) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def probe_body(i: int) -> bytes:
+def probe_body(i: int, model: str = "fake") -> bytes:
     """A request like an estimator's probability probe (about 1.3 kB)."""
     text = (
         "Claim: 10007 has no divisor d with 2 <= d < 101. Subclaims: 10007 has no divisor d "
         f"with 2 <= d < 35; with 35 <= d < 68; with 68 <= d < 101. Outcome {i}. " * 6
     )
     body = {
-        "model": "fake",
+        "model": model,
         "messages": [
             {"role": "system", "content": "You estimate probabilities of claims."},
             {"role": "user", "content": text + "\nIs the statement true? Answer True or False."},
@@ -97,11 +97,13 @@ def probe_body(i: int) -> bytes:
     return json.dumps(body).encode()
 
 
-async def raw_bound(url: str, in_flight: int, seconds: float) -> float:
+async def raw_bound(
+    url: str, in_flight: int, seconds: float, bodies: list[bytes] | None = None
+) -> float:
     """Calls/s of a minimal client keeping ``in_flight`` requests open for ``seconds``."""
     u = urlparse(url)
     host, port, path = u.hostname or "127.0.0.1", u.port or 80, u.path + "/chat/completions"
-    bodies = [probe_body(i) for i in range(16)]
+    bodies = bodies or [probe_body(i) for i in range(16)]
     requests = [
         (
             f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
@@ -186,6 +188,7 @@ def divisor_items(n_items: int) -> list[dict[str, Any]]:
 def debate_config(
     tmp: Path, debates: int, in_flight: int, url: str | None, *, depth: int, width: int,
     independent: bool, cache: bool, debates_in_flight: int | None = None,
+    model: str = "openai/fake",
 ) -> Any:
     from llmdebate.experiment.loading import validate
 
@@ -193,7 +196,7 @@ def debate_config(
     if not data.exists():
         lines = [json.dumps(it) for it in divisor_items((debates + 1) // 2)]
         data.write_text("\n".join(lines) + "\n")
-    role = {"model": "openai/fake", "base_url": url} if url else {"model": "scripted"}
+    role = {"model": model, "base_url": url} if url else {"model": "scripted"}
     raw = {
         "name": "bench",
         "dataset": {"path": str(data), "limit": (debates + 1) // 2},
@@ -242,13 +245,15 @@ def run_debates(
     url: str | None, debates: int, in_flight: int, *, depth: int = 2, width: int = 3,
     independent: bool = False, cache: bool = False, profile: str | None = None,
     models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
-    debates_in_flight: int | None = None,
+    debates_in_flight: int | None = None, model: str = "openai/fake",
+    ray_workers: int | None = None,
 ) -> dict[str, Any]:
+    from llmdebate.experiment.executors import ExecutorOptions
     from llmdebate.experiment.runner import run
 
     cfg = debate_config(
         tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
-        cache=cache, debates_in_flight=debates_in_flight,
+        cache=cache, debates_in_flight=debates_in_flight, model=model,
     )
     run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
     prof = cProfile.Profile() if profile else None
@@ -256,7 +261,8 @@ def run_debates(
     with RSSSampler() as rss:
         if prof:
             prof.enable()
-        res = run(cfg, run_dir, models=models, progress=False)
+        executor = ExecutorOptions("ray", ray_workers=ray_workers) if ray_workers else None
+        res = run(cfg, run_dir, models=models, progress=False, executor=executor)
         if prof:
             prof.disable()
     cpu = time.process_time() - cpu0
@@ -268,6 +274,7 @@ def run_debates(
     n = s["transcripts"]
     phase = float(inv.get("debates_s") or res.wall_s)
     out = {
+        "tokens_in": s["usage"]["tokens_in"],
         "debates": n,
         "failed": s["status"].get("failed", 0),
         "calls": s["usage"]["calls"],
@@ -323,6 +330,7 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                 url, args.debates, c, depth=args.depth, width=args.width,
                 independent=args.independent, cache=args.cache, profile=args.profile,
                 memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
+                ray_workers=args.ray_workers,
             )
             ideal = c / args.latency
             b = min(bound, ideal)
@@ -332,10 +340,12 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "bound_per_s": round(bound, 1), "ideal_per_s": ideal,
                 "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
             }
+            where = f" (ray, {args.ray_workers} workers)" if args.ray_workers else ""
             print(
-                f"debates d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, {c:3d} in "
-                f"flight: {r['debates']} debates ({r['failed']} failed) in {r['debates_s']:.1f} s"
-                f" = {r['debates_per_s']:.1f} debates/s, {r['calls_per_s']:.0f} calls/s "
+                f"debates{where} d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, "
+                f"{c:3d} in flight: {r['debates']} debates ({r['failed']} failed) in "
+                f"{r['debates_s']:.1f} s = {r['debates_per_s']:.1f} debates/s, "
+                f"{r['calls_per_s']:.0f} calls/s "
                 f"({r['calls_per_debate']:.1f}/debate) = {r['calls_per_s'] / b:.0%} of bound "
                 f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
                 f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
@@ -459,6 +469,10 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--independent", action="store_true", help="independent b_i (fewer calls)")
     ap.add_argument("--cache", action="store_true", help="use the response cache (debates)")
+    ap.add_argument(
+        "--ray-workers", type=int, default=None,
+        help="run the debates on a local Ray instance with this many worker processes",
+    )
     ap.add_argument("--seconds", type=float, default=3.0, help="duration of a bound measurement")
     ap.add_argument("--profile", default=None, help="write a cProfile of the runs to this file")
     ap.add_argument("--json", default=None, help="append the rows to this JSONL file")

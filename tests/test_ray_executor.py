@@ -181,3 +181,22 @@ def test_without_ray_the_error_names_the_extra(
     with pytest.raises(UserError, match=r"pip install 'llmdebate\[ray\]'"):
         run(cfg, tmp_path / "r", progress=False, executor=ExecutorOptions("ray"))
     assert not (tmp_path / "r").exists()
+
+
+def test_workers_share_the_run_limits(tmp_path: Path) -> None:
+    from llmdebate.experiment.ray_executor import worker_config
+
+    cfg = validate(
+        {
+            "dataset": {"path": str(DIVISORS)},
+            "model_concurrency": 9,
+            "prover": {"model": "scripted"},
+            "estimator": {"model": "openai/x", "options": {"requests_per_minute": 600}},
+            "prompts_dir": "prompts",
+        }
+    )
+    share = worker_config(cfg, 2)
+    assert share.model_concurrency == 5
+    assert share.estimator.options["requests_per_minute"] == 300
+    assert Path(str(share.prompts_dir)).is_absolute()
+    assert cfg.model_concurrency == 9  # the run's own config is left alone

@@ -60,6 +60,26 @@ def protocol_settings(config: ExperimentConfig) -> ProtocolSettings:
     )
 
 
+RATE_OPTIONS = ("requests_per_minute", "tokens_per_minute")
+
+
+def worker_config(config: ExperimentConfig, workers: int) -> ExperimentConfig:
+    """What each of ``workers`` workers runs: the run's limits shared out (requests in flight
+    per model, requests and tokens per minute), so the cluster keeps to them as one process
+    would; and the paths a worker reads made absolute, as the driver resolves them."""
+    config = portable(config)
+    update: dict[str, Any] = {}
+    if config.model_concurrency is not None:
+        update["model_concurrency"] = max(1, math.ceil(config.model_concurrency / workers))
+    for role in ("prover", "estimator", "judge"):
+        section = getattr(config, role)
+        opts = dict(section.options)
+        shared = {k: opts[k] / workers for k in RATE_OPTIONS if opts.get(k)}
+        if shared:
+            update[role] = section.model_copy(update={"options": {**opts, **shared}})
+    return config.model_copy(update=update)
+
+
 def portable(config: ExperimentConfig) -> ExperimentConfig:
     """``config`` with the paths a worker reads made absolute (as the driver resolves them)."""
     update: dict[str, Any] = {}
@@ -140,7 +160,7 @@ class RayExecutor(Executor):
         say: Callable[[str], None] | None = None,
     ) -> None:
         self.ray = _ray()
-        self.config = portable(config)
+        self.config = config
         self.servers = servers
         self.address = address
         self.workers = workers
@@ -182,7 +202,8 @@ class RayExecutor(Executor):
             max_task_retries=0,
             scheduling_strategy="SPREAD",
         )
-        self.actors = [remote.remote(self.config, self.servers, os.getcwd()) for _ in range(n)]
+        share = worker_config(self.config, n)
+        self.actors = [remote.remote(share, self.servers, os.getcwd()) for _ in range(n)]
         self.n_workers = n
 
     async def run(self, jobs: Sequence[Job], on_finished: OnFinished) -> None:
