@@ -39,7 +39,7 @@ from llmdebate.models.base import (
     check_messages,
 )
 from llmdebate.models.cache import ResponseCache, cache_key
-from llmdebate.models.pricing import Prices, call_cost
+from llmdebate.models.pricing import Prices, lookup_price
 from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
 from llmdebate.schemas import ModelCallRecord
 
@@ -91,6 +91,8 @@ class Model:
         self.max_retries = max_retries
         self.max_concurrency = limit
         self.prices = prices
+        self._price_for: tuple[str, Prices | None] | None = None
+        self._price: tuple[float, float] | None = None
         self.usage = Usage()
         self.rate = RateLimiter(requests_per_minute, tokens_per_minute)
         self.retry_base_delay = retry_base_delay
@@ -232,7 +234,15 @@ class Model:
             self.usage.errors += 1
             raise
         out.cached = False
-        out.cost = call_cost(self.name, out.tokens_in, out.tokens_out, self.prices)
+        if self._price_for != (self.name, self.prices):  # looked up once, not per call
+            self._price_for = (self.name, self.prices)
+            self._price = lookup_price(self.name, self.prices)
+        price = self._price
+        out.cost = (
+            0.0
+            if price is None
+            else (out.tokens_in * price[0] + out.tokens_out * price[1]) / 1_000_000
+        )
         self.usage.tokens_in += out.tokens_in
         self.usage.tokens_out += out.tokens_out
         self.usage.cost += out.cost
