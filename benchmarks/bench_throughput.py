@@ -248,7 +248,6 @@ def run_debates(
     debates_in_flight: int | None = None, model: str = "openai/fake",
     ray_workers: int | None = None,
 ) -> dict[str, Any]:
-    from llmdebate.experiment.executors import ExecutorOptions
     from llmdebate.experiment.runner import run
 
     cfg = debate_config(
@@ -261,8 +260,12 @@ def run_debates(
     with RSSSampler() as rss:
         if prof:
             prof.enable()
-        executor = ExecutorOptions("ray", ray_workers=ray_workers) if ray_workers else None
-        res = run(cfg, run_dir, models=models, progress=False, executor=executor)
+        extra: dict[str, Any] = {}
+        if ray_workers:
+            from llmdebate.experiment.executors import ExecutorOptions
+
+            extra["executor"] = ExecutorOptions("ray", ray_workers=ray_workers)
+        res = run(cfg, run_dir, models=models, progress=False, **extra)
         if prof:
             prof.disable()
     cpu = time.process_time() - cpu0
