@@ -113,6 +113,12 @@ class DebateWorker:
 
         if os.path.isdir(cwd):
             os.chdir(cwd)  # relative paths as the driver sees them, where the node has them
+        import gc
+
+        from llmdebate.experiment.runner import GC_THRESHOLDS
+
+        gc.freeze()  # as the driver does while debates run (runner.lean_gc)
+        gc.set_threshold(*GC_THRESHOLDS)
         self.models = build_models(
             config.role_settings(),
             cache_dir=config.cache_dir,

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -331,19 +333,20 @@ def run(
         )
         began = time.perf_counter()
         try:
-            asyncio.run(
-                _close_after(
-                    drive(
+            with lean_gc():
+                asyncio.run(
+                    _close_after(
+                        drive(
+                            ex,
+                            todo,
+                            out,
+                            max_consecutive_failures=config.max_consecutive_failures,
+                            on_done=bar,
+                        ),
+                        models if own_models else {},
                         ex,
-                        todo,
-                        out,
-                        max_consecutive_failures=config.max_consecutive_failures,
-                        on_done=bar,
-                    ),
-                    models if own_models else {},
-                    ex,
+                    )
                 )
-            )
         except RunStopped as exc:
             stopped = exc
         finally:
@@ -387,6 +390,26 @@ def write_summary(
     summary["stopped"] = stopped.reason if stopped else None
     summary["last_invocation"] = {}
     return summary
+
+
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+@contextlib.contextmanager
+def lean_gc() -> Iterator[None]:
+    """Fewer garbage collections while debates run: the objects made before (modules, config,
+    jobs) are frozen out of the collector's scans, and the young generation is collected
+    every 20,000 allocations instead of 700. Debates make many short-lived objects that
+    reference counting frees; the collector's scans cost about a fifth of the client's CPU
+    at hundreds of calls a second. The previous settings come back afterwards."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _summary_transcripts(path: Path) -> list[Transcript]:

@@ -302,7 +302,10 @@ class Model:
         return ModelCallRecord(role=role, act=act, model=self.name, **fields)
 
     async def aclose(self) -> None:
-        """Close the backend's connections or worker (the cache stays usable)."""
+        """Close the backend's connections or worker; commit the cache's pending writes (the
+        cache stays usable)."""
+        if self.cache is not None:
+            self.cache.flush()
         await self.backend.aclose()
 
     async def __aenter__(self) -> Model:
