@@ -16,6 +16,12 @@ survive: a :class:`~llmdebate.errors.FatalModelError` (bad credentials, unknown 
 user error met at run time (a missing extra, a method the backend lacks), or
 ``max_consecutive_failures`` debates in a row failing on the server (the circuit breaker).
 ``summary.json`` is written however the run ends.
+
+Where debates run is an executor's business (:mod:`llmdebate.experiment.executors`: this
+process, or Ray workers); whichever it is, this process alone writes the run directory
+(:func:`drive`), so all of the above holds for both. Finished transcripts stream to disk as
+they come: memory stays flat however many debates a run holds, until the summary at the end
+reads them back (without the calls' texts).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -190,7 +196,7 @@ async def drive(
     out: Path,
     *,
     max_consecutive_failures: int,
-    on_done: Any,
+    on_done: Callable[[Finished], None],
 ) -> None:
     """Run ``jobs`` on ``executor``, appending each transcript line as it finishes.
 
