@@ -370,7 +370,7 @@ def orchestration_once(
     from llmdebate.experiment.debate import run_one
     from llmdebate.experiment.executors import LocalExecutor
     from llmdebate.experiment.jobs import make_jobs
-    from llmdebate.experiment.runner import drive
+    from llmdebate.experiment.runner import drive, lean_gc
     from llmdebate.models import get_model
     from llmdebate.models.cache import ResponseCache
     from llmdebate.prompts import Prompts
@@ -417,7 +417,8 @@ def orchestration_once(
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if prof:
         prof.enable()
-    asyncio.run(written() if write else plain())
+    with lean_gc():  # as the runner runs debates
+        asyncio.run(written() if write else plain())
     if prof:
         prof.disable()
         prof.dump_stats(profile)  # type: ignore[arg-type]
