@@ -4,7 +4,8 @@ The key is a SHA-256 of (model identity, messages, generation parameters, sample
 the value is the :class:`ModelOutput` as JSON. API keys never enter either. Safe for many
 coroutines (one connection behind a lock) and for several processes (WAL + busy timeout).
 
-Writes are kept in memory (where :meth:`ResponseCache.get` sees them at once) and committed
+Writes are kept in memory (where :meth:`ResponseCache.get` sees them at once; the models of a
+process share one instance per file, :meth:`ResponseCache.in_dir`) and committed
 in one transaction per ``FLUSH_EVERY`` entries or ``FLUSH_INTERVAL_S`` seconds, and on
 :meth:`~ResponseCache.flush` / :meth:`~ResponseCache.close`: one transaction per call cost
 more than the rest of a call's bookkeeping. A process killed meanwhile loses only those
@@ -19,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +75,15 @@ class ResponseCache:
 
     @classmethod
     def in_dir(cls, cache_dir: Path | None = None) -> ResponseCache:
-        return cls((cache_dir or default_cache_dir()) / "responses.sqlite")
+        """The cache of ``cache_dir``: one instance per file in a process, shared by every
+        model using it, so each sees the others' writes before they are committed."""
+        path = (cache_dir or default_cache_dir()) / "responses.sqlite"
+        key = str(path.expanduser().resolve())
+        with _SHARED_LOCK:
+            cache = _SHARED.get(key)
+            if cache is None:
+                cache = _SHARED[key] = cls(path)
+            return cache
 
     def get(self, key: str) -> ModelOutput | None:
         with self._lock:
@@ -146,6 +156,10 @@ class ResponseCache:
                 self.flush()
         except Exception:  # the connection may be closed or gone already
             pass
+
+
+_SHARED: weakref.WeakValueDictionary[str, ResponseCache] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
 
 
 def _as_dict(output: ModelOutput) -> dict[str, Any]:
