@@ -166,3 +166,15 @@ def test_a_run_over_two_replicas_uses_both_and_records_them(servers, tmp_path: P
     saved = yaml.safe_load((tmp_path / "r" / CONFIG_FILE).read_text())
     assert saved["prover"]["base_url"] == [a.url, b.url]
     assert saved["servers"]["estimator"] == f"{a.url}, {b.url}"
+
+
+def test_flags_take_one_url_a_comma_list_or_none() -> None:
+    from llmdebate.commands.config_flags import config_from
+
+    def base_url(raw: str) -> object:
+        return config_from(None, {"cfg__prover__base_url": raw}).prover.base_url
+
+    assert base_url("http://a/v1") == "http://a/v1"
+    assert base_url("http://a/v1,http://b/v1") == ["http://a/v1", "http://b/v1"]
+    assert base_url('["http://a/v1", "http://b/v1"]') == ["http://a/v1", "http://b/v1"]
+    assert base_url("none") is None
