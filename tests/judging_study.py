@@ -53,7 +53,7 @@ def make_run(
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     run_dir = tmp / name
-    assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 1
+    assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
     return run_dir
 
 

@@ -108,6 +108,11 @@ def run_from_flags(
     kinds = s["failures"]["by_kind"]
     if kinds:
         click.echo("failed: " + ", ".join(f"{n} {k}" for k, n in kinds.items()), err=True)
+    if result.awaiting:
+        click.echo(
+            f"{result.awaiting} debates await a person's verdict: "
+            f"llmdebate assign {result.run_dir} --judges JUDGES.yaml --per-item K"
+        )
     if result.stopped:
         click.echo(f"run stopped: {result.stopped}", err=True)
     return result

@@ -111,11 +111,12 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """0: every debate complete; 1: any failed or awaiting, or the run stopped; 2: user
-        error (bad credentials met at run time)."""
+        """0: every debate complete or awaiting a person's verdict (the expected end of a
+        human-judge run); 1: any failed or missing, or the run stopped; 2: user error (bad
+        credentials met at run time)."""
         if self.stopped:
             return self.stop_exit_code
-        return 1 if self.failed or self.awaiting or self.summary["missing"] else 0
+        return 1 if self.failed or self.summary["missing"] else 0
 
 
 def default_run_id(config: ExperimentConfig) -> str:
