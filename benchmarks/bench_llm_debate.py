@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from llmdebate.config import validate_config
-from llmdebate.runner import run
-
+from llmdebate.experiment.loading import validate
+from llmdebate.experiment.runner import run
 from llmdebate.models import get_model
+from llmdebate.rundir import load_transcripts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,9 +56,7 @@ def main() -> None:
         for point in args.grid.split(","):
             d, w = (int(x) for x in point.split("x"))
             cache = str(Path(tmp) / f"cache-{point}")
-            cfg = validate_config(
-                config(d, w, args.debates, args.model, args.independent, cache), "bench"
-            )
+            cfg = validate(config(d, w, args.debates, args.model, args.independent, cache))
             models = None
             if args.model == "scripted":
                 m = get_model("scripted", responder=lambda _: "evidence", default_probability=0.7)
@@ -77,7 +75,9 @@ def main() -> None:
                     "width": w,
                     "debates": n,
                     "failed": s["status"].get("failed", 0),
-                    "stopped_early": s["stopped_early"],
+                    "stopped_early": sum(
+                        t.stopped_early for t in load_transcripts(Path(tmp) / point)
+                    ),
                     "wall_s_per_debate": wall / n,
                     "wall_s_total": wall,
                     "calls_per_debate": s["usage"]["calls_per_debate"],
