@@ -229,11 +229,16 @@ async def run_prover_estimator(
         table: CondProbs | None = None
         by_prefix: list[list[Estimate]] = []
         if variant == "independent":
-            mark = len(log)
+            own: list[list[ModelCallRecord]] = [[] for _ in range(dec.width)]
             flat = await asyncio.gather(
-                *(estimator.conditional(current, dec, i, (), ctx) for i in range(dec.width))
+                *(
+                    estimator.conditional(current, dec, i, (), dataclasses.replace(ctx, calls=own[i]))
+                    for i in range(dec.width)
+                )
             )
-            tag_calls(log, mark, "estimate", k)
+            for i, calls_i in enumerate(own):
+                tag_calls(calls_i, 0, "estimate", k, index=i, prefix=[])
+                log.extend(calls_i)
             table = CondProbs.independent([e.value for e in flat])
             by_prefix = [[e] * (1 << i) for i, e in enumerate(flat)]
         elif config.expected_rewards or variant != "figure2":

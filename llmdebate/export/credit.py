@@ -133,7 +133,9 @@ def handed_on(t: Transcript, call: ModelCallRecord) -> bool:
     rd = next((r for r in t.rounds if r.k == call.round), None)
     if rd is None or rd.recurse is None or call.index != rd.recurse:
         return False
-    return call.act == "independent" or list(call.prefix or []) == rd.z[: rd.recurse]
+    if call.act == "independent" or t.config.variant == "independent":
+        return True  # asked with no earlier outcome: the same b_j on every path
+    return list(call.prefix or []) == rd.z[: rd.recurse]
 
 
 def pe_call_credits(t: Transcript, terms: Terms, call: ModelCallRecord) -> list[tuple[str, Credit]]:

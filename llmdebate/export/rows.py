@@ -209,7 +209,8 @@ def _pe_rows(b: _Builder) -> None:
     terms = pe_terms(t) if complete else None
     answered = False
     directions: set[int] = set()
-    prover_model = ""
+    agent = t.agents.get("prover", "")  # "llm-prover:<model>" when a model played A
+    prover_model = agent.split(":", 1)[1] if agent.startswith("llm-prover:") else ""
     for i, call in enumerate(t.calls):
         if not _usable(call):
             continue

@@ -8,11 +8,13 @@ the next update starts from it with fresh adapters.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,33 @@ def _lora(settings: UpdateSettings) -> Any:
     )
 
 
+@contextlib.contextmanager
+def cheap_tokenizer_hash(tokenizer: Any) -> Iterator[None]:
+    """While TRL prepares a dataset, let ``datasets`` fingerprint the tokenizer by its name and
+    size instead of pickling it whole (seconds per map call for a 262k-token vocabulary; the
+    rows live in memory, so the fingerprint caches nothing)."""
+    try:
+        from datasets.utils import _dill
+    except ImportError:  # pragma: no cover - another datasets layout: hash as usual
+        yield
+        return
+    kind = type(tokenizer)
+    before = _dill.Pickler.dispatch.get(kind)
+    tag = f"{kind.__name__}:{getattr(tokenizer, 'name_or_path', '')}:{len(tokenizer)}"
+
+    def save(pickler: Any, obj: Any) -> None:
+        pickler.save_reduce(str, (tag,), obj=obj)
+
+    _dill.Pickler.dispatch[kind] = save
+    try:
+        yield
+    finally:
+        if before is None:
+            _dill.Pickler.dispatch.pop(kind, None)
+        else:
+            _dill.Pickler.dispatch[kind] = before
+
+
 def update_role(
     role: str,
     start: Path,
@@ -128,22 +157,23 @@ def update_role(
         seed=seed,
         data_seed=seed,
         max_length=settings.max_length,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    if settings.method == "kto":
-        args = trl.KTOConfig(**common, beta=settings.beta)
-        trainer = trl.KTOTrainer(
-            model=model, args=args, train_dataset=data, processing_class=tokenizer,
-            peft_config=_lora(settings),
-        )
-    else:
-        args = trl.SFTConfig(**common)
-        trainer = trl.SFTTrainer(
-            model=model, args=args, train_dataset=data, processing_class=tokenizer,
-            peft_config=_lora(settings),
-        )
+    with cheap_tokenizer_hash(tokenizer):
+        if settings.method == "kto":
+            args = trl.KTOConfig(**common, beta=settings.beta)
+            trainer = trl.KTOTrainer(
+                model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                peft_config=_lora(settings),
+            )
+        else:
+            args = trl.SFTConfig(**common)
+            trainer = trl.SFTTrainer(
+                model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                peft_config=_lora(settings),
+            )
     trainer.train()
     history = [dict(h) for h in trainer.state.log_history]
     losses = [h["loss"] for h in history if "loss" in h]
