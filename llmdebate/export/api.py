@@ -18,6 +18,22 @@ from llmdebate.rundir import CONFIG_FILE, load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
 
+ONLINE = ("trl-prompt-only", "verl", "openrlhf")
+INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
+
+
+def injectable(r: Row) -> bool:
+    """A prover-estimator decision that a reply can stand for (not a belief probe feeding a
+    rule, not an assigned answer)."""
+    return (
+        r.protocol == "prover-estimator"
+        and r.role in ("prover", "estimator")
+        and r.act in INJECTABLE_ACTS
+        and r.call_act != "belief"
+        and r.source != "assigned"
+    )
+
+
 @dataclass
 class Export:
     """What an export wrote."""
@@ -82,6 +98,8 @@ def build(
         return formats.preference(rows, text)
     if fmt == "trl-unpaired":
         return formats.unpaired(rows, text, baseline)
+    if fmt in ONLINE:  # rows whose decision a reply can be injected into (llmdebate.rl)
+        rows = [r for r in rows if injectable(r)]
     if fmt == "trl-prompt-only":
         return formats.prompt_only(rows, text, state)
     if fmt == "verl":
