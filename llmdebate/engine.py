@@ -232,7 +232,9 @@ async def run_prover_estimator(
             own: list[list[ModelCallRecord]] = [[] for _ in range(dec.width)]
             flat = await asyncio.gather(
                 *(
-                    estimator.conditional(current, dec, i, (), dataclasses.replace(ctx, calls=own[i]))
+                    estimator.conditional(
+                        current, dec, i, (), dataclasses.replace(ctx, calls=own[i])
+                    )
                     for i in range(dec.width)
                 )
             )

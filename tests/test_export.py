@@ -88,7 +88,8 @@ def test_every_decision_has_a_row_with_its_round_and_credit(pe_run: Path) -> Non
     assert answer.return_to_go == pytest.approx(t.total, abs=1e-15)
     assert answer.source == "assigned" and answer.completion[0]["content"]
     assert {r.split for r in rows} <= {"train", "test"}
-    assert all(len({r.split for r in rows if r.item_id == i}) == 1 for i in {r.item_id for r in rows})
+    items = {r.item_id for r in rows}
+    assert all(len({r.split for r in rows if r.item_id == i}) == 1 for i in items)
 
 
 def test_rewards_sum_to_the_transcripts_totals_exactly(pe_run: Path, belief_run: Path) -> None:

@@ -111,11 +111,13 @@ def test_trl_trainers_prepare_the_exported_datasets(
     assert "input_ids" in sft.train_dataset.column_names
     labels = sft.train_dataset[0]["labels"]
     assert -100 in labels and any(x != -100 for x in labels)  # the loss is on the completion
-    dpo = trl.DPOTrainer(model=model, ref_model=copy.deepcopy(model), args=trl.DPOConfig(**common_args(tmp_path)),
+    dpo = trl.DPOTrainer(model=model, ref_model=copy.deepcopy(model),
+                         args=trl.DPOConfig(**common_args(tmp_path)),
                          train_dataset=load(paths["trl-preference"], "parquet"),
                          processing_class=tok)
     assert {"prompt_ids", "chosen_ids", "rejected_ids"} <= set(dpo.train_dataset.column_names)
-    kto = trl.KTOTrainer(model=model, ref_model=copy.deepcopy(model), args=trl.KTOConfig(**common_args(tmp_path)),
+    kto = trl.KTOTrainer(model=model, ref_model=copy.deepcopy(model),
+                         args=trl.KTOConfig(**common_args(tmp_path)),
                          train_dataset=load(paths["trl-unpaired"], "parquet"),
                          processing_class=tok)
     assert {"prompt_ids", "completion_ids", "label"} <= set(kto.train_dataset.column_names)

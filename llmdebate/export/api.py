@@ -17,7 +17,6 @@ from llmdebate.prompts import Prompts
 from llmdebate.rundir import CONFIG_FILE, load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
-
 ONLINE = ("trl-prompt-only", "verl", "openrlhf")
 INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
 

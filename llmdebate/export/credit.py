@@ -19,9 +19,10 @@ two-sided debate, consultancy: every speech → 1[the judge chose the debater's 
 (expected: the judge's probability of it). Judges' calls carry no reward.
 
 **Carriers.** For the sum check, one row per reward term and player is its *carrier*
-(``credited``, the last such row when a decision was re-asked): the answer row (r_init) and the direction row of round k (r_k) for the
-prover; the p-rows (the first estimate as r_init and as p_d, the handed-on b_j of round k as
-p_(k-1)) for the estimator; the first speech of a debater; the first row of a naive debater.
+(``credited``; the last such row when a decision was re-asked): the answer row (r_init)
+and the direction row of round k (r_k) for the prover; the p-rows (the first estimate as
+r_init and as p_d, the handed-on b_j of round k as p_(k-1)) for the estimator; the first
+speech of a debater; the first row of a naive debater.
 Per debate and player, the carriers' rewards sum to the player's payoff exactly.
 """
 
@@ -76,7 +77,8 @@ def pe_terms(t: Transcript) -> Terms:
     if s.mismatches:
         raise ValueError(f"debate {t.id} does not re-score ({s.mismatches[0]})")
     names = ["r_init", *(f"r_{rd.k}" for rd in t.rounds)]
-    return Terms(names, dict(zip(names, s.rewards, strict=True)), dict(zip(names, s.expected, strict=True)))
+    sampled = dict(zip(names, s.rewards, strict=True))
+    return Terms(names, sampled, dict(zip(names, s.expected, strict=True)))
 
 
 def naive_payoff(t: Transcript) -> float:

@@ -111,7 +111,9 @@ def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[
     return out
 
 
-def unpaired(rows: list[Row], text: bool, baseline: str | float = "expected") -> list[dict[str, Any]]:
+def unpaired(
+    rows: list[Row], text: bool, baseline: str | float = "expected"
+) -> list[dict[str, Any]]:
     """KTO rows: label = reward > baseline (``expected``: the row's expected reward; ``mean``:
     the mean reward of the rows of the same player and act; or a number)."""
     rows = [r for r in rows if r.reward is not None]

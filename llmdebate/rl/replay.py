@@ -216,7 +216,7 @@ def spec_of(t: Transcript) -> DebateSpec:
         seed=t.seed,
         gold=str(m["gold"]),
         distractor=str(m.get("distractor", "")),
-        shown=tuple(m.get("shown") or ("", "")),  # type: ignore[arg-type]
+        shown=tuple(m.get("shown") or ("", "")),
         answer=m.get("assigned"),
     )
 
@@ -259,7 +259,8 @@ def _seed_beliefs(prover: Any, t: Transcript, at: ForkPoint) -> None:
         return
     for rd in t.rounds:
         if at.replayed(rd.k, "direction"):
-            texts = [rd.claim.text, *(s.text for s in (rd.decomposition.subclaims if rd.decomposition else []))]
+            subs = rd.decomposition.subclaims if rd.decomposition else []
+            texts = [rd.claim.text, *(s.text for s in subs)]
             for text in texts:
                 if text in known:
                     beliefs[text] = float(known[text])

@@ -115,7 +115,9 @@ class DebateRewardBase:
 
     async def score_all(self, completions: list[Any], states: list[Any]) -> list[float]:
         return list(
-            await asyncio.gather(*(self.score(c, s) for c, s in zip(completions, states, strict=True)))
+            await asyncio.gather(
+                *(self.score(c, s) for c, s in zip(completions, states, strict=True))
+            )
         )
 
 
@@ -162,7 +164,9 @@ def compute_score(
 def reward_func(queries: list[str], prompts: list[str], labels: list[str]) -> Any:
     """OpenRLHF's remote reward function: ``labels`` are the rows' states; ``queries`` are
     prompt + response, so the response is what follows the prompt."""
-    responses = [q[len(p):] if q.startswith(p) else q for q, p in zip(queries, prompts, strict=True)]
+    responses = [
+        q[len(p) :] if q.startswith(p) else q for q, p in zip(queries, prompts, strict=True)
+    ]
     scores = asyncio.run(_env_reward().score_all(responses, labels))
     try:
         import torch
