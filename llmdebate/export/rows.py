@@ -172,7 +172,10 @@ class _Builder:
         )
         self.eligible.append(c.eligible)
 
-    def call_row(self, i: int, call: ModelCallRecord, act: str, credit: Credit | None) -> None:
+    def call_row(
+        self, i: int, call: ModelCallRecord, act: str, credit: Credit | None,
+        source: str = "model",
+    ) -> None:
         round_k = call.round
         if call.role == "estimator" and credit is not None and credit.term.startswith("r_"):
             round_k = None if credit.term == "r_init" else int(credit.term[2:])
@@ -183,7 +186,7 @@ class _Builder:
             speaker=call.role,
             act=act,
             call_act=call.act,
-            source="model",
+            source=source,
             round_k=round_k,
             index=call.index,
             model=call.model,
@@ -219,8 +222,12 @@ def _pe_rows(b: _Builder) -> None:
         credits = pe_call_credits(t, terms, call) if terms is not None else []
         if not credits:  # a judge's call, or a debate still awaiting its verdict
             b.call_row(i, call, _act_of(call), None)
+        best_of = call.notes.get("best_of") if call.notes else None
+        if best_of and not best_of.get("chosen"):  # a best-of-n candidate that was not played
+            e = float(best_of["expected_reward"])
+            credits = [(a, Credit(c.term, e, e, e, e)) for a, c in credits]
         for act, credit in credits:
-            b.call_row(i, call, act, credit)
+            b.call_row(i, call, act, credit, "candidate" if best_of else "model")
         answered |= call.role == "prover" and call.decision == "answer"
         if call.role == "prover" and call.decision == "direction" and call.round is not None:
             directions.add(call.round)
