@@ -87,9 +87,10 @@ def build(
     """The records of format ``fmt``."""
     rows = [r for r, _ in pairs]
     by_id = {id(r): t for r, t in pairs}
+    states = formats.States(config)
 
     def state(r: Row) -> str:
-        return formats.state_of(r, by_id[id(r)], config)
+        return states(r, by_id[id(r)])
 
     if fmt == "trl-prompt-completion":
         return formats.prompt_completion(rows, text)

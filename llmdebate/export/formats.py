@@ -48,22 +48,34 @@ def meta(row: Row) -> dict[str, Any]:
     return {k: v for k, v in row.as_dict().items() if k not in META_DROP}
 
 
-def state_of(row: Row, t: Transcript, config: dict[str, Any]) -> str:
-    """What :mod:`llmdebate.rl` needs to play the rest of the debate from this decision."""
+class States:
+    """The ``state`` column: the debate (without its calls) and the run config are serialised
+    once per debate and spliced into each of its rows' states."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        plain = {k: v for k, v in config.items() if k != "servers"}
+        self.config = json.dumps(plain, sort_keys=True)
+        self.debates: dict[str, str] = {}
+
+    def __call__(self, row: Row, t: Transcript) -> str:
+        tj = self.debates.get(t.id)
+        if tj is None:
+            tj = self.debates[t.id] = t.model_dump_json(exclude={"calls"})
+        decision = json.dumps(decision_of(row, t), sort_keys=True)
+        return f'{{"config": {self.config}, "transcript": {tj}, {decision[1:]}'
+
+
+def decision_of(row: Row, t: Transcript) -> dict[str, Any]:
+    """Which decision of the debate a row is (the part of its state that is not the debate)."""
     call = t.calls[row.call] if row.call >= 0 else None
-    return json.dumps(
-        {
-            "transcript": t.model_dump(mode="json", exclude={"calls"}),
-            "config": {k: v for k, v in config.items() if k != "servers"},
-            "speaker": row.speaker,
-            "act": row.act,
-            "round": call.round if call is not None else row.round_k,
-            "index": row.index,
-            "prefix": call.prefix if call is not None else None,
-            "term": row.term,
-        },
-        sort_keys=True,
-    )
+    return {
+        "speaker": row.speaker,
+        "act": row.act,
+        "round": call.round if call is not None else row.round_k,
+        "index": row.index,
+        "prefix": call.prefix if call is not None else None,
+        "term": row.term,
+    }
 
 
 def prompt_completion(rows: list[Row], text: bool) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from llmdebate.export.credit import (
@@ -99,7 +99,11 @@ class Row:
     status: str
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row's columns (a shallow dict: the messages are shared, not copied)."""
+        return {name: getattr(self, name) for name in ROW_FIELDS}
+
+
+ROW_FIELDS = tuple(f.name for f in fields(Row))
 
 
 def _messages(call: ModelCallRecord) -> list[dict[str, str]]:
