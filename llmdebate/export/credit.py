@@ -21,8 +21,8 @@ two-sided debate, consultancy: every speech → 1[the judge chose the debater's 
 **Carriers.** For the sum check, one row per reward term and player is its *carrier*
 (``credited``; the last such row when a decision was re-asked): the answer row (r_init)
 and the direction row of round k (r_k) for the prover; the p-rows (the first estimate as
-r_init and as p_d, the handed-on b_j of round k as p_(k-1)) for the estimator; the first
-speech of a debater; the first row of a naive debater.
+r_init and as p_d, the handed-on b_j of round k as p_(k-1)) for the estimator; the last
+speech of a debater; the last row of a naive debater.
 Per debate and player, the carriers' rewards sum to the player's payoff exactly.
 """
 
