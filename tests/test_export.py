@@ -187,3 +187,9 @@ def test_a_transcript_that_does_not_rescore_is_refused(pe_run: Path, tmp_path: P
     Transcript.model_validate(data)
     with pytest.raises(Exception, match="does not re-score"):
         export_run(bad, tmp_path / "x.jsonl", role="prover")
+    data = t.model_dump(mode="json")
+    for c in data["calls"]:
+        c["decision"] = None
+    (bad / TRANSCRIPTS_FILE).write_text(json.dumps(data) + "\n")
+    with pytest.raises(Exception, match="not marked with their decision"):
+        export_run(bad, tmp_path / "x.jsonl", role="prover")

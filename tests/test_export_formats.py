@@ -132,3 +132,8 @@ def test_trl_trainers_prepare_the_exported_datasets(
                             max_completion_length=4),
     )
     assert "state" in grpo.train_dataset.column_names
+    from trl.trainer.utils import is_async_callable
+
+    from llmdebate.rl import AsyncDebateReward
+
+    assert is_async_callable(AsyncDebateReward()) and not is_async_callable(DebateReward())

@@ -212,6 +212,11 @@ def _usable(call: ModelCallRecord) -> bool:
 
 def _pe_rows(b: _Builder) -> None:
     t = b.t
+    if any(c.decision is None for c in t.calls):
+        raise ValueError(
+            f"debate {t.id} has model calls not marked with their decision (it was recorded "
+            "by an older llmdebate): run its debates again to export them"
+        )
     complete = t.status == "complete"
     terms = pe_terms(t) if complete else None
     answered = False
