@@ -141,9 +141,17 @@ def test_judged_protocols_credit_the_judges_probability(tmp_path: Path) -> None:
         assert r.expected_reward == pytest.approx(p if position == options[0] else 1 - p)
         assert r.reward == float(t.meta["decision"] == position)
     naive = [r for r in rows if r.protocol == "naive-recursive" and r.reward is not None]
+    assert naive
     for r in naive:
         total = ts[r.debate_id].total
         assert r.reward == (total if r.speaker == "prover" else -total)
+    sums = carrier_sums(rows)
+    for t in ts.values():
+        if t.protocol == "naive-recursive" and t.status == "complete":
+            assert t.total is not None
+            assert sums[(t.id, "prover")] == (t.total, t.total)
+            if (t.id, "challenger") in sums:
+                assert sums[(t.id, "challenger")] == (-t.total, -t.total)
     judge = [r for r in rows if r.role == "judge"]
     assert judge and all(r.reward is None and r.act == "verdict" for r in judge)
 
