@@ -20,6 +20,9 @@ COMMAND_MODULES = [
     "llmdebate.commands.report",
     "llmdebate.commands.export",
     "llmdebate.commands.train",
+    "llmdebate.commands.assign",
+    "llmdebate.commands.serve",
+    "llmdebate.commands.judge",
 ]
 
 

@@ -69,6 +69,7 @@ class Prompts:
             trim_blocks=True,
             lstrip_blocks=False,
             keep_trailing_newline=False,
+            auto_reload=False,  # templates are read once: no stat of the file per render
         )
 
     def _template(self, act: str) -> Any:

@@ -7,7 +7,12 @@
 * ``transcripts.jsonl`` — one debate per line (any protocol, :class:`~llmdebate.schemas.
   Transcript`), each appended with one fsynced write, at most one line per debate id;
 * ``failures.jsonl`` — the lines of failed debates that a resume retried (kept, not lost);
-* ``summary.json`` — written after every invocation, however it ended.
+* ``summary.json`` — written after every invocation, however it ended;
+* ``judged.jsonl`` — the debates of ``transcripts.jsonl`` that waited for a person, completed
+  with one person's verdict each: one line per judgment (id ``<debate id>#<judgment id>``,
+  ``meta.judgment`` says who, when and how), append-only like the transcripts, so a debate
+  judged by K people has K scored lines there and its waiting line stays as it was;
+* ``judging.db`` — the judges, assignments and judgments of a human-judge study (SQLite).
 
 Readers (``report``, ``score``, judging, export) use :func:`load_transcripts`; nothing here
 runs a debate.
@@ -25,12 +30,15 @@ from pydantic import ValidationError
 
 from llmdebate.errors import RuleError, TranscriptError, UserError
 from llmdebate.jsonl import first_error, iter_json_lines
+from llmdebate.redact import redact
 from llmdebate.schemas import Transcript
 
 CONFIG_FILE = "config.yaml"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 SUMMARY_FILE = "summary.json"
+JUDGED_FILE = "judged.jsonl"
+JUDGING_DB = "judging.db"
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -131,12 +139,13 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def load_transcripts(run_dir: Path) -> list[Transcript]:
+def load_transcripts(run_dir: Path, *, judged: bool = False) -> list[Transcript]:
     """Every transcript of a run directory; a torn last line (a killed run) is left out.
 
-    A bad complete line raises one :class:`TranscriptError` naming the file and the line.
+    ``judged``: the lines of ``judged.jsonl`` instead (debates completed by a person). A bad
+    complete line raises one :class:`TranscriptError` naming the file and the line.
     """
-    path = run_dir / TRANSCRIPTS_FILE
+    path = run_dir / (JUDGED_FILE if judged else TRANSCRIPTS_FILE)
     if not path.is_file():
         return []
     out: list[Transcript] = []
@@ -151,3 +160,26 @@ def load_transcripts(run_dir: Path) -> list[Transcript]:
             except RuleError as exc:
                 raise TranscriptError(f"{path}:{lineno}: {exc}") from None
     return out
+
+
+def append_judged(run_dir: Path, transcript: Transcript) -> bool:
+    """Append one judged transcript to ``judged.jsonl`` unless its id is already there.
+
+    Safe across processes (an exclusive lock on the file) and across crashes (a torn last line
+    is cut first; one fsynced write per line). Returns whether the line was written.
+    """
+    import fcntl
+
+    path = run_dir / JUDGED_FILE
+    line = redact(transcript).model_dump_json().encode("utf-8") + b"\n"
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        repair_transcripts(path)
+        if transcript.id in statuses(path):
+            return False
+        os.write(fd, line)
+        os.fsync(fd)
+        return True
+    finally:
+        os.close(fd)  # closing releases the lock

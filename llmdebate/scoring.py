@@ -243,6 +243,13 @@ def score_transcript(t: Transcript) -> Score:
     cfg = t.config
     r = ratio_for(cfg)
     d = cfg.depth
+    if t.status == "complete" and "judgment" in t.meta:  # a person's verdict: its recorded scores
+        recorded = (t.meta["judgment"] or {}).get("scores")
+        _check(s, t.id, "judgment scores", recorded, judgment_scores(t))
+        reveal = (t.meta["judgment"] or {}).get("reveal")
+        if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
+            cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
+            _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
     if t.status != "complete" or t.protocol not in REWARDED_PROTOCOLS:
         return s
     if t.protocol == "naive-recursive":
@@ -323,3 +330,62 @@ def _naive_payoff(t: Transcript, s: Score) -> float:
             return payoff
     s.mismatches.append(Mismatch(t.id, "naive debate", "no leaf", "a leaf round"))
     return -1.0
+
+
+# ---------------------------------------------------------------------------- judges' verdicts
+
+
+def log_score(p: float, outcome: int) -> float:
+    """ln of the probability a judge gave to what is true (0 is best; p in (0, 1))."""
+    return float(np.log(p if outcome else 1.0 - p))
+
+
+def brier(p: float, outcome: int) -> float:
+    """(p - outcome)^2 for a probability p that the outcome is 1."""
+    return float((p - outcome) ** 2)
+
+
+def reveal_cost(turn_cost: float, turns: int) -> float:
+    """The stated cost of a stepped reveal: the first turn is free, each further one costs
+    ``turn_cost``."""
+    return round(turn_cost * max(0, turns - 1), 10)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def judgment_scores(t: Transcript) -> dict[str, float | None]:
+    """How well the judge of a complete debate did against the gold truth.
+
+    Leaf protocols: the verdict O against the leaf claim's truth, with the verdict's P[O = 1].
+    Speech protocols: the chosen answer against the gold answer (``meta.gold``), with
+    P(first option) from ``meta.judge.p_first``. ``correct`` is 1.0 / 0.0; ``p_correct``,
+    ``log_score`` and ``brier`` are None where no probability (or no truth) is known.
+    """
+    out: dict[str, float | None] = {
+        "correct": None, "p_correct": None, "log_score": None, "brier": None
+    }
+    p_true: float | None = None
+    truth: int | None = None
+    if t.protocol in REWARDED_PROTOCOLS:
+        leaf = t.rounds[-1] if t.rounds else None
+        if leaf is None or leaf.k != 0 or leaf.verdict is None or leaf.claim.truth is None:
+            return out
+        truth = int(leaf.claim.truth)
+        out["correct"] = float(leaf.verdict.value == truth)
+        p_true = leaf.verdict.probability
+    else:
+        options, gold = t.meta.get("options"), t.meta.get("gold")
+        raw = t.meta.get("judge") or {}
+        if not options or gold is None or "decision" not in t.meta:
+            return out
+        truth = int(_same(options[0], gold))
+        out["correct"] = float(_same(t.meta["decision"], gold))
+        p_true = raw.get("p_first")
+    if p_true is not None:
+        p = float(p_true)
+        out["p_correct"] = p if truth else 1.0 - p
+        out["log_score"] = log_score(p, truth) if 0.0 < p < 1.0 else None
+        out["brier"] = brier(p, truth)
+    return out

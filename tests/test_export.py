@@ -135,7 +135,7 @@ def test_judged_protocols_credit_the_judges_probability(tmp_path: Path) -> None:
     assert speeches and all(r.act == "speech" for r in speeches)
     for r in speeches:
         t = ts[r.debate_id]
-        options = t.meta.get("order") or t.meta["shown"]
+        options = t.meta.get("options") or t.meta.get("order") or t.meta["shown"]
         position = next(tn.position for tn in t.turns if tn.role == r.speaker)
         p = t.meta["judge"]["p_first"]
         assert r.expected_reward == pytest.approx(p if position == options[0] else 1 - p)

@@ -180,12 +180,21 @@ class Team:
 
     def make_judge(self) -> Judge:
         kind = self.judge.kind
-        if kind == "deferred":
-            return DeferredJudge()
+        if kind in ("deferred", "human"):
+            return DeferredJudge(kind)
         if kind == "llm":
             return self._llm_judge()
         fallback = self._llm_judge() if kind == "oracle-or-llm" else None
         return OracleJudge(claim_truth, fallback=fallback)
+
+    @property
+    def judge_defers(self) -> bool:
+        """True when a person gives every verdict later (judge kind deferred or human)."""
+        return self.judge.kind in ("deferred", "human")
+
+    def judge_name(self) -> str:
+        """The judge's name in a transcript: its model, or the kind of a deferred judge."""
+        return self.judge.kind if self.judge_defers else self.models["judge"].name
 
     def make_naive_prover(self, answer: int) -> LLMNaiveProver:
         return LLMNaiveProver(

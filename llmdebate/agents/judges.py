@@ -124,7 +124,8 @@ class OracleJudge:
 class DeferredJudge:
     """Returns no verdict: the debate is stored ``awaiting_verdict`` for a person to finish."""
 
-    name = "deferred"
+    def __init__(self, name: str = "deferred") -> None:
+        self.name = name
 
     async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> None:
         return None

@@ -27,12 +27,24 @@ class ModelSettings(_Section):
 
     model: str = "local"
     """Model string: local, hf/<dir or .gguf>, openai/<model>, anthropic/<model>, scripted."""
-    base_url: str | None = None
-    """Server URL of an OpenAI-compatible or Anthropic endpoint (default: the provider's)."""
+    base_url: str | list[str] | None = None
+    """Server URL of an OpenAI-compatible or Anthropic endpoint (default: the provider's); a
+    list of several: replicas of one model, each request to the least loaded."""
     api_key_env: str | None = None
     """Environment variable holding the API key (default: the provider's usual one)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Backend options as JSON (e.g. {"requests_per_minute": 500}); never secrets."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _urls(cls, v: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("give at least one URL")
+            if len(set(v)) != len(v):
+                raise ValueError("a URL is listed twice")
+            return v[0] if len(v) == 1 else v
+        return v
 
     @field_validator("options")
     @classmethod
@@ -87,9 +99,10 @@ class EstimatorSettings(ModelSettings):
 
 
 class JudgeSettings(ModelSettings):
-    kind: Literal["llm", "oracle", "oracle-or-llm", "deferred"] = "llm"
+    kind: Literal["llm", "oracle", "oracle-or-llm", "deferred", "human"] = "llm"
     """llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
-    else the model; deferred: no verdict, the debate waits for a person."""
+    else the model; deferred or human: no verdict, the debate waits for a person (every
+    protocol stops where the judge would decide; see llmdebate assign / serve / judge)."""
     method: Literal["logprobs", "sampling", "verbalised", "generate"] = "logprobs"
     """How the judge's probability is elicited (generate: a True/False word, no probability)."""
     samples: int = Field(default=8, ge=1)

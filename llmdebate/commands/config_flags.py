@@ -94,6 +94,8 @@ def config_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _value(dotted: str, raw: str, annotation: Any) -> Any:
     kind = _kind(annotation)
+    if raw.lower() in ("none", "null") and type(None) in typing.get_args(annotation):
+        return None
     if kind == "dict" or (kind == "list" and raw.lstrip().startswith("[")):
         try:
             return json.loads(raw)

@@ -37,6 +37,24 @@ RUN_OPTIONS = [
         is_flag=True,
         help="Resume although a role's server URL differs from the one the run started with.",
     ),
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where debates run: this process, or a Ray cluster (extra llmdebate[ray]).",
+    ),
+    click.option(
+        "--ray-address",
+        default=None,
+        help="Ray cluster to join (e.g. auto, ray://head:10001); default: start one here.",
+    ),
+    click.option(
+        "--ray-workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Ray worker processes (default: the cluster's CPUs, at most max_concurrency).",
+    ),
 ]
 
 
@@ -58,8 +76,14 @@ def run_from_flags(
     extra: dict[str, Any] | None = None,
 ) -> Any:
     """Build the config from file and flags, run it, print one line; the RunResult."""
+    from llmdebate.experiment.executors import ExecutorOptions
     from llmdebate.experiment.runner import run
 
+    executor = ExecutorOptions(
+        kind=fields.pop("executor", None) or "local",
+        ray_address=fields.pop("ray_address", None),
+        ray_workers=fields.pop("ray_workers", None),
+    )
     overrides = dict(extra or {})
     if limit is not None:
         overrides["dataset.limit"] = limit
@@ -72,6 +96,7 @@ def run_from_flags(
         run_id=run_id,
         progress=not quiet,
         allow_server_change=allow_server_change,
+        executor=executor,
     )
     s = result.summary
     status = ", ".join(f"{n} {k}" for k, n in sorted(s["status"].items())) or "no debates"

@@ -112,12 +112,12 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
         symmetric = [p for p in self.protocols if p not in ASYMMETRIC]
-        if symmetric and self.judge.kind in ("oracle", "deferred"):
+        if symmetric and self.judge.kind == "oracle":
             raise ValueError(
                 f"judge.kind {self.judge.kind!r} rules on leaf claims only; "
-                f"{', '.join(symmetric)} need judge.kind llm"
+                f"{', '.join(symmetric)} need judge.kind llm or human"
             )
-        if symmetric and self.judge.method == "generate":
+        if symmetric and self.judge.method == "generate" and self.judge.kind == "llm":
             raise ValueError(
                 f"{', '.join(symmetric)} need the judge's probability: judge.method logprobs, "
                 "sampling or verbalised"

@@ -91,7 +91,7 @@ def naive_payoff(t: Transcript) -> float:
 def judged(t: Transcript, speaker: str) -> tuple[float, float] | None:
     """(sampled, expected) reward of a debater of a judged protocol (None: no judge yet)."""
     judge = t.meta.get("judge") or {}
-    options = t.meta.get("order") or t.meta.get("shown")
+    options = t.meta.get("options") or t.meta.get("order") or t.meta.get("shown")
     decision = t.meta.get("decision")
     position = next((tn.position for tn in t.turns if tn.role == speaker), None)
     if "p_first" not in judge or not options or position is None or decision is None:

@@ -13,6 +13,7 @@ import os
 from typing import Any, cast
 
 from llmdebate.errors import InvalidOutputError
+from llmdebate.models import fast_http
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -57,7 +58,11 @@ class OpenAIBackend(Backend):
             "max_tokens" if self.base_url else "max_completion_tokens"
         )
         self._client = self._sdk.AsyncOpenAI(
-            api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._secret,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=timeout,
+            http_client=fast_http.http_client(timeout),
         )
 
     @property
@@ -86,7 +91,7 @@ class OpenAIBackend(Backend):
         if config.seed is not None:
             kwargs["seed"] = config.seed
         try:
-            resp = await self._client.chat.completions.create(**kwargs)
+            resp = await fast_http.post_json(self._client, "/chat/completions", kwargs)
         except Exception as exc:
             raise map_sdk_error(
                 exc,

@@ -10,6 +10,7 @@ when their backend is built.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ _HF_LOCK = threading.Lock()
 def get_model(
     model: str,
     *,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     api_key_env: str | None = None,
     cache_dir: Path | None = None,
     use_cache: bool = True,
@@ -73,15 +74,34 @@ def get_model(
 def create_backend(
     model: str,
     *,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     api_key_env: str | None = None,
     cache_dir: Path | None = None,
     **options: Any,
 ) -> Backend:
-    """The bare backend for a model string (no cache, retries or accounting)."""
+    """The bare backend for a model string (no cache, retries or accounting).
+
+    ``base_url`` a list of several URLs: one backend per server behind a
+    :class:`~llmdebate.models.replicas.ReplicaBackend` (least-loaded, with fail-over).
+    """
     if not isinstance(model, str) or not model.strip():
         raise UserError(f"a model string is required: one of {ACCEPTED}")
     model = model.strip()
+    if base_url is not None and not isinstance(base_url, str):
+        urls = list(base_url)
+        if not urls:
+            raise UserError(f"{model}: base_url is an empty list")
+        if len(urls) > 1:
+            from llmdebate.models.replicas import ReplicaBackend
+
+            return ReplicaBackend(
+                [
+                    create_backend(model, base_url=u, api_key_env=api_key_env,
+                                   cache_dir=cache_dir, **options)
+                    for u in urls
+                ]
+            )
+        base_url = urls[0]
     provider, _, rest = model.partition("/")
     if provider in ("openai", "anthropic") and rest:
         return _build(model, provider, rest, base_url, api_key_env, options)

@@ -1,7 +1,10 @@
 """What the speech protocols share: the options text, the transcript text, the judge's choice.
 
 Two-sided debate, consultancy and the direct judge all end with the judge choosing between
-the item's gold answer and its distractor, shown in the order ``spec.shown``.
+the item's gold answer and its distractor, shown in the order ``spec.shown``. With a judge that
+defers (``judge.kind`` human or deferred) the debate stops there, status ``awaiting_verdict``,
+with the options in ``meta.options``; :func:`complete_choice` finishes it with a person's
+probability, through the same code that records a model judge's choice.
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from typing import Any
 
 from llmdebate.agents.factory import Team
 from llmdebate.elicit import estimate
+from llmdebate.errors import ProtocolViolation
+from llmdebate.models import Model
+from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.schemas import Transcript, Turn
 
@@ -26,32 +32,101 @@ def transcript_text(turns: list[Turn]) -> str:
     )
 
 
+Decision = tuple[str, float, dict[str, Any]]
+
+
+def choice_of(options: tuple[str, str] | list[str], p_first: float) -> Decision:
+    """(chosen option, its probability, raw) from P(the first option is correct)."""
+    choice = options[0] if p_first >= 0.5 else options[1]
+    prob = p_first if p_first >= 0.5 else 1.0 - p_first
+    return choice, prob, {"p_first": p_first}
+
+
 async def judge_choice(
     team: Team, act: str, options: tuple[str, str], log: Log, **variables: Any
-) -> tuple[str, float, dict[str, Any]]:
+) -> Decision | None:
     """The judge's pick between two options: P(option A is correct) from the judge model.
 
-    Returns (chosen option, probability of the chosen option, the raw estimate as a dict).
+    Returns (chosen option, probability of the chosen option, the raw estimate as a dict), or
+    None when the judge defers to a person.
     """
-    messages = team.prompts.render(
-        act, options=options_text(options), first=options[0], **variables
-    )
+    if team.judge_defers:
+        return None
     j = team.judge
-    method = j.method if j.method != "generate" else "logprobs"
-    est = await estimate(
+    return await model_choice(
         team.models["judge"],
-        messages,
-        method,
+        team.prompts,
+        act,
+        options,
+        log,
+        method=j.method,
         samples=j.samples,
         temperature=j.temperature,
+        **variables,
+    )
+
+
+async def model_choice(
+    model: Model,
+    prompts: Prompts,
+    act: str,
+    options: tuple[str, str] | list[str],
+    log: Log,
+    *,
+    method: str = "logprobs",
+    samples: int = 8,
+    temperature: float = 1.0,
+    **variables: Any,
+) -> Decision:
+    """A model judge's pick between two options (prompt ``act``); see :func:`judge_choice`."""
+    messages = prompts.render(act, options=options_text(options), first=options[0], **variables)
+    est = await estimate(
+        model,
+        messages,
+        method if method != "generate" else "logprobs",
+        samples=samples,
+        temperature=temperature,
         role="judge",
         act=act,
         log=log,
     )
-    p_a = float(est.value)
-    choice = options[0] if p_a >= 0.5 else options[1]
-    prob = p_a if p_a >= 0.5 else 1.0 - p_a
-    return choice, prob, {"p_first": p_a, "method": est.method}
+    choice, prob, raw = choice_of(options, float(est.value))
+    return choice, prob, {**raw, "method": est.method}
+
+
+JUDGE_ACTS = {
+    "two-sided": "two_sided_judge",
+    "consultancy": "consultancy_judge",
+    "direct": "direct_judge",
+}
+
+
+def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
+    """The judge prompt (act, variables) of a speech-protocol debate awaiting its verdict: what
+    the protocol would have shown its model judge."""
+    if t.protocol not in JUDGE_ACTS:
+        raise ProtocolViolation(f"{t.protocol} does not end with a choice between two options")
+    item = t.item or {}
+    variables: dict[str, Any] = {
+        "question": item.get("question", ""),
+        "context": item.get("context"),
+    }
+    if t.protocol != "direct":
+        variables["transcript"] = transcript_text([x for x in t.turns if x.role != "judge"])
+    return JUDGE_ACTS[t.protocol], variables
+
+
+def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:
+    choice, prob, raw = decision
+    t.turns.append(
+        Turn(
+            role="judge",
+            round=judge_round,
+            text=f"The correct answer is: {choice}",
+            position=choice,
+        )
+    )
+    t.meta.update(decision=choice, decision_probability=prob, judge=raw)
 
 
 def decided(
@@ -61,23 +136,48 @@ def decided(
     agents: dict[str, str],
     turns: list[Turn],
     log: Log,
-    decision: tuple[str, float, dict[str, Any]],
+    decision: Decision | None,
     judge_round: int,
+    options: tuple[str, str],
     **meta: Any,
 ) -> Transcript:
-    """The transcript of a protocol that ends with the judge's choice between the two options."""
-    choice, prob, raw = decision
-    judge = Turn(
-        role="judge", round=judge_round, text=f"The correct answer is: {choice}", position=choice
-    )
-    return Transcript(
+    """The transcript of a protocol that ends with the judge's choice between the two options.
+
+    ``decision`` None (a deferred judge): status ``awaiting_verdict``, to be finished by
+    :func:`complete_choice`.
+    """
+    t = Transcript(
         id=spec.debate_id,
         protocol=spec.protocol,  # type: ignore[arg-type]
         config=settings.debate,
         seed=spec.seed,
         agents=agents,
         item=spec.item_dict,
-        turns=[*turns, judge],
+        turns=list(turns),
         calls=log,
-        meta={**meta, "decision": choice, "decision_probability": prob, "judge": raw},
+        meta={**meta, "options": list(options), "judge_round": judge_round},
     )
+    if decision is None:
+        t.status = "awaiting_verdict"
+    else:
+        _record_choice(t, decision, judge_round)
+    return t
+
+
+def complete_choice(
+    transcript: Transcript, p_first: float, judge: str, **raw: Any
+) -> Transcript:
+    """Finish a speech-protocol debate awaiting its judge with P(``meta.options[0]`` correct).
+
+    The same record as a model judge's choice (:func:`decided`); ``raw`` is kept with it.
+    """
+    if transcript.status != "awaiting_verdict" or "options" not in transcript.meta:
+        raise ProtocolViolation(f"debate {transcript.id} is not awaiting a verdict")
+    if not 0.0 <= p_first <= 1.0:
+        raise ProtocolViolation(f"a probability is in [0, 1] (got {p_first})")
+    t = transcript.model_copy(deep=True)
+    choice, prob, base = choice_of(t.meta["options"], p_first)
+    t.agents["judge"] = judge
+    _record_choice(t, (choice, prob, {**base, **raw}), int(t.meta.get("judge_round", 0)))
+    t.status = "complete"
+    return t

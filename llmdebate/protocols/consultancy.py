@@ -49,10 +49,11 @@ async def run_consultancy(
     return decided(
         spec,
         settings,
-        agents={"consultant": model.name, "judge": team.models["judge"].name},
+        agents={"consultant": model.name, "judge": team.judge_name()},
         turns=turns,
         log=log,
         decision=decision,
         judge_round=settings.rounds + 1,
+        options=spec.shown,
         rounds=settings.rounds,
     )

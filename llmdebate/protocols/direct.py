@@ -23,9 +23,10 @@ async def run_direct(
     return decided(
         spec,
         settings,
-        agents={"judge": team.models["judge"].name},
+        agents={"judge": team.judge_name()},
         turns=[],
         log=log,
         decision=decision,
         judge_round=0,
+        options=spec.shown,
     )

@@ -72,11 +72,12 @@ async def run_two_sided(
     return decided(
         spec,
         settings,
-        agents={"debater A": debater, "debater B": debater, "judge": team.models["judge"].name},
+        agents={"debater A": debater, "debater B": debater, "judge": team.judge_name()},
         turns=turns,
         log=log,
         decision=decision,
         judge_round=settings.rounds + 1,
+        options=shown,
         order=list(shown),
         rounds=settings.rounds,
         mode=settings.mode,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.report import html as report_html
-from llmdebate.report import metrics, plots, tables
+from llmdebate.report import judges, judges_html, metrics, plots, tables
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
@@ -27,7 +27,7 @@ def role_models(info: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for role in ("prover", "estimator", "judge"):
         section = info.get(role) or {}
-        if role == "judge" and section.get("kind") in ("oracle", "deferred"):
+        if role == "judge" and section.get("kind") in ("oracle", "deferred", "human"):
             out[role] = str(section.get("kind"))
         else:
             out[role] = str(section.get("model", "local"))
@@ -36,7 +36,7 @@ def role_models(info: dict[str, Any]) -> dict[str, str]:
 
 def caveat(info: dict[str, Any]) -> str:
     """What the numbers do and do not show (HTML, trusted text with escaped model names)."""
-    names = set(role_models(info).values()) - {"oracle", "deferred"}
+    names = set(role_models(info).values()) - {"oracle", "deferred", "human"}
     shown = html.escape(", ".join(sorted(names)))
     if names & set(WEAK_MODELS) or any(n.startswith("local") for n in names):
         return (
@@ -83,6 +83,7 @@ def build_report(
     """Write the report of ``run_dir``; return the path of report.html."""
     info = read_run_config(run_dir)
     transcripts = load_transcripts(run_dir)
+    judged = load_transcripts(run_dir, judged=True)
     settings = info.get("report") or {}
     if progress:
         print(f"writing the report of {len(transcripts)} debates…", file=sys.stderr, flush=True)
@@ -93,6 +94,7 @@ def build_report(
         formal=settings.get("formal", False) if formal is None else formal,
         n_boot=bootstrap or settings.get("bootstrap", metrics.DEFAULT_BOOTSTRAP),
         n_bins=calibration_bins or settings.get("calibration_bins", 10),
+        judged=judged,
     )
     return run_dir / "report.html"
 
@@ -105,8 +107,12 @@ def write_outputs(
     formal: bool = False,
     n_boot: int = metrics.DEFAULT_BOOTSTRAP,
     n_bins: int = 10,
+    judged: Sequence[Transcript] = (),
 ) -> dict[str, Any]:
-    """comparison.json, comparison.md, plots/*.png and report.html in ``run_dir``."""
+    """comparison.json, comparison.md, plots/*.png and report.html in ``run_dir``.
+
+    ``judged``: the run's debates completed by people (``judged.jsonl``): a judges section.
+    """
     seed = int(info.get("seed", 0))
     name = str(info.get("name", run_dir.name))
     m = metrics.compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
@@ -114,9 +120,20 @@ def write_outputs(
     m["run"] = {"name": name, "models": role_models(info), **facts}
     if formal:
         m["formal"] = formal_section()
+    extra_md = extra_html = ""
+    if judged:
+        m["judges"] = judges.section(judged, transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
+        extra_md = "\n" + judges_html.render_markdown(m["judges"])
+        extra_html = judges_html.render(m["judges"])
     (run_dir / "comparison.json").write_text(json.dumps(m, indent=2) + "\n")
-    (run_dir / "comparison.md").write_text(tables.comparison_markdown(m, f"Comparison: {name}"))
+    (run_dir / "comparison.md").write_text(
+        tables.comparison_markdown(m, f"Comparison: {name}") + extra_md
+    )
     pngs = plots.all_plots(m)
+    if judged:
+        pngs["judges_calibration"] = judges_html.calibration_png(
+            m["judges"]["calibration"], m["judges"].get("calibration_per_judge")
+        )
     (run_dir / "plots").mkdir(exist_ok=True)
     for plot, png in pngs.items():
         (run_dir / "plots" / f"{plot}.png").write_bytes(png)
@@ -135,6 +152,7 @@ def write_outputs(
         title=f"Report: {name}",
         caveat=caveat(info),
         notes=notes,
+        extra=extra_html,
     )
     (run_dir / "report.html").write_text(page, encoding="utf-8")
     return m

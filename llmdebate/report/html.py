@@ -246,6 +246,7 @@ def render(
     title: str,
     caveat: str,
     notes: str = "",
+    extra: str = "",
 ) -> str:
     """The whole report as one HTML string."""
     cal = metrics["calibration"]
@@ -276,6 +277,7 @@ def render(
         ]
         if f.get("notes"):
             parts.append(f"<p class='muted'>{e(' '.join(x.strip(' -') for x in f['notes']))}</p>")
+    parts.append(extra)
     parts.append('<h2>Plots</h2><div class="plots">')
     parts += [img(png, name) for name, png in plots.items()]
     parts.append("</div><h2>Every debate</h2>")

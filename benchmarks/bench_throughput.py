@@ -1,0 +1,499 @@
+"""Debates and model calls per second against a fast fake server in another process.
+
+    PYTHONPATH=. python benchmarks/bench_throughput.py debates --latency 0.05 --in-flight 64,256 \
+        --debates 1000
+    PYTHONPATH=. python benchmarks/bench_throughput.py calls --latency 0.05 --in-flight 8,64,256,512
+    PYTHONPATH=. python benchmarks/bench_throughput.py orchestration --debates 300
+    PYTHONPATH=. python benchmarks/bench_throughput.py memory --debates 10000 --in-flight 256
+
+Every figure is printed with the load average at the time, and every client figure beside
+its bound measured in the same run:
+
+* ``bound``: the calls/s of a minimal raw-socket client (pre-built request bytes, keep-alive,
+  no parsing beyond ``content-length``) against the same server at the same number of requests
+  in flight: min(in-flight / latency, what the server and the machine can take right now);
+* ``calls``: the model layer alone (``Model.generate``, real openai SDK, no cache) at that
+  number of requests in flight, as a share of the bound;
+* ``debates``: prover-estimator debates (default d = 2, q = 3, conditional estimates, the
+  item's own decompositions, logprob probabilities, an LLM judge; every role on the fake
+  server) through the real runner into a run directory, with ``max_concurrency`` =
+  ``model_concurrency`` = requests in flight: debates/s, calls/s and the share of the bound;
+* ``orchestration``: the same debates against the in-process scripted backend (zero latency,
+  no HTTP): debates per CPU-second of this process, with and without the transcript file and
+  the response cache;
+* ``memory``: resident memory of this process sampled through a long run (transcripts go to
+  disk as they finish; nothing of a finished debate stays in memory).
+
+The fake server is ``benchmarks/fake_openai_server.py`` (one asyncio process, unlimited
+concurrency, a fixed latency per request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER = REPO / "benchmarks" / "fake_openai_server.py"
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f}/{five:.2f}"
+
+
+# ----------------------------------------------------------------------------- the server
+@contextlib.contextmanager
+def fake_server(latency: float, workers: int = 1) -> Iterator[str]:
+    """Start ``fake_openai_server.py`` in its own process; yield its ``/v1`` URL."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port", "0", "--latency", str(latency),
+         "--workers", str(workers)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if not line.startswith("listening "):
+            raise RuntimeError(f"the fake server did not start: {line!r}")
+        yield line.split(" ", 1)[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def probe_body(i: int, model: str = "fake") -> bytes:
+    """A request like an estimator's probability probe (about 1.3 kB)."""
+    text = (
+        "Claim: 10007 has no divisor d with 2 <= d < 101. Subclaims: 10007 has no divisor d "
+        f"with 2 <= d < 35; with 35 <= d < 68; with 68 <= d < 101. Outcome {i}. " * 6
+    )
+    body = {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": "You estimate probabilities of claims."},
+            {"role": "user", "content": text + "\nIs the statement true? Answer True or False."},
+        ],
+        "temperature": 1.0,
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": 5,
+    }
+    return json.dumps(body).encode()
+
+
+async def raw_bound(
+    url: str, in_flight: int, seconds: float, bodies: list[bytes] | None = None
+) -> float:
+    """Calls/s of a minimal client keeping ``in_flight`` requests open for ``seconds``."""
+    u = urlparse(url)
+    host, port, path = u.hostname or "127.0.0.1", u.port or 80, u.path + "/chat/completions"
+    bodies = bodies or [probe_body(i) for i in range(16)]
+    requests = [
+        (
+            f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(b)}\r\n\r\n"
+        ).encode()
+        + b
+        for b in bodies
+    ]
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def one() -> None:
+        nonlocal done
+        reader, writer = await asyncio.open_connection(host, port)
+        i = 0
+        while time.perf_counter() < stop:
+            writer.write(requests[i % len(requests)])
+            i += 1
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            done += 1
+        writer.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(in_flight)))
+    return done / (time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------------- model layer
+async def model_calls(url: str, in_flight: int, n: int) -> float:
+    """Calls/s of ``Model.generate`` (real SDK, no cache) with ``in_flight`` requests open."""
+    from llmdebate.models import GenerateConfig, get_model
+
+    model = get_model("openai/fake", base_url=url, use_cache=False, max_concurrency=in_flight)
+    cfg = GenerateConfig(temperature=1.0, max_tokens=1, top_logprobs=5)
+    msgs = [json.loads(probe_body(i))["messages"] for i in range(16)]
+    await model.generate(msgs[0], cfg)
+    start = time.perf_counter()
+    await asyncio.gather(*(model.generate(msgs[i % 16], cfg) for i in range(n)))
+    rate = n / (time.perf_counter() - start)
+    await model.aclose()
+    return rate
+
+
+# ----------------------------------------------------------------------------- debates
+def divisor_items(n_items: int) -> list[dict[str, Any]]:
+    """``n_items`` distinct divisor problems (the bundled file has only 30)."""
+    from math import isqrt
+
+    from llmdebate.data.problems import divisor_statement
+
+    items = []
+    n = 10_001
+    while len(items) < n_items:
+        n += 2
+        lo, hi = 2, isqrt(n) + 1
+        prime = all(n % d for d in range(lo, hi))
+        items.append(
+            {
+                "id": f"div-{n}",
+                "dataset": "divisors",
+                "question": f"Is {n} a prime number, that is, does {n} have no divisor d "
+                f"with {lo} <= d < {hi}?",
+                "choices": ["yes", "no"],
+                "answer": "yes" if prime else "no",
+                "meta": {
+                    "problem": "divisors",
+                    "n": n,
+                    "lo": lo,
+                    "hi": hi,
+                    "claims": {
+                        "yes": divisor_statement(n, lo, hi, none=True),
+                        "no": divisor_statement(n, lo, hi, none=False),
+                    },
+                },
+            }
+        )
+    return items
+
+
+def debate_config(
+    tmp: Path, debates: int, in_flight: int, url: str | None, *, depth: int, width: int,
+    independent: bool, cache: bool, debates_in_flight: int | None = None,
+    model: str = "openai/fake",
+) -> Any:
+    from llmdebate.experiment.loading import validate
+
+    data = tmp / f"items-{debates}.jsonl"
+    if not data.exists():
+        lines = [json.dumps(it) for it in divisor_items((debates + 1) // 2)]
+        data.write_text("\n".join(lines) + "\n")
+    role = {"model": model, "base_url": url} if url else {"model": "scripted"}
+    raw = {
+        "name": "bench",
+        "dataset": {"path": str(data), "limit": (debates + 1) // 2},
+        "debate": {"depth": depth, "width": width, "expected_rewards": True},
+        "prover": {**role, "decomposer": "formal", "max_tokens": 24},
+        "estimator": {**role, "independent": independent},
+        "judge": {"kind": "llm", **role},
+        "max_concurrency": debates_in_flight or in_flight,
+        "model_concurrency": in_flight,
+        "use_cache": cache,
+        "cache_dir": str(tmp / "cache"),
+        "runs_dir": str(tmp / "runs"),
+        "report": {"bootstrap": 10},
+    }
+    return validate(raw)
+
+
+class RSSSampler:
+    """Resident memory of this process every ``every`` seconds, in a thread."""
+
+    def __init__(self, every: float = 0.5) -> None:
+        import psutil
+
+        self.proc = psutil.Process()
+        self.every = every
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter() - start, self.proc.memory_info().rss / 2**20))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> RSSSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_debates(
+    url: str | None, debates: int, in_flight: int, *, depth: int = 2, width: int = 3,
+    independent: bool = False, cache: bool = False, profile: str | None = None,
+    models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
+    debates_in_flight: int | None = None, model: str = "openai/fake",
+    ray_workers: int | None = None,
+) -> dict[str, Any]:
+    from llmdebate.experiment.runner import run
+
+    cfg = debate_config(
+        tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
+        cache=cache, debates_in_flight=debates_in_flight, model=model,
+    )
+    run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
+    prof = cProfile.Profile() if profile else None
+    cpu0 = time.process_time()
+    with RSSSampler() as rss:
+        if prof:
+            prof.enable()
+        extra: dict[str, Any] = {}
+        if ray_workers:
+            from llmdebate.experiment.executors import ExecutorOptions
+
+            extra["executor"] = ExecutorOptions("ray", ray_workers=ray_workers)
+        res = run(cfg, run_dir, models=models, progress=False, **extra)
+        if prof:
+            prof.disable()
+    cpu = time.process_time() - cpu0
+    if prof and profile:
+        prof.dump_stats(profile)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    inv = res.summary["last_invocation"]
+    s = res.summary
+    n = s["transcripts"]
+    phase = float(inv.get("debates_s") or res.wall_s)
+    out = {
+        "tokens_in": s["usage"]["tokens_in"],
+        "debates": n,
+        "failed": s["status"].get("failed", 0),
+        "calls": s["usage"]["calls"],
+        "calls_per_debate": s["usage"]["calls_per_debate"],
+        "debates_s": phase,
+        "wall_s": res.wall_s,
+        "debates_per_s": n / phase,
+        "calls_per_s": s["usage"]["calls"] / phase,
+        "cpu_s": cpu,
+        "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
+    }
+    if memory:
+        samples = rss.samples
+        k = len(samples)
+        out["rss_mb"] = {
+            f"{int(100 * q)}%": round(samples[min(k - 1, int(q * (k - 1)))][1], 1)
+            for q in (0.1, 0.25, 0.5, 0.75, 1.0)
+        }
+        out["rss_peak_mb"] = round(max(v for _, v in samples), 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_calls(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    with fake_server(args.latency) as url:
+        for c in args.in_flight:
+            n = max(200, int(args.seconds * c / args.latency))
+            bound = asyncio.run(raw_bound(url, c, args.seconds))
+            rate = asyncio.run(model_calls(url, c, n))
+            ideal = c / args.latency
+            row = {
+                "what": "calls", "latency_s": args.latency, "in_flight": c, "calls": n,
+                "calls_per_s": round(rate, 1), "bound_per_s": round(bound, 1),
+                "ideal_per_s": round(ideal, 1), "ratio": round(rate / min(bound, ideal), 3),
+                "load": load(),
+            }
+            print(
+                f"model layer, {args.latency * 1000:.0f} ms, {c:3d} in flight: {rate:7.1f} calls/s"
+                f" = {rate / min(bound, ideal):.0%} of bound {min(bound, ideal):.0f}/s (raw client"
+                f" {bound:.0f}/s, ideal {ideal:.0f}/s) [{row['load']}]", flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
+def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    with fake_server(args.latency) as url, tempfile.TemporaryDirectory() as tmp:
+        for c in args.in_flight:
+            bound = asyncio.run(raw_bound(url, c, args.seconds))
+            r = run_debates(
+                url, args.debates, c, depth=args.depth, width=args.width,
+                independent=args.independent, cache=args.cache, profile=args.profile,
+                memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
+                ray_workers=args.ray_workers,
+            )
+            ideal = c / args.latency
+            b = min(bound, ideal)
+            row = {
+                "what": "debates", "latency_s": args.latency, "in_flight": c,
+                "depth": args.depth, "width": args.width, **r,
+                "bound_per_s": round(bound, 1), "ideal_per_s": ideal,
+                "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
+            }
+            where = f" (ray, {args.ray_workers} workers)" if args.ray_workers else ""
+            print(
+                f"debates{where} d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, "
+                f"{c:3d} in flight: {r['debates']} debates ({r['failed']} failed) in "
+                f"{r['debates_s']:.1f} s = {r['debates_per_s']:.1f} debates/s, "
+                f"{r['calls_per_s']:.0f} calls/s "
+                f"({r['calls_per_debate']:.1f}/debate) = {r['calls_per_s'] / b:.0%} of bound "
+                f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
+                f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
+                flush=True,
+            )
+            if args.memory:
+                print(f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']}")
+            rows.append(row)
+    return rows
+
+
+def orchestration_once(
+    tmp: Path, debates: int, *, depth: int, width: int, independent: bool, cache: str,
+    write: bool, profile: str | None,
+) -> dict[str, Any]:
+    """CPU of ``debates`` debates against the scripted backend (no HTTP, zero latency)."""
+    from llmdebate.agents.factory import Team
+    from llmdebate.data import load_items
+    from llmdebate.experiment.debate import run_one
+    from llmdebate.experiment.executors import LocalExecutor
+    from llmdebate.experiment.jobs import make_jobs
+    from llmdebate.experiment.runner import drive, lean_gc
+    from llmdebate.models import get_model
+    from llmdebate.models.cache import ResponseCache
+    from llmdebate.prompts import Prompts
+    from llmdebate.protocols.base import ProtocolSettings
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from fixtures.llm_fixtures import responder  # type: ignore[import-not-found]
+
+    cfg = debate_config(
+        tmp, debates, 64, None, depth=depth, width=width, independent=independent, cache=False
+    )
+    jobs = make_jobs(load_items(Path(cfg.dataset.path), limit=cfg.dataset.limit), cfg)[:debates]
+    m = get_model("scripted", responder=responder, default_probability=0.7, use_cache=False)
+    if cache != "off":
+        m.cache = ResponseCache(tmp / f"cache-{depth}-{width}-{debates}.sqlite")
+    team = Team({"prover": m, "estimator": m, "judge": m}, Prompts(), cfg.prover, cfg.estimator,
+                cfg.judge)
+    settings = ProtocolSettings(debate=cfg.debate.model_copy(update={"seed": cfg.seed}))
+    servers: dict[str, str | None] = {"prover": None, "estimator": None, "judge": None}
+    out = tmp / f"t-{time.monotonic_ns()}.jsonl"
+    calls = 0
+
+    async def plain() -> None:
+        nonlocal calls
+        sem = asyncio.Semaphore(64)
+
+        async def one(job: Any) -> None:
+            nonlocal calls
+            async with sem:
+                t, _ = await run_one(job, team, settings)
+                calls += len(t.calls)
+
+        await asyncio.gather(*(one(j) for j in jobs))
+
+    def count(f: Any) -> None:
+        nonlocal calls
+        calls += f.calls
+
+    async def written() -> None:
+        ex = LocalExecutor(team, settings, servers, 64)
+        await drive(ex, jobs, out, max_consecutive_failures=10**9, on_done=count)
+
+    prof = cProfile.Profile() if profile else None
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if prof:
+        prof.enable()
+    with lean_gc():  # as the runner runs debates
+        asyncio.run(written() if write else plain())
+    if prof:
+        prof.disable()
+        prof.dump_stats(profile)  # type: ignore[arg-type]
+        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return {"debates": len(jobs), "calls": calls, "cpu_s": cpu, "wall_s": wall}
+
+
+def cmd_orchestration(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        variants = (
+            ("off", False), ("off", True), ("cold", True), ("warm", True),
+        )
+        for cache, write in variants:
+            if cache == "warm":  # the same debates again: every call a cache hit
+                pass
+            r = orchestration_once(
+                Path(tmp), args.debates, depth=args.depth, width=args.width,
+                independent=args.independent, cache=cache, write=write, profile=args.profile,
+            )
+            per_cpu = r["debates"] / r["cpu_s"]
+            row = {
+                "what": "orchestration", "transcripts": write, "cache": cache, **r,
+                "debates_per_cpu_s": round(per_cpu, 1), "load": load(),
+            }
+            print(
+                f"orchestration d={args.depth} q={args.width} (scripted backend, no HTTP): "
+                f"transcripts {'on ' if write else 'off'}, cache {cache:4s}: {per_cpu:6.1f} "
+                f"debates per CPU-second, {1000 * r['cpu_s'] / max(1, r['calls']):.3f} ms "
+                f"CPU/call ({r['calls'] / r['debates']:.1f} calls/debate) [{row['load']}]",
+                flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("what", choices=["calls", "debates", "orchestration", "memory"])
+    ap.add_argument("--latency", type=float, default=0.05, help="server latency, s")
+    ap.add_argument(
+        "--in-flight", type=lambda s: [int(x) for x in s.split(",")], default=[64, 256],
+        help="requests in flight, comma-separated",
+    )
+    ap.add_argument("--debates", type=int, default=1000)
+    ap.add_argument(
+        "--debate-factor", type=int, default=2,
+        help="debates in flight per request in flight (so that requests wait for a slot)",
+    )
+    ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--width", type=int, default=3)
+    ap.add_argument("--independent", action="store_true", help="independent b_i (fewer calls)")
+    ap.add_argument("--cache", action="store_true", help="use the response cache (debates)")
+    ap.add_argument(
+        "--ray-workers", type=int, default=None,
+        help="run the debates on a local Ray instance with this many worker processes",
+    )
+    ap.add_argument("--seconds", type=float, default=3.0, help="duration of a bound measurement")
+    ap.add_argument("--profile", default=None, help="write a cProfile of the runs to this file")
+    ap.add_argument("--json", default=None, help="append the rows to this JSONL file")
+    args = ap.parse_args()
+    args.memory = args.what == "memory"
+    print(f"{os.cpu_count()} CPU cores, python {sys.version.split()[0]}, {load()}", flush=True)
+    if args.what == "calls":
+        rows = cmd_calls(args)
+    elif args.what in ("debates", "memory"):
+        rows = cmd_debates(args)
+    else:
+        rows = cmd_orchestration(args)
+    if args.json:
+        with open(args.json, "a", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""``llmdebate assign RUN_DIR --judges FILE --per-item K``: assign waiting debates to judges.
+
+Prints each new judge's secret link (or writes them to ``--links-out``, readable by its owner
+only); tokens are stored hashed, so a link is shown once. Re-running keeps every assignment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from llmdebate.rundir import read_run_config
+
+
+@click.command("assign")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--judges",
+    "judges_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML: judges (a list of ids) and an optional study section.",
+)
+@click.option(
+    "--per-item",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Judges per waiting debate (K).",
+)
+@click.option(
+    "--links-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the new judges' links here (mode 600) instead of printing them.",
+)
+@click.option(
+    "--base-url",
+    default="http://127.0.0.1:8000",
+    show_default=True,
+    help="Where `llmdebate serve` will be reached, for the links.",
+)
+@click.option("--db", "db_url", help="Database URL (default: judging.db in RUN_DIR).")
+def command(
+    run_dir: Path,
+    judges_file: Path,
+    per_item: int,
+    links_out: Path | None,
+    base_url: str,
+    db_url: str | None,
+) -> None:
+    """Assign the debates of RUN_DIR that await a verdict to the judges of a study."""
+    read_run_config(run_dir)
+    from llmdebate.judging import require
+
+    require("sqlalchemy")
+    from llmdebate.judging.assign import assign, read_judges
+    from llmdebate.judging.db import connect
+
+    judges = read_judges(judges_file)
+    res = assign(connect(run_dir, db_url), run_dir, judges, per_item)
+    click.echo(
+        f"{run_dir}: {res.waiting} debates awaiting a verdict; {res.added} new assignments "
+        f"({res.total} in all)"
+    )
+    if res.short:
+        click.echo(
+            f"{len(res.short)} debates wait for more judges: each judge sees an item once, "
+            f"and each debate needs {per_item}; add judges and run assign again"
+        )
+    lines = [f"{jid}\t{base_url.rstrip('/')}/login/{tok}" for jid, tok in res.tokens.items()]
+    if not lines:
+        return
+    if links_out is not None:
+        fd = os.open(links_out, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+        click.echo(f"{len(lines)} new links written to {links_out} (lead: the 'lead' line)")
+    else:
+        click.echo("new links (shown once; 'lead' opens the progress page):")
+        for line in lines:
+            click.echo(line)

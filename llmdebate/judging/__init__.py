@@ -1,0 +1,21 @@
+"""Human-judge studies: assign waiting debates to people, show them, record and score verdicts.
+
+Needs the ``judge`` extra (``pip install 'llmdebate[judge]'``): :func:`require` names it when
+a module is missing. The parts: :mod:`.db` (judges, assignments, judgments), :mod:`.assign`,
+:mod:`.view` (what a judge is shown), :mod:`.complete` (a verdict → a scored transcript),
+:mod:`.app` (the web app), :mod:`.terminal` (the terminal judge) and :mod:`.machine` (a model
+judge and the oracle on the same debates, for comparison).
+"""
+
+from __future__ import annotations
+
+from llmdebate.errors import require as _require
+
+EXTRA_MODULES = ("sqlalchemy", "starlette", "uvicorn", "multipart", "jinja2", "rich")
+
+
+def require(*modules: str) -> None:
+    """Raise a :class:`~llmdebate.errors.MissingExtraError` naming the ``judge`` extra when a
+    module it brings is missing."""
+    for name in modules or EXTRA_MODULES:
+        _require(name, "judge")

@@ -1,0 +1,309 @@
+"""A person's verdict → a judgment row → a completed, scored transcript in ``judged.jsonl``.
+
+The judgment is committed first (one per assignment: a second submission is a
+:class:`Conflict`), then the debate is completed through the function of its protocol family
+(:func:`llmdebate.engine.complete_with_verdict` for the recursive protocols,
+:func:`llmdebate.protocols.common.complete_choice` for the speech protocols), scored by
+:func:`llmdebate.scoring.judgment_scores`, and appended with id ``<debate id>#<judgment id>``.
+A crash between the commit and the append is repaired by :func:`sync`, which every server
+and terminal session runs at start: completion is a pure function of the waiting transcript
+and the judgment, so the repaired line is the one that would have been written.
+
+A model judge's or the oracle's verdict (:func:`record_machine`) takes the same path: a
+judgment row of kind ``llm`` or ``oracle`` with no assignment (a person's assignments are
+untouched), completed and scored by the same functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from llmdebate import scoring
+from llmdebate.engine import complete_with_verdict
+from llmdebate.judging.db import Assignment, Judgment, get_setting, utcnow
+from llmdebate.judging.view import build_view, digest
+from llmdebate.protocols.common import complete_choice
+from llmdebate.report.metrics import ASYMMETRIC
+from llmdebate.rundir import append_judged, load_transcripts
+from llmdebate.schemas import ModelCallRecord, Transcript, Verdict
+
+STUDY_DEFAULTS: dict[str, Any] = {
+    "require_explanation": True,
+    "seed": 0,
+    "reveal": "all",
+    "turn_cost": 0.0,
+    "show_protocol": False,
+}
+
+MAX_EXPLANATION = 5000
+
+
+class NotFound(Exception):
+    """No such assignment for this judge (another judge's id answers the same)."""
+
+
+class Conflict(Exception):
+    """This assignment already has a judgment."""
+
+
+class Invalid(Exception):
+    """The submission is incomplete or out of range; the message says what to fix."""
+
+
+@dataclass
+class Submission:
+    """What a judge sends. ``verdict``/``probability``: a leaf (P[true] in [0.01, 0.99] or
+    None); ``p_shown_first``: a speech protocol, P(the first answer *as shown* is correct)."""
+
+    verdict: int | None = None
+    probability: float | None = None
+    p_shown_first: float | None = None
+    explanation: str = ""
+    active_s: float | None = None
+    interface: str = "web"
+
+
+def study_settings(s: Session) -> dict[str, Any]:
+    """The study-wide settings (those missing in an older database: their defaults)."""
+    return {k: get_setting(s, k, v) for k, v in STUDY_DEFAULTS.items()}
+
+
+def view_for(t: Transcript, a: Assignment, study: dict[str, Any]) -> dict[str, Any]:
+    """What the judge of assignment ``a`` is shown now (its turns revealed so far)."""
+    return build_view(
+        t,
+        a.order_seed,
+        a.context,
+        reveal=str(study["reveal"]),
+        revealed=a.revealed or 0,
+        turn_cost=float(study["turn_cost"]),
+        show_protocol=bool(study["show_protocol"]),
+    )
+
+
+def reveal_next(
+    sessions: sessionmaker[Session],
+    waiting: dict[str, Transcript],
+    judge_id: str,
+    assignment_id: int,
+    seen: int | None = None,
+) -> int:
+    """Stepped reveal: show one more turn of an open assignment; returns the turns now shown.
+
+    ``seen``: the number of turns on the judge's page; a repeated request (a reload) from the
+    same page reveals nothing more. Unanswered and own assignments only.
+    """
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if s.scalars(select(Judgment.id).where(Judgment.assignment_id == a.id)).first():
+            raise Conflict(assignment_id)
+        study = study_settings(s)
+        view = view_for(waiting[a.debate_id], a, study)
+        if not view.get("stepped"):
+            raise Invalid("this item shows every turn at once")
+        now = len(view["turns"])
+        want = now + 1 if seen is None else max(now, seen + 1)
+        a.revealed = min(int(view["turns_total"]), want)
+        return a.revealed
+
+
+def waiting_by_id(run_dir: Path) -> dict[str, Transcript]:
+    return {t.id: t for t in load_transcripts(run_dir) if t.status == "awaiting_verdict"}
+
+
+def _check(view: dict[str, Any], sub: Submission, need_explanation: bool) -> None:
+    if len(sub.explanation) > MAX_EXPLANATION:
+        raise Invalid(f"the explanation is at most {MAX_EXPLANATION} characters")
+    if view["kind"] == "leaf":
+        if sub.verdict not in (0, 1):
+            raise Invalid("choose True or False")
+        p = sub.probability
+        if p is not None:
+            if not 0.01 <= p <= 0.99:
+                raise Invalid("the probability is between 1 % and 99 %")
+            if (p > 0.5 and sub.verdict == 0) or (p < 0.5 and sub.verdict == 1):
+                raise Invalid("the probability must agree with the verdict (above 50 % for True)")
+        return
+    p = sub.p_shown_first
+    if p is None or not 0.01 <= p <= 0.99:
+        raise Invalid("set the slider: a probability between 1 % and 99 %")
+    if need_explanation and not sub.explanation.strip():
+        raise Invalid("explain your answer in a sentence or two")
+
+
+def submit(
+    sessions: sessionmaker[Session],
+    run_dir: Path,
+    waiting: dict[str, Transcript],
+    judge_id: str,
+    assignment_id: int,
+    sub: Submission,
+) -> Judgment:
+    """Record one judgment and append its completed transcript; see the module doc."""
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if s.scalars(select(Judgment.id).where(Judgment.assignment_id == a.id)).first():
+            raise Conflict(assignment_id)
+        t = waiting[a.debate_id]
+        study = study_settings(s)
+        view = view_for(t, a, study)
+        _check(view, sub, bool(study["require_explanation"]))
+        p_first = sub.p_shown_first
+        if p_first is not None and view["flipped"]:
+            p_first = 1.0 - p_first
+        settings = {
+            "context": a.context,
+            "require_explanation": bool(study["require_explanation"]),
+            "seed": study["seed"],
+            "order_seed": a.order_seed,
+            "flipped": view["flipped"],
+            "reveal": study["reveal"],
+            "turn_cost": float(study["turn_cost"]),
+            "show_protocol": bool(study["show_protocol"]),
+        }
+        j = Judgment(
+            assignment_id=a.id,
+            kind="human",
+            judge_id=judge_id,
+            debate_id=a.debate_id,
+            verdict=sub.verdict if view["kind"] == "leaf" else None,
+            probability=sub.probability if view["kind"] == "leaf" else None,
+            p_first=p_first if view["kind"] == "choice" else None,
+            explanation=sub.explanation.strip(),
+            shown_digest=digest(view),
+            started_at=a.started_at,
+            submitted_at=utcnow(),
+            active_s=sub.active_s,
+            interface=sub.interface,
+            settings=settings,
+            turns_revealed=len(view["turns"]) if view.get("stepped") else None,
+        )
+        s.add(j)
+        try:
+            s.flush()
+        except IntegrityError:
+            raise Conflict(assignment_id) from None
+    append_judged(run_dir, judged_transcript(t, j))
+    return j
+
+
+def record_machine(
+    sessions: sessionmaker[Session],
+    run_dir: Path,
+    t: Transcript,
+    *,
+    kind: str,
+    judge_id: str,
+    verdict: int | None = None,
+    probability: float | None = None,
+    p_first: float | None = None,
+    shown_digest: str,
+    settings: dict[str, Any],
+    calls: list[ModelCallRecord] | None = None,
+    active_s: float | None = None,
+) -> Judgment:
+    """Record a model judge's or the oracle's verdict on waiting debate ``t`` (no assignment)
+    and append its completed, scored transcript. A second verdict of the same judge on the
+    same debate is a :class:`Conflict`."""
+    if kind not in ("llm", "oracle"):
+        raise ValueError(f"a machine judgment is of kind llm or oracle (got {kind!r})")
+    now = utcnow()
+    with sessions.begin() as s:
+        j = Judgment(
+            assignment_id=None,
+            kind=kind,
+            judge_id=judge_id,
+            debate_id=t.id,
+            verdict=verdict if t.protocol in ASYMMETRIC else None,
+            probability=probability if t.protocol in ASYMMETRIC else None,
+            p_first=p_first if t.protocol not in ASYMMETRIC else None,
+            explanation="",
+            shown_digest=shown_digest,
+            started_at=now,
+            submitted_at=now,
+            active_s=active_s,
+            interface=kind,
+            settings=settings,
+            calls=[c.model_dump(mode="json") for c in calls] if calls is not None else None,
+        )
+        s.add(j)
+        try:
+            s.flush()
+        except IntegrityError:
+            raise Conflict(t.id) from None
+    append_judged(run_dir, judged_transcript(t, j))
+    return j
+
+
+def _iso(d: datetime | None) -> str | None:
+    return d.isoformat(timespec="milliseconds") + "Z" if d is not None else None
+
+
+def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
+    """Waiting debate ``t`` completed with judgment ``j`` and scored (a pure function)."""
+    kind = j.kind or "human"
+    who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
+    if t.protocol in ASYMMETRIC:
+        if j.verdict is None:
+            raise ValueError(f"judgment {j.id} has no verdict")
+        verdict = Verdict(
+            value=j.verdict, probability=j.probability, judge=who, rationale=j.explanation or None
+        )
+        done = complete_with_verdict(t, verdict)
+    else:
+        if j.p_first is None:
+            raise ValueError(f"judgment {j.id} has no probability")
+        method = "human" if kind == "human" else str(j.settings.get("method", kind))
+        done = complete_choice(t, j.p_first, who, method=method)
+    if j.calls:
+        done.calls = [*done.calls, *(ModelCallRecord.model_validate(c) for c in j.calls)]
+    done.id = f"{t.id}#{j.id}"
+    done.agents["judge"] = who
+    done.meta["debate_id"] = t.id
+    done.meta["judgment"] = {
+        "id": j.id,
+        "kind": kind,
+        "judge": j.judge_id,
+        "assignment": j.assignment_id,
+        "debate": j.debate_id,
+        "interface": j.interface,
+        "shown_digest": j.shown_digest,
+        "explanation": j.explanation,
+        "started_at": _iso(j.started_at),
+        "submitted_at": _iso(j.submitted_at),
+        "active_s": j.active_s,
+        "settings": j.settings,
+    }
+    if j.turns_revealed is not None:
+        cost = float(j.settings.get("turn_cost", 0.0))
+        done.meta["judgment"]["reveal"] = {
+            "turns": j.turns_revealed,
+            "of": len([x for x in t.turns if x.role != "judge"]),
+            "turn_cost": cost,
+            "cost": scoring.reveal_cost(cost, j.turns_revealed),
+        }
+    done.meta["judgment"]["scores"] = scoring.judgment_scores(done)
+    return done
+
+
+def sync(sessions: sessionmaker[Session], run_dir: Path, waiting: dict[str, Transcript]) -> int:
+    """Append the completed transcript of every judgment that ``judged.jsonl`` lacks."""
+    have = {t.id for t in load_transcripts(run_dir, judged=True)}
+    written = 0
+    with sessions() as s:
+        for j in s.scalars(select(Judgment).order_by(Judgment.id)):
+            t = waiting.get(j.debate_id)
+            if t is not None and f"{t.id}#{j.id}" not in have:
+                written += append_judged(run_dir, judged_transcript(t, j))
+    return written

@@ -1,0 +1,182 @@
+"""The terminal judge: the same queue, views and submission as the web app, in a shell (rich).
+
+Meant for a person at the machine that holds the run directory (or for piloting): it asks for
+the judge id, not a token, since whoever can read the run directory can read its debates.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.prompt import Prompt
+from sqlalchemy import select
+
+from llmdebate.errors import UserError
+from llmdebate.judging.complete import (
+    Conflict,
+    Invalid,
+    Submission,
+    reveal_next,
+    study_settings,
+    submit,
+    sync,
+    view_for,
+    waiting_by_id,
+)
+from llmdebate.judging.db import Assignment, Judge, Judgment, connect, utcnow
+
+NEXT = "next"  # what _ask returns when the judge asks for the next turn
+
+
+def _turn(console: Console, t: dict[str, Any]) -> None:
+    head = f"{t['speaker']}, round {t['round']}"
+    if t.get("position"):
+        head += f" — arguing for “{t['position']}”"
+    console.print(Panel(escape(str(t["text"])), title=escape(head)))
+
+
+def _more(view: dict[str, Any]) -> str:
+    shown, total = len(view["turns"]), view["turns_total"]
+    return f"{shown} of {total} turns shown; each further turn costs {view['turn_cost']:g}"
+
+
+def _show(console: Console, view: dict[str, Any], n: int, total: int) -> None:
+    console.rule(f"Item {n} of {total}")
+    if view.get("protocol"):
+        console.print(f"[dim]Protocol:[/dim] {escape(str(view['protocol']))}")
+    if view["kind"] == "leaf":
+        for step in view.get("path") or []:
+            console.print(f"[dim]reached from:[/dim] {escape(step['claim'])}")
+        if view.get("passage"):
+            console.print(Panel(escape(str(view["passage"])), title="Passage"))
+        console.print(Panel(escape(str(view["claim"])), title="Claim"))
+        console.print(Panel(escape(str(view["evidence"])), title="Evidence"))
+        return
+    console.print(Panel(escape(str(view["question"])), title="Question"))
+    if view.get("passage"):
+        console.print(Panel(escape(str(view["passage"])), title="Passage"))
+    for i, a in enumerate(view["answers"], start=1):
+        console.print(f"[bold]Answer {i}:[/bold] {escape(str(a))}")
+    for t in view["turns"]:
+        _turn(console, t)
+    if view.get("stepped"):
+        console.print(f"[dim]{_more(view)}.[/dim]")
+
+
+def _percent(raw: str) -> float | None:
+    raw = raw.strip().rstrip("%").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw) / 100.0
+    except ValueError:
+        raise Invalid(f"{raw!r} is not a number from 1 to 99") from None
+
+
+def _ask(console: Console, view: dict[str, Any]) -> Submission | str | None:
+    """One submission read from the terminal, :data:`NEXT` for the next turn (stepped reveal),
+    or None when the judge quits."""
+    if view["kind"] == "leaf":
+        first, second = ("f", "t") if view["flipped"] else ("t", "f")
+        v = Prompt.ask(
+            f"Is the claim true? ({first} or {second}; q quits)",
+            choices=[first, second, "q"],
+            show_choices=False,
+            console=console,
+        )
+        if v == "q":
+            return None
+        p = _percent(
+            Prompt.ask(
+                "Probability that it is true, 1-99 (Enter: none)",
+                default="",
+                show_default=False,
+                console=console,
+            )
+        )
+        expl = Prompt.ask("Reason (optional)", default="", show_default=False, console=console)
+        return Submission(verdict=int(v == "t"), probability=p, explanation=expl)
+    more = view.get("stepped") and len(view["turns"]) < view["turns_total"]
+    hint = f"n: next turn, costs {view['turn_cost']:g}; q quits" if more else "q quits"
+    raw = Prompt.ask(f"Probability that answer 1 is correct, 1-99 ({hint})", console=console)
+    if raw.strip() == "q":
+        return None
+    if more and raw.strip() == "n":
+        return NEXT
+    p = _percent(raw)
+    expl = Prompt.ask("Explain your answer", default="", show_default=False, console=console)
+    return Submission(p_shown_first=p, explanation=expl)
+
+
+def run_terminal(
+    run_dir: Path, judge_id: str, db_url: str | None = None, console: Console | None = None
+) -> int:
+    """Work through ``judge_id``'s open assignments; returns how many were judged."""
+    console = console or Console()
+    sessions = connect(run_dir, db_url)
+    waiting = waiting_by_id(run_dir)
+    sync(sessions, run_dir, waiting)
+    with sessions() as s:
+        judge = s.get(Judge, judge_id)
+        if judge is None or judge.is_lead:
+            raise UserError(f"--judge-id {judge_id!r}: no such judge in this study")
+        queue = list(
+            s.scalars(
+                select(Assignment)
+                .where(Assignment.judge_id == judge_id)
+                .order_by(Assignment.position)
+            )
+        )
+        done = set(s.scalars(select(Judgment.assignment_id).where(Judgment.judge_id == judge_id)))
+    judged = 0
+    console.print(f"{len(done)} of {len(queue)} items done.")
+    for n, a in enumerate(queue, start=1):
+        if a.id in done:
+            continue
+        with sessions.begin() as s:
+            row = s.get(Assignment, a.id)
+            if row is not None and row.started_at is None:
+                row.started_at = utcnow()
+        with sessions() as s:
+            row = s.get(Assignment, a.id)
+            assert row is not None
+            study = study_settings(s)
+            view = view_for(waiting[a.debate_id], row, study)
+        _show(console, view, n, len(queue))
+        start = time.monotonic()
+        while True:
+            try:
+                sub = _ask(console, view)
+                if sub is None:
+                    console.print(f"Stopped; {judged} judged in this session.")
+                    return judged
+                if sub == NEXT:
+                    shown = len(view["turns"])
+                    reveal_next(sessions, waiting, judge_id, a.id, shown)
+                    with sessions() as s:
+                        row = s.get(Assignment, a.id)
+                        assert row is not None
+                        view = view_for(waiting[a.debate_id], row, study)
+                    for t in view["turns"][shown:]:
+                        _turn(console, t)
+                    console.print(f"[dim]{_more(view)}.[/dim]")
+                    continue
+                assert isinstance(sub, Submission)
+                sub.active_s = round(time.monotonic() - start, 1)
+                sub.interface = "terminal"
+                submit(sessions, run_dir, waiting, judge_id, a.id, sub)
+                judged += 1
+                console.print("[green]Recorded.[/green]")
+                break
+            except Invalid as exc:
+                console.print(f"[red]{escape(str(exc))}[/red]")
+            except Conflict:
+                console.print("[yellow]Already recorded; your first answer counts.[/yellow]")
+                break
+    console.print(f"All items done. {judged} judged in this session.")
+    return judged
