@@ -40,6 +40,7 @@ def write_rows(rows: list[dict[str, Any]], out: Path, kind: str) -> None:
         pq.write_table(pa.Table.from_pylist(rows), str(out))
         return
     datasets: Any = require("datasets", "hf")
+    datasets.disable_progress_bars()
     if out.exists():
         shutil.rmtree(out)
     datasets.Dataset.from_list(rows).save_to_disk(str(out))
