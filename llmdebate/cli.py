@@ -18,6 +18,8 @@ COMMAND_MODULES = [
     "llmdebate.commands.run",
     "llmdebate.commands.compare",
     "llmdebate.commands.report",
+    "llmdebate.commands.export",
+    "llmdebate.commands.train",
     "llmdebate.commands.assign",
     "llmdebate.commands.serve",
     "llmdebate.commands.judge",

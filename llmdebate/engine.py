@@ -10,6 +10,7 @@ reproduces it bit for bit. Rewards come only from :mod:`llmdebate.scoring`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
@@ -82,20 +83,54 @@ def _check_decomposition(dec: Decomposition, config: DebateConfig, k: int) -> No
         )
 
 
+def tag_calls(
+    calls: list[ModelCallRecord],
+    start: int,
+    decision: str,
+    k: int | None,
+    *,
+    index: int | None = None,
+    prefix: list[int] | None = None,
+) -> None:
+    """Mark the calls logged since ``start`` (not yet marked) as serving ``decision`` of round
+    ``k``; a batch of ``independent`` asks gets its subclaim indices in order."""
+    fresh = [c for c in calls[start:] if c.decision is None]
+    batch = [c for c in fresh if c.act == "independent"]
+    for c in fresh:
+        c.decision, c.round = decision, k
+        if index is not None:
+            c.index, c.prefix = index, prefix
+    for j, c in enumerate(batch):
+        c.index, c.prefix = j, []
+
+
 async def _estimator_table(
-    estimator: Estimator, claim: Claim, dec: Decomposition, ctx: DebateContext
+    estimator: Estimator,
+    claim: Claim,
+    dec: Decomposition,
+    ctx: DebateContext,
+    k: int = 0,
 ) -> tuple[CondProbs, list[list[Estimate]]]:
-    """B's conditional probabilities at every prefix, asked concurrently."""
+    """B's conditional probabilities at every prefix, asked concurrently; each ask logs into a
+    list of its own, appended to the debate's log in ask order (marked with its i and prefix)."""
     q = dec.width
     bits = outcome_bits(q)
     asks = []
     index: list[tuple[int, int]] = []
+    logs: list[tuple[list[ModelCallRecord], int, list[int]]] = []
     for i in range(q):
         step = 1 << (q - i)
         for t, row in enumerate(bits[::step, :i]):
-            asks.append(estimator.conditional(claim, dec, i, tuple(int(v) for v in row), ctx))
+            own: list[ModelCallRecord] = []
+            prefix = [int(v) for v in row]
+            sub = dataclasses.replace(ctx, calls=own)
+            asks.append(estimator.conditional(claim, dec, i, tuple(prefix), sub))
             index.append((i, t))
+            logs.append((own, i, prefix))
     got = await asyncio.gather(*asks)
+    for own, i, prefix in logs:
+        tag_calls(own, 0, "estimate", k, index=i, prefix=prefix)
+        ctx.calls.extend(own)
     levels: list[list[Estimate]] = [[None] * (1 << i) for i in range(q)]  # type: ignore[list-item]
     for (i, t), est in zip(index, got, strict=True):
         levels[i][t] = est
@@ -131,8 +166,13 @@ async def run_prover_estimator(
     draw = protocol_rng(seed)
     roles = {"prover": prover, "estimator": estimator, "judge": judge}
     ctx, t = _start("prover-estimator", claim, roles, config, seed, debate_id, item, calls)
+    log = ctx.calls
+    tag_calls(log, 0, "answer", None)
     a = ctx.answer = await _answer(prover, claim, ctx)
+    tag_calls(log, 0, "answer", None)
+    mark = len(log)
     est = await estimator.estimate(claim, ctx)
+    tag_calls(log, mark, "estimate", None)
     p = est.value
     u = float(draw.random())
     zhat = int(u < p)
@@ -150,18 +190,24 @@ async def run_prover_estimator(
 
     current = claim
     for k in range(d, -1, -1):
+        mark = len(log)
         choice = as_direction(await prover.direction(current, p, k, ctx))
+        tag_calls(log, mark, "direction", k)
         if config.early_stop and choice.rest_zero and choice.value == 0:
             t.stopped_early, t.stop_round = True, k
             break
         s = choice.value
         if k == 0:
             fresh = ctx.fresh()
+            mark = len(log)
             ev = await prover.evidence(current, fresh)
+            tag_calls(log, mark, "evidence", 0)
             rec = RoundRecord(k=0, claim=current, p=p, direction=s, evidence=ev)
             t.rounds.append(rec)
             ctx.rounds.append(rec)
+            mark = len(log)
             verdict = await judge.verdict(current, ev, fresh)
+            tag_calls(log, mark, "verdict", 0)
             if verdict is None:
                 t.status = "awaiting_verdict"
                 t.calls = ctx.calls
@@ -171,7 +217,9 @@ async def run_prover_estimator(
             expected.append(exp)
             break
 
+        mark = len(log)
         dec = await prover.decompose(current, k, ctx)
+        tag_calls(log, mark, "decompose", k)
         _check_decomposition(dec, config, k)
         rule = compile_rule(dec.rule, dec.width)
         b: list[float] = []
@@ -181,23 +229,36 @@ async def run_prover_estimator(
         table: CondProbs | None = None
         by_prefix: list[list[Estimate]] = []
         if variant == "independent":
+            own: list[list[ModelCallRecord]] = [[] for _ in range(dec.width)]
             flat = await asyncio.gather(
-                *(estimator.conditional(current, dec, i, (), ctx) for i in range(dec.width))
+                *(
+                    estimator.conditional(
+                        current, dec, i, (), dataclasses.replace(ctx, calls=own[i])
+                    )
+                    for i in range(dec.width)
+                )
             )
+            for i, calls_i in enumerate(own):
+                tag_calls(calls_i, 0, "estimate", k, index=i, prefix=[])
+                log.extend(calls_i)
             table = CondProbs.independent([e.value for e in flat])
             by_prefix = [[e] * (1 << i) for i, e in enumerate(flat)]
         elif config.expected_rewards or variant != "figure2":
-            table, by_prefix = await _estimator_table(estimator, current, dec, ctx)
+            table, by_prefix = await _estimator_table(estimator, current, dec, ctx, k)
         committed: int | None = None
         if variant in ("commit", "commit-marginal"):
             assert table is not None
             marg = scoring.marginals_of(table.to_lists())
+            mark = len(log)
             committed = await _choose(prover, current, dec, marg, [], ctx, k)
+            tag_calls(log, mark, "recurse", k)
         for i in range(dec.width):
             if table is not None:
                 e = by_prefix[i][outcome_index(z)]
             else:
+                mark = len(log)
                 e = await estimator.conditional(current, dec, i, tuple(z), ctx)
+                tag_calls(log, mark, "estimate", k, index=i, prefix=list(z))
             ests.append(e)
             b.append(e.value)
             ui = float(draw.random())
@@ -223,7 +284,9 @@ async def run_prover_estimator(
         rewards.append(rew)
         expected.append(exp)
         if committed is None:
+            mark = len(log)
             committed = await _choose(prover, current, dec, b, z, ctx, k)
+            tag_calls(log, mark, "recurse", k)
         j = committed
         rec.recurse = j
         current, p = dec.subclaims[j], scoring.next_probability(rec, variant)
@@ -341,12 +404,18 @@ async def run_naive_recursive(
     seed = config.seed if seed is None else seed
     roles = {"prover": prover, "challenger": challenger, "judge": judge}
     ctx, t = _start("naive-recursive", claim, roles, config, seed, debate_id, item, calls)
+    log = ctx.calls
     claimed = ctx.answer = await _answer(prover, claim, ctx)
+    tag_calls(log, 0, "answer", None)
     current = claim
     for k in range(config.depth, 0, -1):
+        mark = len(log)
         dec = await prover.decompose(current, k, ctx)
+        tag_calls(log, mark, "decompose", k)
         _check_decomposition(dec, config, k)
+        mark = len(log)
         values = [int(v) for v in await prover.claim_values(current, claimed, dec, ctx)]
+        tag_calls(log, mark, "value", k)
         rec = RoundRecord(
             k=k, claim=current, decomposition=dec, claimed=claimed, claimed_subclaims=values
         )
@@ -359,16 +428,22 @@ async def run_naive_recursive(
             t.meta["inconsistent_round"] = k
             t.calls = ctx.calls
             return t
+        mark = len(log)
         j = int(await challenger.challenge(current, dec, values, ctx))
+        tag_calls(log, mark, "recurse", k)
         if not 0 <= j < dec.width:
             raise ProtocolViolation(f"round {k}: challenge index {j} outside 0..{dec.width - 1}")
         rec.recurse = j
         current, claimed = dec.subclaims[j], values[j]
     fresh = ctx.fresh()
+    mark = len(log)
     ev = await prover.evidence(current, fresh)
+    tag_calls(log, mark, "evidence", 0)
     leaf = RoundRecord(k=0, claim=current, claimed=claimed, evidence=ev)
     t.rounds.append(leaf)
+    mark = len(log)
     verdict = await judge.verdict(current, ev, fresh)
+    tag_calls(log, mark, "verdict", 0)
     t.calls = ctx.calls
     if verdict is None:
         t.status = "awaiting_verdict"

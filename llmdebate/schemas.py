@@ -224,6 +224,18 @@ class ModelCallRecord(_Model):
     latency_s: float = 0.0
     error: str | None = None
     retries: int = 0
+    decision: str | None = None
+    """The protocol decision the call served (answer, estimate, direction, decompose, recurse,
+    evidence, verdict, value; ``scoring`` for a best-of-n candidate's scoring), set by the
+    engine; None for calls outside a recursive debate."""
+    round: int | None = None
+    """The round k the decision belongs to (None: initialisation)."""
+    index: int | None = None
+    """For an estimator's b_i: the subclaim index i (0-based)."""
+    prefix: list[int] | None = None
+    """For an estimator's b_i: the earlier outcomes z_<i it was asked under."""
+    notes: dict[str, Any] = Field(default_factory=dict)
+    """Extra facts about the call (e.g. a best-of-n candidate's expected reward)."""
 
 
 class InitRecord(_Model):

@@ -108,6 +108,16 @@ def naive_payoff(verdict: Any, claimed: Any) -> Any:
     return 2 * (verdict == claimed) - 1
 
 
+def judged_reward(p_first: float, first: bool, decision_first: bool) -> tuple[float, float]:
+    """A debater's (sampled, expected) reward in a protocol the judge decides between two
+    options (two-sided debate, consultancy; Khan et al. 2024): 1[the judge chose the debater's
+    answer], and the judge's probability of the debater's answer. ``p_first`` is the judge's
+    P(the option shown first is correct); ``first``: the debater's answer was shown first;
+    ``decision_first``: the judge chose the option shown first."""
+    p = p_first if first else 1.0 - p_first
+    return float(first == decision_first), float(p)
+
+
 # ---------------------------------------------------------------------------- one round
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.agents.base import Judge
+from llmdebate.agents.best_of_n import BestOfNProver
 from llmdebate.agents.judges import DeferredJudge, LLMJudge, OracleJudge
 from llmdebate.agents.llm import LLMEstimator, LLMProver
 from llmdebate.agents.naive import LLMChallenger, LLMNaiveProver
@@ -135,6 +136,13 @@ class Team:
 
     def make_prover(self) -> LLMProver:
         p = self.prover
+        prover = self._llm_prover()
+        if p.best_of > 1:
+            return BestOfNProver(prover, p.best_of, self.make_estimator)
+        return prover
+
+    def _llm_prover(self) -> LLMProver:
+        p = self.prover
         return LLMProver(
             self.models["prover"],
             self.prompts,
@@ -190,7 +198,7 @@ class Team:
 
     def make_naive_prover(self, answer: int) -> LLMNaiveProver:
         return LLMNaiveProver(
-            self.make_prover(),
+            self._llm_prover(),
             self.models["prover"],
             self.prompts,
             answer=answer,

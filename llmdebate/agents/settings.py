@@ -81,6 +81,10 @@ class ProverSettings(ModelSettings):
     """Tokens per generation (decompositions, evidence, speeches)."""
     max_attempts: int = Field(default=3, ge=1)
     """Attempts at a valid structured reply before the debate fails."""
+    best_of: int = Field(default=1, ge=1, le=64)
+    """Decompositions the prover writes at each round: each is scored by its exact expected
+    reward over the estimator's draws and the best is played (the others are kept in the
+    call log as preference pairs for export)."""
 
 
 class EstimatorSettings(ModelSettings):

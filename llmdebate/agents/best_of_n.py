@@ -1,0 +1,108 @@
+"""Best of n: the prover writes n decompositions at a decision and plays the best.
+
+Each candidate is scored by its exact expected reward over the estimator's draws,
+E[r_k] = r^k · s_k · (E[M_D] − p_k) (:func:`llmdebate.scoring.expected_round_reward`), with
+E[M_D] from the estimator's whole table of conditional probabilities for that candidate
+(asked of a fresh estimator of the same settings; those calls are logged with decision
+``scoring``). The debate goes on with the best candidate (the first on a tie). Every
+candidate's call stays in the debate's log with ``notes["best_of"]`` (its index, expected
+reward and whether it was played), so that ``llmdebate export --format trl-preference``
+pairs them. Candidate 0 uses the prover's own sampling settings; the others sample at the
+prover's temperature (1.0 when that is 0), each with a seed derived from the debate, the
+round and the candidate, so a replay asks the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+from collections.abc import Callable
+
+from llmdebate import scoring
+from llmdebate.agents.base import DebateContext, DirectionChoice, Estimator
+from llmdebate.agents.llm import LLMProver
+from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
+from llmdebate.schemas import Claim, Decomposition, ModelCallRecord
+
+
+def candidate_seed(debate_id: str, claim: str, k: int, i: int) -> int:
+    blob = f"{debate_id}\n{claim}\n{k}\n{i}".encode()
+    return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big")
+
+
+async def expected_round_reward(
+    estimator: Estimator, claim: Claim, dec: Decomposition, k: int, s: int, p: float,
+    ctx: DebateContext,
+) -> float:
+    """E[r_k] of playing ``dec`` in round k with direction s and probability p, over the
+    estimator's draws (its whole table asked concurrently)."""
+    q = dec.width
+    bits = outcome_bits(q)
+    asks = []
+    for i in range(q):
+        step = 1 << (q - i)
+        for row in bits[::step, :i]:
+            asks.append(estimator.conditional(claim, dec, i, tuple(int(v) for v in row), ctx))
+    got = await asyncio.gather(*asks)
+    levels: list[list[float]] = []
+    it = iter(got)
+    for i in range(q):
+        levels.append([next(it).value for _ in range(1 << i)])
+    e_m = probability_true(compile_rule(dec.rule, q), CondProbs.from_levels(levels))
+    return float(scoring.expected_round_reward(scoring.ratio_for(ctx.config), k, s, e_m, p))
+
+
+class BestOfNProver(LLMProver):
+    """An :class:`LLMProver` that writes ``n`` decompositions per round and plays the best."""
+
+    def __init__(self, prover: LLMProver, n: int, estimator: Callable[[], Estimator]) -> None:
+        self.__dict__.update(prover.__dict__)  # the same model, prompts, settings and beliefs
+        self.n = n
+        self.scorer = estimator
+        self.name = f"best-of-{n}:{prover.name}"
+        self._round: dict[int, tuple[int, float]] = {}
+
+    async def direction(
+        self, claim: Claim, p: float, k: int, ctx: DebateContext
+    ) -> DirectionChoice | int:
+        choice = await super().direction(claim, p, k, ctx)
+        s = choice.value if isinstance(choice, DirectionChoice) else int(choice)
+        self._round[k] = (s, p)
+        return choice
+
+    async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
+        if self.n <= 1 or (self.decomposer == "formal" and ctx.item is not None
+                           and self.formal is not None
+                           and self.formal(claim, ctx.item, ctx.config.width) is not None):
+            return await super().decompose(claim, k, ctx)
+        s, p = self._round.get(k, (0, 0.5))
+        base = self.gen
+        temperature = base.temperature if base.temperature > 0 else 1.0
+        candidates: list[tuple[Decomposition, list[ModelCallRecord]]] = []
+        try:
+            for i in range(self.n):
+                seed = candidate_seed(ctx.debate_id, claim.text, k, i)
+                self.gen = base if i == 0 else dataclasses.replace(
+                    base, temperature=temperature, seed=seed
+                )
+                mark = len(ctx.calls)
+                dec = await super().decompose(claim, k, ctx)
+                candidates.append((dec, ctx.calls[mark:]))
+        finally:
+            self.gen = base
+        scores = []
+        for dec, _ in candidates:
+            own: list[ModelCallRecord] = []
+            sub = dataclasses.replace(ctx, calls=own)
+            scores.append(await expected_round_reward(self.scorer(), claim, dec, k, s, p, sub))
+            for c in own:
+                c.decision, c.round = "scoring", k
+            ctx.calls.extend(own)
+        best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+        for i, (_, calls) in enumerate(candidates):
+            if calls:
+                calls[-1].notes["best_of"] = {
+                    "candidate": i, "expected_reward": scores[i], "chosen": i == best,
+                }
+        return candidates[best][0]

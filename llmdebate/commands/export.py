@@ -1,0 +1,78 @@
+"""``llmdebate export RUN_DIR``: one player's decisions as training data in a trainer's format.
+
+Exit status: 0 when rows were written, 2 for a user error (no run directory, an unknown
+format or role, no rows to write).
+"""
+
+from __future__ import annotations
+
+import click
+
+from llmdebate.export import FORMATS, PLAYERS, export_run
+from llmdebate.export.writers import KINDS
+
+
+def _baseline(value: str) -> str | float:
+    if value in ("expected", "mean"):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: use expected, mean or a number", param_hint="--baseline"
+        ) from None
+
+
+@click.command("export")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--role", type=click.Choice(PLAYERS), required=True, help="Whose decisions.")
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="trl-prompt-completion",
+    show_default=True, help="Layout of the rows.",
+)
+@click.option("--out", type=click.Path(), required=True, help="Output file or directory.")
+@click.option(
+    "--as", "kind", type=click.Choice(KINDS), default=None,
+    help="Container (default by suffix: .jsonl, .parquet, else a datasets directory).",
+)
+@click.option("--include-pending", is_flag=True, help="Keep debates awaiting a verdict.")
+@click.option(
+    "--text", is_flag=True,
+    help="Plain-text prompts as a base model sees them (no chat template needed).",
+)
+@click.option(
+    "--baseline", default="expected", show_default=True,
+    help="trl-unpaired: label = reward > baseline (expected, mean, or a number).",
+)
+@click.option(
+    "--test-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
+    help="Share of items (by hash of the item id) in the test split.",
+)
+@click.option("--split", type=click.Choice(["train", "test"]), default=None,
+              help="Write only this split.")
+def command(
+    run_dir: str,
+    role: str,
+    fmt: str,
+    out: str,
+    kind: str | None,
+    include_pending: bool,
+    text: bool,
+    baseline: str,
+    test_fraction: float,
+    split: str | None,
+) -> None:
+    """Write RUN_DIR's decisions of one player as training rows."""
+    res = export_run(
+        run_dir,
+        out,
+        role=role,
+        fmt=fmt,
+        kind=kind,
+        include_pending=include_pending,
+        text=text,
+        baseline=_baseline(baseline),
+        test_fraction=test_fraction,
+        split=split,
+    )
+    click.echo(f"{res.path}: {res.rows} {fmt} rows from {res.debates} debates ({res.kind})")

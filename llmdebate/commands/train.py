@@ -1,0 +1,41 @@
+"""``llmdebate train --config FILE``: A-leading Stackelberg training of the prover and the
+estimator with TRL (needs the ``train`` extra).
+
+Exit status: 0 when the schedule finished, 2 for a user error (a bad config, a hosted model
+that cannot be trained, a missing extra).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from llmdebate.training import load_train_config, train
+
+
+@click.command("train")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              required=True, help="YAML training config (configs/train-local.yaml).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Training folder (default: <out_dir>/<name>-<timestamp>).")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Override iterations.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def command(config_path: str, out_dir: str | None, iterations: int | None, quiet: bool) -> None:
+    """Train the prover and the estimator on their own debates."""
+    overrides = {"iterations": iterations} if iterations is not None else {}
+    cfg = load_train_config(config_path, overrides)
+    if out_dir is None:
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", cfg.name).strip("-") or "train"
+        out = Path(cfg.out_dir) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    else:
+        out = Path(out_dir)
+    res = train(cfg, out, progress=not quiet)
+    last = res.history[-1] if res.history else {}
+    click.echo(
+        f"{res.out}: {len(res.updates)} updates in {res.seconds:.0f} s; prover {res.prover_model}; "
+        f"estimator {res.estimator_model}; A's expected payoff {last.get('expected_payoff')}"
+    )

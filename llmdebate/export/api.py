@@ -1,0 +1,169 @@
+"""``export_run``: a run directory to one trainer format, and the sum check."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmdebate import scoring
+from llmdebate.errors import UserError
+from llmdebate.export import formats
+from llmdebate.export.rows import PLAYERS, Row, RunInfo, config_digest, transcript_rows
+from llmdebate.export.writers import kind_for, write_rows
+from llmdebate.paths import resolve_path
+from llmdebate.prompts import Prompts
+from llmdebate.rundir import CONFIG_FILE, load_transcripts, read_run_config
+from llmdebate.schemas import Transcript
+
+ONLINE = ("trl-prompt-only", "verl", "openrlhf")
+INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
+
+
+def injectable(r: Row) -> bool:
+    """A prover-estimator decision that a reply can stand for (not a belief probe feeding a
+    rule, not an assigned answer)."""
+    return (
+        r.protocol == "prover-estimator"
+        and r.role in ("prover", "estimator")
+        and r.act in INJECTABLE_ACTS
+        and r.call_act != "belief"
+        and r.source != "assigned"
+    )
+
+
+@dataclass
+class Export:
+    """What an export wrote."""
+
+    path: Path
+    kind: str
+    rows: int
+    debates: int
+
+
+def run_info(run_dir: Path, config: dict[str, Any], test_fraction: float) -> RunInfo:
+    prompts_dir = config.get("prompts_dir")
+    return RunInfo(
+        run_id=run_dir.name,
+        config_digest=config_digest(config),
+        judge_kind=str((config.get("judge") or {}).get("kind", "llm")),
+        test_fraction=test_fraction,
+        prompts=Prompts(resolve_path(prompts_dir) if prompts_dir else None),
+    )
+
+
+def decision_rows(
+    transcripts: list[Transcript],
+    info: RunInfo,
+    *,
+    role: str | None = None,
+    include_pending: bool = False,
+) -> list[tuple[Row, Transcript]]:
+    """Every decision row of the given player (all players: None), with its transcript."""
+    if role is not None and role not in PLAYERS:
+        raise UserError(f"--role {role!r}: choose from {', '.join(PLAYERS)}")
+    out = []
+    for t in transcripts:
+        if t.status == "awaiting_verdict" and not include_pending:
+            continue
+        try:
+            rows = transcript_rows(t, info)
+        except ValueError as exc:
+            raise UserError(f"{exc}: check the run with llmdebate score") from None
+        out += [(r, t) for r in rows if role is None or r.role == role]
+    return out
+
+
+def build(
+    pairs: list[tuple[Row, Transcript]],
+    fmt: str,
+    config: dict[str, Any],
+    *,
+    text: bool = False,
+    baseline: str | float = "expected",
+) -> list[dict[str, Any]]:
+    """The records of format ``fmt``."""
+    rows = [r for r, _ in pairs]
+    by_id = {id(r): t for r, t in pairs}
+    states = formats.States(config)
+
+    def state(r: Row) -> str:
+        return states(r, by_id[id(r)])
+
+    if fmt == "trl-prompt-completion":
+        return formats.prompt_completion(rows, text)
+    if fmt == "trl-preference":
+        return formats.preference(rows, text)
+    if fmt == "trl-unpaired":
+        return formats.unpaired(rows, text, baseline)
+    if fmt in ONLINE:  # rows whose decision a reply can be injected into (llmdebate.rl)
+        rows = [r for r in rows if injectable(r)]
+    if fmt == "trl-prompt-only":
+        return formats.prompt_only(rows, text, state)
+    if fmt == "verl":
+        return formats.verl(rows, text, state)
+    if fmt == "openrlhf":
+        return formats.openrlhf(rows, text, state)
+    raise UserError(f"--format {fmt!r}: choose from {', '.join(formats.FORMATS)}")
+
+
+def export_run(
+    run_dir: str | Path,
+    out: str | Path,
+    *,
+    role: str,
+    fmt: str = "trl-prompt-completion",
+    kind: str | None = None,
+    include_pending: bool = False,
+    text: bool = False,
+    baseline: str | float = "expected",
+    test_fraction: float = 0.1,
+    split: str | None = None,
+) -> Export:
+    """Write the ``role`` player's decisions of ``run_dir`` in ``fmt`` to ``out``."""
+    run_dir, out = Path(run_dir), Path(out)
+    if not (run_dir / CONFIG_FILE).exists():
+        raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
+    if not 0.0 <= test_fraction <= 1.0:
+        raise UserError(f"--test-fraction must be in [0, 1] (got {test_fraction})")
+    config = read_run_config(run_dir)
+    transcripts = load_transcripts(run_dir)
+    info = run_info(run_dir, config, test_fraction)
+    pairs = decision_rows(transcripts, info, role=role, include_pending=include_pending)
+    if split is not None:
+        pairs = [(r, t) for r, t in pairs if r.split == split]
+    records = build(pairs, fmt, config, text=text, baseline=baseline)
+    if not records:
+        raise UserError(
+            f"{run_dir}: no {fmt} rows for the {role} ({len(transcripts)} debates; a player "
+            "whose decisions no model made, or no sibling samples for preferences)"
+        )
+    container = kind_for(out, kind)
+    write_rows(records, out, container)
+    return Export(out, container, len(records), len({r.debate_id for r, _ in pairs}))
+
+
+def carrier_sums(rows: list[Row]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(debate, speaker) → the sums of ``reward`` and ``expected_reward`` over the carrier rows
+    (``credited``), added in protocol order by the scoring module's own sum."""
+    acc: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.credited:
+            acc[(r.debate_id, r.speaker)].append(r)
+    out = {}
+    for key, rs in acc.items():
+        rs = sorted(rs, key=_term_order)
+        out[key] = (
+            float(scoring.total(r.reward or 0.0 for r in rs)),
+            float(scoring.total(r.expected_reward or 0.0 for r in rs)),
+        )
+    return out
+
+
+def _term_order(r: Row) -> float:
+    """Protocol order: r_init, then r_d, …, r_0."""
+    if r.term == "r_init" or not r.term.startswith("r_"):
+        return float("-inf")
+    return -float(r.term[2:])

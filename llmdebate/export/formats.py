@@ -1,0 +1,187 @@
+"""The trainers' formats, built from decision rows.
+
+* ``trl-prompt-completion``: every row (TRL's conversational prompt-completion; ``--text``
+  renders prompts as the plain text a base model is given instead);
+* ``trl-preference``: prompt, chosen, rejected (and the reward gap) from sibling rows: rows of
+  one player and act with the very same prompt (best-of-n candidates, repeated samples, the
+  same question met in several debates); the best completion is paired with every worse one;
+* ``trl-unpaired``: prompt, completion, label for KTO: label = reward > baseline (default: the
+  row's expected reward, i.e. did this draw go better than expected);
+* ``trl-prompt-only``: prompt and ``state`` (JSON: the debate, its config, the decision) for
+  online RL, where :mod:`llmdebate.rl` plays the rest of the debate from the state;
+* ``verl``: data_source, prompt, ability, reward_model {style, ground_truth: state},
+  extra_info; ``openrlhf``: input and label (the state).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from llmdebate.export.rows import Row
+from llmdebate.models.hf_backend import format_prompt
+from llmdebate.schemas import Transcript
+
+FORMATS = (
+    "trl-prompt-completion",
+    "trl-preference",
+    "trl-unpaired",
+    "trl-prompt-only",
+    "verl",
+    "openrlhf",
+)
+META_DROP = ("prompt", "completion")
+
+
+def render(messages: list[dict[str, str]], text: bool) -> Any:
+    """Conversational messages, or (``text``) the plain-text prompt a base model is given."""
+    return format_prompt(messages) if text else messages
+
+
+def completion_of(row: Row, text: bool) -> Any:
+    return row.completion[0]["content"] if text else row.completion
+
+
+def meta(row: Row) -> dict[str, Any]:
+    return {k: v for k, v in row.as_dict().items() if k not in META_DROP}
+
+
+class States:
+    """The ``state`` column: the debate (without its calls) and the run config are serialised
+    once per debate and spliced into each of its rows' states."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        plain = {k: v for k, v in config.items() if k != "servers"}
+        self.config = json.dumps(plain, sort_keys=True)
+        self.debates: dict[str, str] = {}
+
+    def __call__(self, row: Row, t: Transcript) -> str:
+        tj = self.debates.get(t.id)
+        if tj is None:
+            tj = self.debates[t.id] = t.model_dump_json(exclude={"calls"})
+        decision = json.dumps(decision_of(row, t), sort_keys=True)
+        return f'{{"config": {self.config}, "transcript": {tj}, {decision[1:]}'
+
+
+def decision_of(row: Row, t: Transcript) -> dict[str, Any]:
+    """Which decision of the debate a row is (the part of its state that is not the debate)."""
+    call = t.calls[row.call] if row.call >= 0 else None
+    return {
+        "speaker": row.speaker,
+        "act": row.act,
+        "round": call.round if call is not None else row.round_k,
+        "index": row.index,
+        "prefix": call.prefix if call is not None else None,
+        "term": row.term,
+    }
+
+
+def prompt_completion(rows: list[Row], text: bool) -> list[dict[str, Any]]:
+    return [
+        {"prompt": render(r.prompt, text), "completion": completion_of(r, text), **meta(r)}
+        for r in rows
+    ]
+
+
+def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[str, Any]]:
+    """Pairs of sibling rows ranked by (expected) reward; ties make no pair."""
+    groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.reward is not None:
+            groups[(r.speaker, r.act, json.dumps(r.prompt))].append(r)
+    out = []
+    for sibs in groups.values():
+        def score(r: Row) -> float:
+            v = r.expected_reward if expected else r.reward
+            return float(v if v is not None else 0.0)
+
+        ranked = sorted(sibs, key=lambda r: -score(r))
+        best = ranked[0]
+        for worse in ranked[1:]:
+            if score(worse) >= score(best) or worse.completion == best.completion:
+                continue
+            out.append(
+                {
+                    "prompt": render(best.prompt, text),
+                    "chosen": completion_of(best, text),
+                    "rejected": completion_of(worse, text),
+                    "reward_gap": score(best) - score(worse),
+                    "chosen_reward": score(best),
+                    "rejected_reward": score(worse),
+                    "role": best.role,
+                    "act": best.act,
+                    "round_k": best.round_k,
+                    "chosen_debate_id": best.debate_id,
+                    "rejected_debate_id": worse.debate_id,
+                    "item_id": best.item_id,
+                    "split": best.split,
+                    "protocol": best.protocol,
+                }
+            )
+    return out
+
+
+def unpaired(
+    rows: list[Row], text: bool, baseline: str | float = "expected"
+) -> list[dict[str, Any]]:
+    """KTO rows: label = reward > baseline (``expected``: the row's expected reward; ``mean``:
+    the mean reward of the rows of the same player and act; or a number)."""
+    rows = [r for r in rows if r.reward is not None]
+    means: dict[tuple[str, str], float] = {}
+    if baseline == "mean":
+        acc: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for r in rows:
+            acc[(r.role, r.act)].append(float(r.reward or 0.0))
+        means = {k: sum(v) / len(v) for k, v in acc.items()}
+    out = []
+    for r in rows:
+        if baseline == "expected":
+            base = float(r.expected_reward if r.expected_reward is not None else r.reward or 0.0)
+        elif baseline == "mean":
+            base = means[(r.role, r.act)]
+        else:
+            base = float(baseline)
+        out.append(
+            {
+                "prompt": render(r.prompt, text),
+                "completion": completion_of(r, text),
+                "label": bool(float(r.reward or 0.0) > base),
+                "baseline": base,
+                **{k: v for k, v in meta(r).items()},
+            }
+        )
+    return out
+
+
+def prompt_only(
+    rows: list[Row], text: bool, state: Callable[[Row], str]
+) -> list[dict[str, Any]]:
+    return [{"prompt": render(r.prompt, text), "state": state(r), **meta(r)} for r in rows]
+
+
+def verl(rows: list[Row], text: bool, state: Callable[[Row], str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "data_source": f"llmdebate/{r.protocol}/{r.role}",
+            "prompt": render(r.prompt, text),
+            "ability": f"debate-{r.role}",
+            "reward_model": {"style": "rule", "ground_truth": state(r)},
+            "extra_info": {
+                "split": r.split,
+                "index": i,
+                "debate_id": r.debate_id,
+                "act": r.act,
+                "round_k": r.round_k,
+                "term": r.term,
+                "reward": r.reward,
+                "expected_reward": r.expected_reward,
+            },
+        }
+        for i, r in enumerate(rows)
+    ]
+
+
+def openrlhf(rows: list[Row], text: bool, state: Callable[[Row], str]) -> list[dict[str, Any]]:
+    return [{"input": render(r.prompt, text), "label": state(r), **meta(r)} for r in rows]

@@ -1,0 +1,346 @@
+"""One row per decision a trainable player made, from a transcript's recorded model calls.
+
+A row holds the messages the model saw (``prompt``, conversational), what it produced
+(``completion``), the reward the decision is credited with (:mod:`.credit`), and where it
+came from. Decisions a rule made without a model call get a row too, so that every reward
+term has its carrier: the prover's direction by eq. 13 (``source: rule``; the prompt is the
+direction prompt a model would have seen, the completion the word it would have replied)
+and an assigned answer (``source: assigned``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from llmdebate.export.credit import (
+    PLAYER_OF_ROLE,
+    Credit,
+    judged,
+    naive_payoff,
+    pe_call_credits,
+    pe_terms,
+    term_credit,
+)
+from llmdebate.prompts import Prompts
+from llmdebate.schemas import ModelCallRecord, Transcript
+
+PLAYERS = ("prover", "estimator", "judge", "debater")
+DIRECTION_WORD = {1: "higher", -1: "lower", 0: "right"}
+
+
+@dataclass
+class RunInfo:
+    """What every row of a run shares: its id, config digest, judge kind and test split."""
+
+    run_id: str = ""
+    config_digest: str = ""
+    judge_kind: str = ""
+    test_fraction: float = 0.1
+    prompts: Prompts = field(default_factory=Prompts)
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """The first 16 hex digits of the SHA-256 of a run's config (servers left out)."""
+    plain = {k: v for k, v in config.items() if k != "servers"}
+    blob = json.dumps(plain, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def split_of(item_id: str, test_fraction: float) -> str:
+    """``test`` or ``train`` by a hash of the item id: every debate of an item in one split."""
+    h = int.from_bytes(hashlib.sha256(f"split:{item_id}".encode()).digest()[:8], "big")
+    return "test" if h / 2**64 < test_fraction else "train"
+
+
+def judge_kind_of(setting: str, t: Transcript) -> str:
+    """human, llm or oracle: who ruled (the setting, refined by the leaf verdict's judge)."""
+    if setting == "deferred":
+        return "human"
+    leaf = t.rounds[-1].verdict if t.rounds else None
+    if leaf is not None and leaf.judge:
+        return "oracle" if leaf.judge.startswith("oracle") else (
+            "llm" if leaf.judge.startswith("llm") else "human"
+        )
+    return "oracle" if setting == "oracle" else "llm"
+
+
+@dataclass
+class Row:
+    prompt: list[dict[str, str]]
+    completion: list[dict[str, str]]
+    reward: float | None
+    expected_reward: float | None
+    return_to_go: float | None
+    expected_return_to_go: float | None
+    credited: bool
+    term: str
+    role: str
+    speaker: str
+    act: str
+    call_act: str
+    source: str
+    protocol: str
+    round_k: int | None
+    index: int | None
+    debate_id: str
+    item_id: str
+    model: str
+    seed: int
+    config_digest: str
+    judge_kind: str
+    gold: str | None
+    claim_truth: int | None
+    split: str
+    run_id: str
+    call: int
+    status: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row's columns (a shallow dict: the messages are shared, not copied)."""
+        return {name: getattr(self, name) for name in ROW_FIELDS}
+
+
+ROW_FIELDS = tuple(f.name for f in fields(Row))
+
+
+def _messages(call: ModelCallRecord) -> list[dict[str, str]]:
+    return [{"role": str(m["role"]), "content": str(m["content"])} for m in call.messages]
+
+
+def _answer(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
+
+
+class _Builder:
+    def __init__(self, t: Transcript, info: RunInfo) -> None:
+        self.t, self.info = t, info
+        item_id = str(t.meta.get("item_id") or (t.item or {}).get("id") or t.id)
+        truth = t.init.claim.truth if t.init is not None else None
+        self.common: dict[str, Any] = dict(
+            protocol=t.protocol,
+            debate_id=t.id,
+            item_id=item_id,
+            seed=t.seed,
+            config_digest=info.config_digest,
+            judge_kind=judge_kind_of(info.judge_kind, t) if t.protocol in (
+                "prover-estimator", "naive-recursive") else "llm",
+            gold=t.meta.get("gold"),
+            claim_truth=truth,
+            split=split_of(item_id, info.test_fraction),
+            run_id=info.run_id,
+            status=t.status,
+        )
+        self.rows: list[Row] = []
+        self.eligible: list[bool] = []
+
+    def add(
+        self,
+        credit: Credit | None,
+        *,
+        prompt: list[dict[str, str]],
+        completion: str,
+        speaker: str,
+        act: str,
+        call_act: str,
+        source: str,
+        round_k: int | None,
+        index: int | None,
+        model: str,
+        call: int,
+    ) -> None:
+        c = credit or Credit("", None, None, None, None)
+        self.rows.append(
+            Row(
+                prompt=prompt,
+                completion=_answer(completion),
+                reward=c.reward,
+                expected_reward=c.expected_reward,
+                return_to_go=c.return_to_go,
+                expected_return_to_go=c.expected_return_to_go,
+                credited=False,
+                term=c.term,
+                role=PLAYER_OF_ROLE.get(speaker, speaker),
+                speaker=speaker,
+                act=act,
+                call_act=call_act,
+                source=source,
+                round_k=round_k,
+                index=index,
+                model=model,
+                call=call,
+                **self.common,
+            )
+        )
+        self.eligible.append(c.eligible)
+
+    def call_row(
+        self, i: int, call: ModelCallRecord, act: str, credit: Credit | None,
+        source: str = "model",
+    ) -> None:
+        round_k = call.round
+        if call.role == "estimator" and credit is not None and credit.term.startswith("r_"):
+            round_k = None if credit.term == "r_init" else int(credit.term[2:])
+        self.add(
+            credit,
+            prompt=_messages(call),
+            completion=call.completion or "",
+            speaker=call.role,
+            act=act,
+            call_act=call.act,
+            source=source,
+            round_k=round_k,
+            index=call.index,
+            model=call.model,
+            call=i,
+        )
+
+    def mark_carriers(self) -> None:
+        last: dict[tuple[str, str], Row] = {}
+        for row, ok in zip(self.rows, self.eligible, strict=True):
+            if ok and row.reward is not None:
+                last[(row.speaker, row.term)] = row  # a re-asked decision: its last reply
+        for row in last.values():
+            row.credited = True
+
+
+def _usable(call: ModelCallRecord) -> bool:
+    return call.completion is not None and call.error is None and call.decision != "scoring"
+
+
+def _pe_rows(b: _Builder) -> None:
+    t = b.t
+    if any(c.decision is None for c in t.calls):
+        raise ValueError(
+            f"debate {t.id} has model calls not marked with their decision (it was recorded "
+            "by an older llmdebate): run its debates again to export them"
+        )
+    complete = t.status == "complete"
+    terms = pe_terms(t) if complete else None
+    answered = False
+    directions: set[int] = set()
+    agent = t.agents.get("prover", "")  # "llm-prover:<model>" when a model played A
+    prover_model = agent.split(":", 1)[1] if agent.startswith("llm-prover:") else ""
+    for i, call in enumerate(t.calls):
+        if not _usable(call):
+            continue
+        if call.role == "prover":
+            prover_model = call.model
+        credits = pe_call_credits(t, terms, call) if terms is not None else []
+        if not credits:  # a judge's call, or a debate still awaiting its verdict
+            b.call_row(i, call, _act_of(call), None)
+        best_of = call.notes.get("best_of") if call.notes else None
+        if best_of and not best_of.get("chosen"):  # a best-of-n candidate that was not played
+            e = float(best_of["expected_reward"])
+            credits = [(a, Credit(c.term, e, e, e, e)) for a, c in credits]
+        for act, credit in credits:
+            b.call_row(i, call, act, credit, "candidate" if best_of else "model")
+        answered |= call.role == "prover" and call.decision == "answer"
+        if call.role == "prover" and call.decision == "direction" and call.round is not None:
+            directions.add(call.round)
+    if terms is None or t.init is None:
+        return
+    if not answered and prover_model:
+        _assigned_answer_row(b, terms, prover_model)
+    if prover_model:
+        for rd in t.rounds:
+            if rd.k not in directions and rd.direction is not None and rd.p is not None:
+                messages = b.info.prompts.render(
+                    "direction", claim=rd.claim.text, p=rd.p, epsilon=t.config.epsilon, k=rd.k
+                )
+                b.add(
+                    term_credit(terms, f"r_{rd.k}", 1.0, True),
+                    prompt=messages,
+                    completion=DIRECTION_WORD[rd.direction],
+                    speaker="prover",
+                    act="direction",
+                    call_act="direction",
+                    source="rule",
+                    round_k=rd.k,
+                    index=None,
+                    model=prover_model,
+                    call=-1,
+                )
+
+
+def _assigned_answer_row(b: _Builder, terms: Any, model: str) -> None:
+    t = b.t
+    assert t.init is not None
+    item = t.item or {}
+    answer = str(t.init.claim.data.get("answer", t.init.claim.text))
+    if item.get("question"):
+        messages = b.info.prompts.render(
+            "answer", question=item["question"], choices=item.get("choices"),
+            context=item.get("context") if isinstance(item.get("context"), str) else None,
+        )
+    else:
+        messages = [{"role": "user", "content": t.init.claim.text}]
+    b.add(
+        term_credit(terms, "r_init", 1.0, True),
+        prompt=messages,
+        completion=answer,
+        speaker="prover",
+        act="answer",
+        call_act="answer",
+        source="assigned",
+        round_k=None,
+        index=None,
+        model=model,
+        call=-1,
+    )
+
+
+def _act_of(call: ModelCallRecord) -> str:
+    """The act a call served (answer, direction, decompose, recurse, estimate, evidence,
+    value, speech, verdict)."""
+    if call.decision:
+        return str(call.decision)
+    if call.role == "judge":
+        return "verdict"
+    if PLAYER_OF_ROLE.get(call.role) == "debater":
+        return "speech"
+    return call.act
+
+
+def _naive_rows(b: _Builder) -> None:
+    t = b.t
+    payoff = naive_payoff(t) if t.status == "complete" else None
+    for i, call in enumerate(t.calls):
+        if not _usable(call):
+            continue
+        credit = None
+        if payoff is not None and call.role in ("prover", "challenger"):
+            v = payoff if call.role == "prover" else -payoff
+            credit = Credit("payoff", v, v, v, v, True)
+        b.call_row(i, call, _act_of(call), credit)
+
+
+def _judged_rows(b: _Builder) -> None:
+    t = b.t
+    for i, call in enumerate(t.calls):
+        if not _usable(call):
+            continue
+        credit = None
+        if PLAYER_OF_ROLE.get(call.role) == "debater":
+            got = judged(t, call.role)
+            if got is not None:
+                s, e = got
+                credit = Credit("payoff", s, e, s, e, True)
+        b.call_row(i, call, _act_of(call), credit)
+
+
+def transcript_rows(t: Transcript, info: RunInfo | None = None) -> list[Row]:
+    """Every decision row of one transcript (failed debates have none)."""
+    if t.status == "failed":
+        return []
+    b = _Builder(t, info or RunInfo())
+    if t.protocol == "prover-estimator":
+        _pe_rows(b)
+    elif t.protocol == "naive-recursive":
+        _naive_rows(b)
+    else:
+        _judged_rows(b)
+    b.mark_carriers()
+    return b.rows

@@ -1,0 +1,331 @@
+"""Fork and replay: re-run a recorded prover-estimator debate from its seed, keeping every
+decision made before round ``at`` as recorded and letting (possibly swapped) agents play from
+round ``at`` on.
+
+The protocol's draws come from the debate's seed, so with the same agents the replay is the
+original transcript again, bit for bit (its recorded model calls included: the calls of the
+replayed decisions are copied, the rest are made again). With one agent swapped (a new model
+string, the oracle judge, a deferred judge for a person) it is a counterfactual continuation
+of the same debate. One decision may also be *injected*: a completion for it (e.g. a policy's
+sample during online RL) is parsed as the agent's reply, and the debate goes on from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmdebate.agents.base import DebateContext, DirectionChoice
+from llmdebate.agents.factory import Team, build_models
+from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
+from llmdebate.data.loader import Item
+from llmdebate.engine import run_prover_estimator
+from llmdebate.errors import InvalidOutputError, UserError
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.loading import validate
+from llmdebate.models import Model
+from llmdebate.paths import resolve_path
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.asymmetric import annotate_truth
+from llmdebate.protocols.base import DebateSpec
+from llmdebate.rules import outcome_index
+from llmdebate.schemas import (
+    Claim,
+    Decomposition,
+    Estimate,
+    Evidence,
+    ModelCallRecord,
+    RoundRecord,
+    Transcript,
+)
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A reply to use for one decision instead of asking the agent.
+
+    ``speaker``: prover or estimator; ``act``: answer, direction, decompose, recurse, evidence
+    or estimate; ``round``: the round (None: initialisation); ``index``/``prefix``: which b_i.
+    """
+
+    speaker: str
+    act: str
+    round: int | None
+    completion: str
+    index: int | None = None
+    prefix: tuple[int, ...] | None = None
+
+    def matches(self, speaker: str, act: str, k: int | None, index: int | None = None,
+                prefix: tuple[int, ...] | None = None) -> bool:
+        if (self.speaker, self.act, self.round) != (speaker, act, k):
+            return False
+        if self.index is not None and index != self.index:
+            return False
+        return self.prefix is None or prefix is None or tuple(prefix) == tuple(self.prefix)
+
+
+def parse_probability(text: str) -> float:
+    """A probability from a reply: a number in [0, 1], or True / False (1 / 0)."""
+    import re
+
+    low = text.strip().lower()
+    m = re.search(r"\d*\.?\d+", low)
+    if m:
+        v = float(m.group())
+        if 0.0 <= v <= 1.0:
+            return v
+        if 1.0 < v <= 100.0 and "%" in low:
+            return v / 100.0
+    if low.startswith("true") or low.startswith("yes"):
+        return 1.0
+    if low.startswith("false") or low.startswith("no"):
+        return 0.0
+    raise ReplyError("reply with a probability in [0, 1], or True / False")
+
+
+ORDER = {"direction": 0, "decompose": 1, "estimate": 2, "recurse": 3, "evidence": 4, "verdict": 5}
+"""The order of the decisions within a round."""
+
+
+def _rounds(t: Transcript) -> dict[int, RoundRecord]:
+    return {rd.k: rd for rd in t.rounds}
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """Decisions before (round ``at``, ``act``) are replayed; this one and later are live."""
+
+    at: int
+    act: str = "direction"
+
+    def replayed(self, k: int, act: str) -> bool:
+        return k > self.at or (k == self.at and ORDER.get(act, 1) < ORDER[self.act])
+
+
+class ReplayProver:
+    """The recorded prover before round ``at``; the live one (or the injection) from there."""
+
+    def __init__(self, live: Any, t: Transcript, at: ForkPoint, inject: Injection | None) -> None:
+        self.live, self.t, self.at, self.inject = live, t, at, inject
+        self.rounds = _rounds(t)
+        self.name = getattr(live, "name", "prover")
+
+    @property
+    def beliefs(self) -> dict[str, float]:
+        return dict(getattr(self.live, "beliefs", {}))
+
+    def _injected(self, act: str, k: int | None) -> str | None:
+        if self.inject is not None and self.inject.matches("prover", act, k):
+            return self.inject.completion
+        return None
+
+    async def answer(self, claim: Claim, ctx: DebateContext) -> int:
+        assert self.t.init is not None
+        return self.t.init.answer
+
+    async def direction(
+        self, claim: Claim, p: float, k: int, ctx: DebateContext
+    ) -> DirectionChoice | int:
+        if self.at.replayed(k, "direction"):
+            if self.t.stop_round == k:
+                return DirectionChoice(0, rest_zero=True)
+            rd = self.rounds[k]
+            assert rd.direction is not None
+            return rd.direction
+        got = self._injected("direction", k)
+        if got is not None:
+            return parse_direction(got)
+        return await self.live.direction(claim, p, k, ctx)
+
+    async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
+        if self.at.replayed(k, "decompose"):
+            dec = self.rounds[k].decomposition
+            assert dec is not None
+            return dec
+        got = self._injected("decompose", k)
+        if got is not None:
+            return parse_decomposition(got, claim, ctx.config.width)
+        return await self.live.decompose(claim, k, ctx)
+
+    async def choose(
+        self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], ctx: DebateContext
+    ) -> int:
+        k = ctx.rounds[-1].k if z else ctx.config.depth - len(ctx.rounds)
+        if self.at.replayed(k, "recurse"):
+            j = self.rounds[k].recurse
+            assert j is not None
+            return j
+        got = self._injected("recurse", k)
+        if got is not None:
+            return parse_index(got, dec.width)
+        return int(await self.live.choose(claim, dec, b, z, ctx))
+
+    async def evidence(self, claim: Claim, ctx: DebateContext) -> Evidence:
+        got = self._injected("evidence", 0)
+        if got is not None:
+            return Evidence(text=got.strip())
+        return await self.live.evidence(claim, ctx)
+
+
+class ReplayEstimator:
+    """The recorded estimator before round ``at``; the live one (or the injection) from there."""
+
+    def __init__(self, live: Any, t: Transcript, at: ForkPoint, inject: Injection | None) -> None:
+        self.live, self.t, self.at, self.inject = live, t, at, inject
+        self.rounds = _rounds(t)
+        self.name = getattr(live, "name", "estimator")
+
+    async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
+        if self.inject is not None and self.inject.matches("estimator", "estimate", None):
+            return Estimate(value=parse_probability(self.inject.completion), method="injected")
+        assert self.t.init is not None
+        return self.t.init.estimate
+
+    async def conditional(
+        self, claim: Claim, dec: Decomposition, i: int, prefix: tuple[int, ...],
+        ctx: DebateContext,
+    ) -> Estimate:
+        k = ctx.config.depth - len(ctx.rounds)
+        if self.at.replayed(k, "estimate"):
+            rd = self.rounds[k]
+            on_path = list(prefix) == rd.z[:i] or not prefix
+            if on_path and i < len(rd.estimates):
+                return rd.estimates[i]
+            if rd.table is None:
+                raise UserError(f"round {k} of {self.t.id} recorded no b_{i + 1} at {prefix}")
+            method = rd.estimates[0].method if rd.estimates else "recorded"
+            return Estimate(value=rd.table[i][outcome_index(list(prefix))], method=method)
+        if self.inject is not None and self.inject.matches(
+            "estimator", "estimate", k, i, tuple(prefix)
+        ):
+            return Estimate(value=parse_probability(self.inject.completion), method="injected")
+        return await self.live.conditional(claim, dec, i, prefix, ctx)
+
+
+def spec_of(t: Transcript) -> DebateSpec:
+    """The debate specification a recorded transcript was run from."""
+    m = t.meta
+    if t.item is None or "gold" not in m:
+        raise UserError(f"{t.id}: the transcript was not written by a run (no item or gold)")
+    return DebateSpec(
+        debate_id=t.id,
+        protocol=t.protocol,
+        variant=str(m.get("variant", "")),
+        item=Item.model_validate(t.item),
+        index=int(m.get("item_index", 0)),
+        seed=t.seed,
+        gold=str(m["gold"]),
+        distractor=str(m.get("distractor", "")),
+        shown=tuple(m.get("shown") or ("", "")),
+        answer=m.get("assigned"),
+    )
+
+
+def team_for(
+    config: ExperimentConfig | dict[str, Any],
+    swap: dict[str, str] | None = None,
+    models: dict[str, Model] | None = None,
+) -> Team:
+    """The team of a run's config, with the model strings of ``swap`` ({role: model});
+    ``swap={"judge": "oracle"}`` or ``"deferred"`` changes the judge's kind instead."""
+    cfg = config if isinstance(config, ExperimentConfig) else validate(
+        {k: v for k, v in config.items() if k != "servers"}
+    )
+    update: dict[str, Any] = {}
+    for role, model in (swap or {}).items():
+        if role not in ("prover", "estimator", "judge"):
+            raise UserError(f"swap: unknown role {role!r} (prover, estimator, judge)")
+        section = getattr(cfg, role)
+        if role == "judge" and model in ("oracle", "deferred", "oracle-or-llm"):
+            update[role] = section.model_copy(update={"kind": model})
+        else:
+            update[role] = section.model_copy(update={"model": model, "options": {}})
+    cfg = cfg.model_copy(update=update)
+    if models is None:
+        models = build_models(
+            cfg.role_settings(), cache_dir=cfg.cache_dir, use_cache=cfg.use_cache,
+            model_concurrency=cfg.model_concurrency, max_retries=cfg.max_retries,
+        )
+    prompts = Prompts(resolve_path(cfg.prompts_dir) if cfg.prompts_dir else None)
+    return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge)
+
+
+def _seed_beliefs(prover: Any, t: Transcript, at: ForkPoint) -> None:
+    """Give an unswapped prover the beliefs it had formed in the replayed rounds, so that it
+    asks again exactly what it asked in the original (a cache of its own answers)."""
+    beliefs = getattr(prover, "beliefs", None)
+    known = t.meta.get("prover_beliefs") or {}
+    if not isinstance(beliefs, dict):
+        return
+    for rd in t.rounds:
+        if at.replayed(rd.k, "direction"):
+            subs = rd.decomposition.subclaims if rd.decomposition else []
+            texts = [rd.claim.text, *(s.text for s in subs)]
+            for text in texts:
+                if text in known:
+                    beliefs[text] = float(known[text])
+
+
+async def fork(
+    t: Transcript,
+    team: Team,
+    at: int,
+    *,
+    act: str = "direction",
+    swapped: tuple[str, ...] = (),
+    inject: Injection | None = None,
+    debate_config: Any = None,
+) -> Transcript:
+    """Replay ``t`` (prover-estimator) with every decision before round ``at`` (and before
+    ``act`` within it) as recorded and ``team``'s agents from there on (0 <= at <= depth)."""
+    if t.protocol != "prover-estimator":
+        raise UserError(f"{t.id}: fork and replay support prover-estimator debates only")
+    if t.init is None:
+        raise UserError(f"{t.id}: the debate has no initialisation record to replay")
+    d = t.config.depth
+    if not 0 <= at <= d:
+        raise UserError(f"fork round must be in 0..{d} (got {at})")
+    if act not in ORDER:
+        raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
+    point = ForkPoint(at, act)
+    spec = spec_of(t)
+    live_prover = team.make_prover()
+    if "prover" not in swapped:
+        _seed_beliefs(live_prover, t, point)
+    log: list[ModelCallRecord] = [
+        c.model_copy(deep=True)
+        for c in t.calls
+        if c.decision is not None
+        and (c.round is None or point.replayed(c.round, c.decision))
+    ]
+    claim = t.init.claim.model_copy(deep=True)
+    cfg = debate_config if debate_config is not None else t.config
+    try:
+        out = await run_prover_estimator(
+            claim,
+            ReplayProver(live_prover, t, point, inject),
+            ReplayEstimator(team.make_estimator(), t, point, inject),
+            team.make_judge(),
+            cfg,
+            seed=t.seed,
+            debate_id=t.id,
+            item=t.item,
+            calls=log,
+        )
+    except ReplyError as exc:
+        raise InvalidOutputError(f"injected reply: {exc}") from exc
+    annotate_truth(out, spec.item.meta)
+    out.meta.update(spec.meta())
+    out.meta.update(
+        claimed_answer=claim.data.get("answer"), prover_beliefs=dict(live_prover.beliefs)
+    )
+    same = not swapped and inject is None
+    for key in ("wall_s", "retries", "servers") if same else ("servers",):
+        if key in t.meta:
+            out.meta[key] = t.meta[key]
+    if not same:
+        out.meta["forked"] = {
+            "from": t.id, "at": at, "swapped": list(swapped), "injected": inject is not None
+        }
+        out.meta["retries"] = sum(c.retries for c in out.calls)
+    return out

@@ -1,0 +1,81 @@
+"""The configuration of ``llmdebate train``: the experiment to generate debates with, the
+Stackelberg schedule, and the TRL update of each role."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class LoraSettings(_Section):
+    r: int = Field(default=8, ge=1)
+    """Rank of the adapters."""
+    alpha: int = Field(default=16, ge=1)
+    """LoRA alpha (scale alpha / r)."""
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Dropout on the adapters."""
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "v_proj"])
+    """Modules that get adapters (names in the model)."""
+
+
+class UpdateSettings(_Section):
+    """How one role is updated: a few steps of a TRL trainer on its exported decisions."""
+
+    method: Literal["kto", "sft"] = "kto"
+    """kto: TRL's KTOTrainer on trl-unpaired rows (label = reward above the baseline);
+    sft: TRL's SFTTrainer on the rows whose reward beat the baseline (filtered imitation)."""
+    baseline: str = "expected"
+    """Baseline of the labels: expected (the decision's expected reward), mean, or a number."""
+    learning_rate: float = Field(default=1e-4, gt=0.0)
+    """Learning rate."""
+    batch_size: int = Field(default=4, ge=2)
+    """Examples per step (KTO needs at least 2: its KL estimate pairs examples)."""
+    max_steps: int = Field(default=1, ge=1)
+    """Optimizer steps per update."""
+    max_length: int = Field(default=512, ge=16)
+    """Longest tokenized prompt + completion."""
+    max_rows: int | None = Field(default=None, ge=1)
+    """Use at most this many rows per update (chosen by a seeded shuffle)."""
+    beta: float = Field(default=0.1, gt=0.0)
+    """KTO's beta."""
+    lora: LoraSettings | None = Field(default_factory=LoraSettings)
+    """LoRA adapters (merged into the checkpoint); null: update every weight."""
+    acts: list[str] | None = None
+    """Train on these acts only (default: every act the role made with a model)."""
+
+
+class TrainConfig(_Section):
+    """Everything ``llmdebate train`` needs; saved as ``train.yaml`` in its output folder."""
+
+    name: str = "train"
+    """Name of the training run (its folder is <out_dir>/<name>-<timestamp> unless given)."""
+    experiment: str | dict[str, Any] = "configs/local-divisors.yaml"
+    """The experiment whose debates are generated: a config file, or the config inline. Its
+    prover and estimator models are the starting points (local, or hf/<dir>)."""
+    iterations: int = Field(default=1, ge=1)
+    """Prover updates (each after estimator_updates estimator updates)."""
+    estimator_updates: int = Field(default=2, ge=0)
+    """m: estimator updates per prover update (A-leading Stackelberg: B best-responds)."""
+    regenerate: bool = True
+    """Generate fresh debates with the current models before every update (on-policy);
+    false: every update of an iteration uses the iteration's first debates."""
+    prover: UpdateSettings = Field(default_factory=UpdateSettings)
+    estimator: UpdateSettings = Field(default_factory=UpdateSettings)
+    text: bool = True
+    """Plain-text prompts as the local backend formats them (base models have no chat
+    template); false: conversational rows with the tokenizer's chat template."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where the updates run (auto: cuda when available)."""
+    seed: int = Field(default=0, ge=0)
+    """Seed of the debates (iteration i, generation g uses seed + 1000 i + g) and updates."""
+    evaluate_last: bool = True
+    """After the last update, one more generation of debates with the final models."""
+    out_dir: str = "runs"
+    """Where the training folder is created."""
+    test_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of items held out of the updates (their rows are not trained on)."""

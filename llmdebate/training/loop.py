@@ -1,0 +1,207 @@
+"""A-leading Stackelberg training (Appendix D): for every prover update, the estimator is
+updated ``estimator_updates`` times, each on debates played by the current models, so that the
+prover's update comes from debates where the estimator plays an approximate best response.
+
+Every generation of debates is an ordinary run of the experiment runner in
+``<out>/iter-NN/gen-G/``; the rows an update trained on are in ``<out>/iter-NN/data/``, its
+checkpoint in ``<out>/iter-NN/<role>-J/``; ``metrics.jsonl``, ``metrics.png`` and
+``summary.json`` follow every generation and update.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from llmdebate.errors import ConfigError, UserError
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.loading import dump, load, read_yaml, validate
+from llmdebate.experiment.runner import run
+from llmdebate.export import build, decision_rows, run_info
+from llmdebate.paths import resolve_path
+from llmdebate.rundir import load_transcripts, read_run_config
+from llmdebate.training.config import TrainConfig
+from llmdebate.training.metrics import generation_metrics, plot_metrics
+from llmdebate.training.update import UpdateResult, model_dir, update_role
+
+
+def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """A :class:`TrainConfig` from YAML; errors name ``file:line:column`` and the field."""
+    file = Path(path)
+    data = read_yaml(file)
+    data.update(overrides or {})
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        dotted = ".".join(str(x) for x in err["loc"])
+        text = yaml.compose(file.read_text(encoding="utf-8"))
+        where = str(file)
+        node: Any = text
+        for key in [str(x) for x in err["loc"]]:
+            found = None
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    if k.value == key:
+                        where = f"{file}:{k.start_mark.line + 1}:{k.start_mark.column + 1}"
+                        found = v
+            node = found
+            if node is None:
+                break
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown field"
+        raise ConfigError(f"{where}: {dotted}: {msg} (got {err.get('input')!r})") from None
+
+
+def experiment_of(cfg: TrainConfig) -> ExperimentConfig:
+    if isinstance(cfg.experiment, dict):
+        return validate(cfg.experiment)
+    return load(resolve_path(cfg.experiment))
+
+
+@dataclass
+class TrainResult:
+    out: Path
+    prover_model: str
+    estimator_model: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[UpdateResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Trainer:
+    """The state of one training run: the current models, the history, the output folder."""
+
+    def __init__(self, cfg: TrainConfig, out: Path, *, progress: bool = True) -> None:
+        self.cfg, self.out, self.progress = cfg, out, progress
+        self.exp = experiment_of(cfg)
+        if "prover-estimator" not in self.exp.protocols:
+            raise UserError("train: the experiment must run prover-estimator debates")
+        self.models = {"prover": self.exp.prover.model, "estimator": self.exp.estimator.model}
+        self.history: list[dict[str, Any]] = []
+        self.updates: list[UpdateResult] = []
+        self.t0 = time.perf_counter()
+
+    def say(self, message: str) -> None:
+        if self.progress:
+            print(message, flush=True)
+
+    def generate(self, it: int, g: int) -> Path:
+        """Debates of the experiment with the current models: ``iter-NN/gen-G``."""
+        e = self.exp
+        exp = e.model_copy(
+            update={
+                "name": f"{self.cfg.name}-iter{it}-gen{g}",
+                "seed": self.cfg.seed + 1000 * it + g,
+                "protocols": ["prover-estimator"],
+                "prover": e.prover.model_copy(update={"model": self.models["prover"]}),
+                "estimator": e.estimator.model_copy(update={"model": self.models["estimator"]}),
+            }
+        )
+        run_dir = self.out / f"iter-{it:02d}" / f"gen-{g}"
+        self.say(f"iteration {it}, generation {g}: debates into {run_dir}")
+        res = run(exp, run_dir, progress=self.progress)
+        if res.stopped:
+            raise UserError(f"{run_dir}: the debates stopped: {res.stopped}")
+        m = generation_metrics(load_transcripts(run_dir))
+        m.update(
+            label=f"{it}.{g}", iteration=it, generation=g, run_dir=str(run_dir),
+            prover_model=self.models["prover"], estimator_model=self.models["estimator"],
+            elapsed_s=round(time.perf_counter() - self.t0, 2),
+        )
+        self.history.append(m)
+        self.write()
+        return run_dir
+
+    def update(self, role: str, run_dir: Path, it: int, j: int) -> UpdateResult:
+        """Export ``role``'s decisions of ``run_dir`` and train its model on them."""
+        settings = getattr(self.cfg, role)
+        config = read_run_config(run_dir)
+        info = run_info(run_dir, config, self.cfg.test_fraction)
+        pairs = [
+            (r, t)
+            for r, t in decision_rows(load_transcripts(run_dir), info, role=role)
+            if r.split == "train"
+        ]
+        records = build(pairs, "trl-unpaired", config, text=self.cfg.text,
+                        baseline=_baseline(settings.baseline))
+        data = self.out / f"iter-{it:02d}" / "data" / f"{role}-{j}.jsonl"
+        data.parent.mkdir(parents=True, exist_ok=True)
+        data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        start = model_dir(self.models[role], self.exp.cache_dir)
+        ckpt = self.out / f"iter-{it:02d}" / f"{role}-{j}"
+        self.say(f"iteration {it}: {role} update {j} on {len(records)} rows from {start}")
+        res = update_role(role, start, records, ckpt, settings, device=self.cfg.device,
+                          seed=self.cfg.seed + 1000 * it + j)
+        if res.skipped is None:
+            self.models[role] = f"hf/{res.checkpoint.resolve()}"
+        self.updates.append(res)
+        self.write()
+        return res
+
+    def write(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        lines = "".join(json.dumps(h) + "\n" for h in self.history)
+        (self.out / "metrics.jsonl").write_text(lines, encoding="utf-8")
+        if self.history:
+            plot_metrics(self.history, self.out / "metrics.png")
+        summary = {
+            "models": self.models,
+            "generations": len(self.history),
+            "updates": [
+                {"role": u.role, "checkpoint": str(u.checkpoint), "rows": u.rows,
+                 "steps": u.steps, "loss": u.loss, "seconds": round(u.seconds, 2),
+                 "skipped": u.skipped}
+                for u in self.updates
+            ],
+            "wall_s": round(time.perf_counter() - self.t0, 2),
+        }
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    def iteration(self, it: int) -> None:
+        m, regen = self.cfg.estimator_updates, self.cfg.regenerate
+        run_dir = self.generate(it, 0)
+        g = 0
+        for j in range(m):
+            if j > 0 and regen:
+                g += 1
+                run_dir = self.generate(it, g)
+            self.update("estimator", run_dir, it, j)
+        if m > 0 and regen:
+            g += 1
+            run_dir = self.generate(it, g)
+        self.update("prover", run_dir, it, 0)
+
+
+def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
+    """Run the whole schedule (and, with ``evaluate_last``, a generation with the last models)."""
+    trainer = Trainer(cfg, out, progress=progress)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = cfg.model_dump(mode="json")
+    saved["experiment"] = dump(trainer.exp)
+    (out / "train.yaml").write_text(yaml.safe_dump(saved, sort_keys=False), encoding="utf-8")
+    for it in range(cfg.iterations):
+        trainer.iteration(it)
+    if cfg.evaluate_last:
+        trainer.generate(cfg.iterations, 0)
+    trainer.write()
+    return TrainResult(
+        out, trainer.models["prover"], trainer.models["estimator"], trainer.history,
+        trainer.updates, time.perf_counter() - trainer.t0,
+    )
+
+
+def _baseline(value: str) -> str | float:
+    if value in ("expected", "mean"):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"baseline: use expected, mean or a number (got {value!r})") from None

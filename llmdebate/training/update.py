@@ -1,0 +1,199 @@
+"""One update of one role: a few steps of a TRL trainer on its rows, saved as a checkpoint
+that the local backend loads back (``hf/<checkpoint dir>``) for the next debates.
+
+LoRA adapters are merged into the saved weights, so a checkpoint is an ordinary model folder
+(config, safetensors, tokenizer): the next iteration's debates load it like any model, and
+the next update starts from it with fresh adapters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmdebate.errors import MissingExtraError, UserError
+from llmdebate.training.config import UpdateSettings
+
+
+def _need(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(module.split(".")[0], "train") from exc
+
+
+def model_dir(model: str, cache_dir: str | None = None) -> Path:
+    """The folder of a model string's weights (``local``: the dequantised embedded model)."""
+    if model.startswith("hf/") and not model.endswith(".gguf"):
+        path = Path(model[3:]).expanduser()
+        if not (path / "config.json").exists():
+            raise UserError(f"{model}: no model folder (config.json) at {path}")
+        return path
+    if model == "local" or (model.startswith("hf/") and model.endswith(".gguf")):
+        from llmdebate.models.registry import create_backend
+
+        backend: Any = create_backend(model, cache_dir=Path(cache_dir) if cache_dir else None)
+        if not (backend.weights_dir / "config.json").exists():
+            backend.load()
+        return Path(backend.weights_dir)
+    raise UserError(
+        f"{model}: training needs local weights (local or hf/<model folder>), not a hosted model"
+    )
+
+
+@dataclass
+class UpdateResult:
+    role: str
+    checkpoint: Path
+    rows: int
+    steps: int = 0
+    loss: float | None = None
+    seconds: float = 0.0
+    skipped: str | None = None
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _device(device: str) -> str:
+    if device != "auto":
+        return device
+    torch = _need("torch")
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _lora(settings: UpdateSettings) -> Any:
+    if settings.lora is None:
+        return None
+    peft = _need("peft")
+    lo = settings.lora
+    return peft.LoraConfig(
+        task_type="CAUSAL_LM",
+        r=lo.r,
+        lora_alpha=lo.alpha,
+        lora_dropout=lo.dropout,
+        target_modules=list(lo.target_modules),
+    )
+
+
+@contextlib.contextmanager
+def cheap_tokenizer_hash(tokenizer: Any) -> Iterator[None]:
+    """While TRL prepares a dataset, let ``datasets`` fingerprint the tokenizer by its name and
+    size instead of pickling it whole (seconds per map call for a 262k-token vocabulary; the
+    rows live in memory, so the fingerprint caches nothing)."""
+    try:
+        from datasets.utils import _dill
+    except ImportError:  # pragma: no cover - another datasets layout: hash as usual
+        yield
+        return
+    kind = type(tokenizer)
+    before = _dill.Pickler.dispatch.get(kind)
+    tag = f"{kind.__name__}:{getattr(tokenizer, 'name_or_path', '')}:{len(tokenizer)}"
+
+    def save(pickler: Any, obj: Any) -> None:
+        pickler.save_reduce(str, (tag,), obj=obj)
+
+    _dill.Pickler.dispatch[kind] = save
+    try:
+        yield
+    finally:
+        if before is None:
+            _dill.Pickler.dispatch.pop(kind, None)
+        else:
+            _dill.Pickler.dispatch[kind] = before
+
+
+def update_role(
+    role: str,
+    start: Path,
+    records: list[dict[str, Any]],
+    out: Path,
+    settings: UpdateSettings,
+    *,
+    device: str = "auto",
+    seed: int = 0,
+) -> UpdateResult:
+    """Train ``start`` on ``records`` (trl-unpaired rows) and save the result in ``out``."""
+    t0 = time.perf_counter()
+    rows = [r for r in records if settings.acts is None or r.get("act") in settings.acts]
+    if settings.method == "sft":
+        rows = [r for r in rows if r["label"]]
+    if settings.max_rows is not None and len(rows) > settings.max_rows:
+        rows = random.Random(seed).sample(rows, settings.max_rows)
+    if len(rows) < 2:
+        return UpdateResult(role, start, len(rows), skipped=f"{len(rows)} rows to train on")
+    torch = _need("torch")
+    transformers = _need("transformers")
+    trl = _need("trl")
+    datasets = _need("datasets")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    dev = _device(device)
+    torch.manual_seed(seed)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(start))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
+    keep = ["prompt", "completion"] + (["label"] if settings.method == "kto" else [])
+    data = datasets.Dataset.from_list([{k: r[k] for k in keep} for r in rows])
+    common: dict[str, Any] = dict(
+        output_dir=tempfile.mkdtemp(prefix=f"llmdebate-{role}-"),
+        max_steps=settings.max_steps,
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=dev == "cpu",
+        bf16=False,
+        fp16=False,
+        seed=seed,
+        data_seed=seed,
+        max_length=settings.max_length,
+        activation_checkpointing=False,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    with cheap_tokenizer_hash(tokenizer):
+        if settings.method == "kto":
+            args = trl.KTOConfig(**common, beta=settings.beta)
+            trainer = trl.KTOTrainer(
+                model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                peft_config=_lora(settings),
+            )
+        else:
+            args = trl.SFTConfig(**common)
+            trainer = trl.SFTTrainer(
+                model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                peft_config=_lora(settings),
+            )
+    trainer.train()
+    history = [dict(h) for h in trainer.state.log_history]
+    losses = [h["loss"] for h in history if "loss" in h]
+    trained = trainer.model
+    if settings.lora is not None:
+        trained = trained.merge_and_unload()
+    trained = trained.to("cpu")
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    trained.save_pretrained(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    shutil.rmtree(args.output_dir, ignore_errors=True)
+    return UpdateResult(
+        role,
+        out,
+        len(rows),
+        steps=int(trainer.state.global_step),
+        loss=float(losses[-1]) if losses else None,
+        seconds=time.perf_counter() - t0,
+        log=history,
+    )
