@@ -224,6 +224,12 @@ class ModelCallRecord(_Model):
     latency_s: float = 0.0
     error: str | None = None
     retries: int = 0
+    constrained: bool | None = None
+    """Whether the backend enforced the reply's schema (None: no schema was asked for)."""
+    invalid: str | None = None
+    """Why the reply failed validation (structured acts; None: valid or not checked)."""
+    batch_size: int | None = None
+    """Prompts in the request that answered this call, when more than one."""
 
 
 class InitRecord(_Model):

@@ -189,9 +189,7 @@ class Team:
         )
 
     def make_challenger(self) -> LLMChallenger:
-        return LLMChallenger(
-            self.models["estimator"], self.prompts, method=self.estimator.method
-        )
+        return LLMChallenger(self.models["estimator"], self.prompts, method=self.estimator.method)
 
     def speech_config(self) -> GenerateConfig:
         """Generation settings of debaters' and consultants' speeches."""
