@@ -17,23 +17,24 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-K = TypeVar("K")
+C = TypeVar("C")
 R = TypeVar("R")
 
 
 @dataclass
-class _Pending(Generic[K, R]):
-    groups: dict[K, list[tuple[str, asyncio.Future[R]]]] = field(default_factory=dict)
+class _Pending(Generic[C, R]):
+    groups: dict[str, tuple[C, list[tuple[str, asyncio.Future[R]]]]] = field(default_factory=dict)
     scheduled: bool = False
 
 
-class PromptBatcher(Generic[K, R]):
-    """``await batcher.submit(prompt, key)``: ``send(prompts, key)`` answers the prompts of
-    one group in one request and returns one result per prompt, in order."""
+class PromptBatcher(Generic[C, R]):
+    """``await batcher.submit(prompt, key, settings)``: calls with the same ``key`` (e.g. the
+    settings as JSON) form a group; ``send(prompts, settings)`` answers the prompts of one
+    group in one request and returns one result per prompt, in order."""
 
     def __init__(
         self,
-        send: Callable[[list[str], K], Awaitable[list[R]]],
+        send: Callable[[list[str], C], Awaitable[list[R]]],
         *,
         max_batch: int = 32,
         wait_s: float = 0.002,
@@ -42,14 +43,15 @@ class PromptBatcher(Generic[K, R]):
         self.max_batch = max(1, max_batch)
         self.wait_s = max(0.0, wait_s)
         self.requests = 0  # requests sent
-        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending[K, R]]
+        self._tasks: set[asyncio.Task[None]] = set()  # held until done (the loop keeps weak refs)
+        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending[C, R]]
         self._pending = weakref.WeakKeyDictionary()
 
-    async def submit(self, prompt: str, key: K) -> R:
+    async def submit(self, prompt: str, key: str, settings: C) -> R:
         loop = asyncio.get_running_loop()
         pending = self._pending.setdefault(loop, _Pending())
         fut: asyncio.Future[R] = loop.create_future()
-        pending.groups.setdefault(key, []).append((prompt, fut))
+        pending.groups.setdefault(key, (settings, []))[1].append((prompt, fut))
         if not pending.scheduled:
             pending.scheduled = True
             loop.call_later(self.wait_s, self._flush, loop)
@@ -60,15 +62,17 @@ class PromptBatcher(Generic[K, R]):
         if pending is None:
             return
         groups, pending.groups, pending.scheduled = pending.groups, {}, False
-        for key, calls in groups.items():
+        for settings, calls in groups.values():
             for start in range(0, len(calls), self.max_batch):
                 chunk = calls[start : start + self.max_batch]
-                loop.create_task(self._run(chunk, key))
+                task = loop.create_task(self._run(chunk, settings))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, chunk: list[tuple[str, asyncio.Future[R]]], key: K) -> None:
+    async def _run(self, chunk: list[tuple[str, asyncio.Future[R]]], settings: C) -> None:
         self.requests += 1
         try:
-            results = await self.send([p for p, _ in chunk], key)
+            results = await self.send([p for p, _ in chunk], settings)
             if len(results) != len(chunk):
                 raise ValueError(f"{len(chunk)} prompts but {len(results)} results")
         except BaseException as exc:  # every caller sees the request's failure

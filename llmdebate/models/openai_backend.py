@@ -24,6 +24,8 @@ Per-role options (``--prover-options '{"endpoint": "completions"}'``):
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from typing import Any, cast
 
@@ -135,7 +137,8 @@ class OpenAIBackend(Backend):
         if self.endpoint == "completions":
             prompt = self.render(messages)
             if self.batch_prompts:
-                return await self._batcher.submit(prompt, config)
+                key = json.dumps(dataclasses.asdict(config), sort_keys=True)
+                return await self._batcher.submit(prompt, key, config)
             return (await self._complete_many([prompt], config))[0]
         fields = self._structured_fields(config.json_schema)
         try:
