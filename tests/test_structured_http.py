@@ -200,7 +200,7 @@ async def test_estimator_table_is_one_batched_completions_request(server: FakeSe
         rule=CombinationRule(kind="and"),
     )
     c = ctx(width=3)
-    table, levels = await _estimator_table(LLMEstimator(model), PARENT, dec, c)
+    _table, levels = await _estimator_table(LLMEstimator(model), PARENT, dec, c)
     assert server.requests == 1  # 2^3 - 1 = 7 probabilities in one request
     prompts = server.bodies[0]["prompt"]
     assert isinstance(prompts, list) and len(prompts) == 7
