@@ -32,7 +32,9 @@ def test_strict_schema_requires_every_property_and_inlines_refs() -> None:
     assert "$defs" not in json.dumps(schema) and "$ref" not in json.dumps(schema)
     assert schema["required"] == ["subclaims", "rule"]  # the order the model writes them
     assert schema["properties"]["rule"]["additionalProperties"] is False
-    assert decomposition_schema(3).schema["properties"]["subclaims"]["maxItems"] == 3
+    subs = decomposition_schema(3).schema["properties"]["subclaims"]
+    assert (subs["minItems"], subs["maxItems"]) == (2, 3)
+    assert decomposition_schema(1).schema["properties"]["subclaims"]["minItems"] == 1
     assert index_schema(4).schema["properties"]["index"] == {
         "maximum": 4,
         "minimum": 1,

@@ -74,7 +74,8 @@ def decomposition_summary(transcripts: Iterable[Transcript]) -> dict[str, Any]:
     """How the prover's model-written decompositions fared over a run.
 
     Counts the decomposition calls (attempts), those whose reply was invalid, those made
-    with a constrained backend, the decompositions accepted, and, where the truth is
+    with a constrained backend, the decompositions played (``played_invalid``: those kept
+    although invalid, see ``keep_invalid``), and, where the truth is
     computable, the subclaims that were true, the rules that were right and the exact
     interval splits; ``assessment`` is one plain sentence.
     """
@@ -86,9 +87,11 @@ def decomposition_summary(transcripts: Iterable[Transcript]) -> dict[str, Any]:
         invalid += sum(c.invalid is not None or c.error is not None for c in calls)
         constrained += sum(bool(c.constrained) for c in calls)
         audits.extend(a for a in t.meta.get("decompositions", []) if a.get("source") == "model")
+    played_invalid = 0
     for a in audits:
         asked += 1
-        first_valid += a.get("attempts") == 1
+        first_valid += a.get("attempts") == 1 and a.get("valid", True)
+        played_invalid += not a.get("valid", True)
     graded = [a for a in audits if a.get("rule_right") is not None]
     subs = [v for a in audits for v in a.get("subclaim_truth", []) if v is not None]
     unknown = sum(v is None for a in audits for v in a.get("subclaim_truth", []))
@@ -100,6 +103,7 @@ def decomposition_summary(transcripts: Iterable[Transcript]) -> dict[str, Any]:
         "invalid_replies": invalid,
         "constrained_calls": constrained,
         "valid_at_first_attempt": _share(first_valid, asked),
+        "played_invalid": played_invalid,
         "graded": len(graded),
         "rule_right": _share(right, len(graded)),
         "exact_splits": _share(sum(splits), len(splits)),
@@ -116,6 +120,10 @@ def _assessment(s: dict[str, Any], n_splits: int, n_exact: int) -> str:
     if not s["model_decompositions"]:
         return f"the model produced no valid decomposition in {s['calls']} attempts"
     parts = [f"{s['model_decompositions']} decompositions by the model"]
+    if s["played_invalid"]:
+        parts.append(
+            f"{s['played_invalid']} played although invalid (a subclaim repeats its claim)"
+        )
     if n_splits:
         parts.append(f"{n_exact} of {n_splits} are exact interval splits")
     if s["graded"]:

@@ -147,6 +147,7 @@ class Team:
             max_attempts=p.max_attempts,
             decomposer=p.decomposer,
             formal=item_decomposition,
+            keep_invalid=p.keep_invalid,
         )
 
     def make_estimator(self) -> LLMEstimator:

@@ -43,6 +43,13 @@ DirectionMode = Literal["belief", "model"]
 RecursionMode = Literal["belief", "model"]
 Decomposer = Literal["model", "formal"]
 
+
+def decompose_tokens(width: int) -> int:
+    """Tokens a decomposition of ``width`` subclaims gets at least (its JSON with short
+    subclaims; ``max_tokens`` raises it)."""
+    return 30 + 40 * width
+
+
 FormalDecomposer = Callable[[Claim, dict[str, Any], int], Decomposition | None]
 """(claim, the dataset item, width) -> the item's own decomposition of the claim, or None."""
 
@@ -126,6 +133,10 @@ class LLMProver:
     ``decomposer="formal"`` takes the decomposition from the problem (bundled formal datasets)
     when it has one, else asks the model.
     ``structured=False`` asks for structured replies by prompt alone (no schema is sent).
+    ``keep_invalid=True``: when every attempt at a decomposition fails only a check that the
+    schema cannot express (a subclaim repeating its claim), the last such decomposition is
+    played instead of failing the debate; its audit says ``valid: false`` and why.
+    A decomposition gets at least :func:`decompose_tokens` tokens.
     """
 
     def __init__(
@@ -144,6 +155,7 @@ class LLMProver:
         formal: FormalDecomposer | None = None,
         name: str | None = None,
         structured: bool = True,
+        keep_invalid: bool = False,
     ) -> None:
         self.model = model
         self.prompts = prompts or Prompts()
@@ -157,6 +169,7 @@ class LLMProver:
         self.formal = formal
         self.name = name or f"llm-prover:{model.name}"
         self.structured = structured
+        self.keep_invalid = keep_invalid
         self.beliefs: dict[str, float] = {}
         """The prover's own probability of every claim it was asked about in this debate."""
         self.audits: list[dict[str, Any]] = []
@@ -284,20 +297,52 @@ class LLMProver:
             context=_context_text(item),
         )
         attempts: list[int] = []
-        dec = await ask_structured(
-            self.model,
-            messages,
-            lambda t: parse_decomposition(t, claim, width),
-            role="prover",
-            act="decompose",
-            config=self.gen,
-            max_attempts=self.max_attempts,
-            calls=ctx.calls,
-            schema=self._schema(decomposition_schema(width)),
-            attempts=attempts,
+        kept: list[tuple[Decomposition, str]] = []
+
+        def parse(text: str) -> Decomposition:
+            try:
+                return parse_decomposition(text, claim, width)
+            except ReplyError as exc:
+                if self.keep_invalid:  # well-formed but useless: kept to play if nothing better
+                    try:
+                        loose = parse_decomposition(text, claim, width, check_repeats=False)
+                    except ReplyError:
+                        pass
+                    else:
+                        kept.append((loose, str(exc)))
+                raise
+
+        gen = dataclasses.replace(
+            self.gen, max_tokens=max(self.gen.max_tokens, decompose_tokens(width))
         )
+        invalid: str | None = None
+        try:
+            dec = await ask_structured(
+                self.model,
+                messages,
+                parse,
+                role="prover",
+                act="decompose",
+                config=gen,
+                max_attempts=self.max_attempts,
+                calls=ctx.calls,
+                schema=self._schema(decomposition_schema(width)),
+                attempts=attempts,
+            )
+        except InvalidOutputError:
+            if not kept:
+                raise
+            dec, invalid = kept[-1]
         audit = audit_decomposition(claim, dec, meta)
-        self.audits.append({"source": "model", "attempts": attempts[0], **audit})
+        self.audits.append(
+            {
+                "source": "model",
+                "attempts": attempts[0] if attempts else self.max_attempts,
+                "valid": invalid is None,
+                "invalid": invalid,
+                **audit,
+            }
+        )
         return dec
 
     async def choose(

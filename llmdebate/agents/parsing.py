@@ -65,8 +65,13 @@ def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def parse_decomposition(text: str, parent: Claim, width: int) -> Decomposition:
-    """A :class:`Decomposition` of ``parent`` from a JSON reply, or :class:`ReplyError`."""
+def parse_decomposition(
+    text: str, parent: Claim, width: int, *, check_repeats: bool = True
+) -> Decomposition:
+    """A :class:`Decomposition` of ``parent`` from a JSON reply, or :class:`ReplyError`.
+
+    ``check_repeats=False`` skips what the schema cannot express (a subclaim repeating the
+    parent or another subclaim): the decomposition is well-formed but may be useless."""
     obj = extract_json(text)
     subs = obj.get("subclaims")
     if not isinstance(subs, list) or not subs:
@@ -87,7 +92,7 @@ def parse_decomposition(text: str, parent: Claim, width: int) -> Decomposition:
     except ValidationError as exc:
         raise ReplyError(_first_error(exc)) from None
     seen: dict[str, int] = {}
-    for i, t in enumerate(reply.subclaims, start=1):
+    for i, t in enumerate(reply.subclaims if check_repeats else [], start=1):
         if _key(t) == _key(parent.text):
             raise ReplyError(f"subclaim {i} repeats the claim; split it into simpler parts")
         if _key(t) in seen:

@@ -52,7 +52,9 @@ class VerdictReply(_Reply):
 
 
 def decomposition_schema(width: int) -> OutputSchema:
-    """At most ``width`` subclaims of at most :data:`SUBCLAIM_CHARS` characters each."""
+    """From 2 (a real split; 1 when ``width`` is 1) to ``width`` subclaims of at most
+    :data:`SUBCLAIM_CHARS` characters each. The parser also accepts a single subclaim from
+    an unconstrained reply (e.g. a circuit's input wire, restated)."""
     schema = OutputSchema.from_model(
         DecompositionReply,
         "decomposition",
@@ -60,6 +62,7 @@ def decomposition_schema(width: int) -> OutputSchema:
     ).schema
     schema["properties"]["subclaims"]["items"]["maxLength"] = SUBCLAIM_CHARS
     schema["properties"]["subclaims"]["items"]["minLength"] = 1
+    schema["properties"]["subclaims"]["minItems"] = min(2, width)
     return OutputSchema.of("decomposition", schema)
 
 

@@ -69,6 +69,9 @@ class ProverSettings(ModelSettings):
     """Tokens per generation (decompositions, evidence, speeches)."""
     max_attempts: int = Field(default=3, ge=1)
     """Attempts at a valid structured reply before the debate fails."""
+    keep_invalid: bool = False
+    """When every attempt at a decomposition fails only a check the schema cannot express (a
+    subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
 
 
 class EstimatorSettings(ModelSettings):
