@@ -6,8 +6,9 @@
 Part 1 (embedded Gemma 3 270M): the prover decomposes ``--claims`` claims of
 ``datasets/divisors.jsonl`` (the top claim of each item, both polarities) at width 2, once
 unconstrained (the same prompt, the reply parsed) and once under the schema (xgrammar), all
-claims in one batched pass each way. It prints the share of replies valid at the first
-attempt (schema-valid and accepted by the parser), the time per decomposition (the pass's
+claims in one batched pass each way. It prints the share of replies that are schema-valid at
+the first attempt (the reply parses into the decomposition schema), the share also accepted
+(no subclaim repeats its claim or another subclaim), the time per decomposition (the pass's
 wall time divided by the claims; the grammar compile, once per schema, on its own line), and
 for the constrained replies the share that split the interval exactly.
 
@@ -35,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from llmdebate.agents.audit import exact_split  # noqa: E402
 from llmdebate.agents.judges import LLMJudge  # noqa: E402
-from llmdebate.agents.llm import LLMEstimator, LLMProver  # noqa: E402
+from llmdebate.agents.llm import LLMEstimator, LLMProver, decompose_tokens  # noqa: E402
 from llmdebate.agents.parsing import ReplyError, parse_decomposition  # noqa: E402
 from llmdebate.agents.replies import decomposition_schema  # noqa: E402
 from llmdebate.data.problems import formal_decomposition  # noqa: E402
@@ -57,7 +58,7 @@ def claims(n: int) -> list[str]:
 async def decompose_all(model: Model, texts: list[str], constrained: bool) -> dict[str, Any]:
     prompts = Prompts()
     schema = decomposition_schema(2) if constrained else None
-    cfg = GenerateConfig(temperature=0.0, max_tokens=96, json_schema=schema)
+    cfg = GenerateConfig(temperature=0.0, max_tokens=decompose_tokens(2), json_schema=schema)
     batch = [
         prompts.render("decompose", claim=t, width=2, k=2, depth=2, top_claim=t, context=None)
         for t in texts
@@ -65,18 +66,24 @@ async def decompose_all(model: Model, texts: list[str], constrained: bool) -> di
     start = time.perf_counter()
     outs = await model.generate_many(batch, cfg)
     wall = time.perf_counter() - start
-    valid = exact = 0
+    well_formed = valid = exact = 0
     for text, out in zip(texts, outs, strict=True):
         parent = Claim(text=text)
         try:
-            dec = parse_decomposition(out.text, parent, 2)
+            dec = parse_decomposition(out.text, parent, 2, check_repeats=False)
+        except ReplyError:
+            continue
+        well_formed += 1
+        exact += bool(exact_split(parent, dec))
+        try:
+            parse_decomposition(out.text, parent, 2)
         except ReplyError:
             continue
         valid += 1
-        exact += bool(exact_split(parent, dec))
     return {
         "constrained": constrained,
         "claims": len(texts),
+        "schema_valid_first_attempt": well_formed / len(texts),
         "valid_first_attempt": valid / len(texts),
         "exact_splits": exact / len(texts),
         "s_per_decomposition": wall / len(texts),

@@ -17,6 +17,7 @@ from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_dire
 from llmdebate.agents.replies import DecompositionReply, decomposition_schema, index_schema
 from llmdebate.data.problems import formal_decomposition
 from llmdebate.elicit import parse_probability
+from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model, ScriptedBackend
 from llmdebate.models.batching import PromptBatcher
 from llmdebate.models.cache import cache_key
@@ -192,3 +193,30 @@ async def test_batcher_fails_every_call_of_a_failed_request() -> None:
         *(batcher.submit(p, "k", None) for p in "ab"), return_exceptions=True
     )
     assert all(isinstance(r, RuntimeError) for r in results)
+
+
+async def test_keep_invalid_plays_a_well_formed_but_invalid_split() -> None:
+    parent = Claim(text="91 has a divisor d with 2 <= d < 10.")
+    copy = json.dumps(
+        {"subclaims": [parent.text, "91 has a divisor d with 10 <= d < 91."], "rule": "or"}
+    )
+    ctx = DebateContext(
+        config=DebateConfig(width=2), rng=np.random.default_rng(0), item={"meta": META}
+    )
+    strict = LLMProver(Model(ScriptedBackend(replies=[copy, copy])), max_attempts=2)
+    with pytest.raises(InvalidOutputError, match="repeats the claim"):
+        await strict.decompose(parent, 2, ctx)
+    lenient = LLMProver(
+        Model(ScriptedBackend(replies=[copy, copy])), max_attempts=2, keep_invalid=True
+    )
+    dec = await lenient.decompose(parent, 2, ctx)
+    assert dec.subclaims[0].text == parent.text
+    (audit,) = lenient.audits
+    assert audit["valid"] is False and "repeats the claim" in audit["invalid"]
+    assert audit["attempts"] == 2 and audit["subclaim_truth"] == [1, 1]  # 13 divides 91
+    assert audit["rule_right"] is True and audit["exact_split"] is False
+    assert all("repeats the claim" in (c.invalid or "") for c in ctx.calls[-2:])
+    summary = decomposition_summary(
+        [Transcript(id="t", config=DebateConfig(), seed=0, meta={"decompositions": [audit]})]
+    )
+    assert summary["played_invalid"] == 1 and summary["assessment"].startswith("MOSTLY WRONG")
