@@ -1,17 +1,18 @@
-"""Constrained decoding on the embedded Gemma 3 270M: every decomposition is schema-valid."""
+"""Constrained decoding on the embedded Gemma 3 270M: every decomposition is schema-valid.
+
+(Whether the splits are *right* is another matter: this weak model mostly copies the claim
+into its first subclaim; the run summary grades that, see llmdebate/agents/audit.py.)"""
 
 from __future__ import annotations
 
-import asyncio
-
-import numpy as np
 import pytest
 
-from llmdebate.agents.base import DebateContext
-from llmdebate.agents.llm import LLMProver
-from llmdebate.agents.replies import DecompositionReply
-from llmdebate.models import Model, create_backend
-from llmdebate.schemas import Claim, DebateConfig
+from llmdebate.agents.llm import decompose_tokens
+from llmdebate.agents.parsing import parse_decomposition
+from llmdebate.agents.replies import DecompositionReply, decomposition_schema
+from llmdebate.models import GenerateConfig, Model, create_backend
+from llmdebate.prompts import Prompts
+from llmdebate.schemas import Claim
 
 pytestmark = pytest.mark.integration
 
@@ -31,15 +32,16 @@ CLAIMS = [
 
 async def test_constrained_decompositions_are_valid_on_every_claim() -> None:
     model = Model(create_backend("local"), use_cache=False)
-    ctx = DebateContext(config=DebateConfig(depth=2, width=2), rng=np.random.default_rng(0))
-    prover = LLMProver(model, max_tokens=96)
-    decs = await asyncio.gather(
-        *(prover.decompose(Claim(text=c, id=f"c{i}"), 2, ctx) for i, c in enumerate(CLAIMS))
-    )
-    assert len(decs) == len(CLAIMS) and all(1 <= d.width <= 2 for d in decs)
-    calls = [c for c in ctx.calls if c.act == "decompose"]
-    assert all(c.constrained is True for c in calls)
-    # every reply, first attempts included, is valid under the schema it was decoded with
-    for c in calls:
-        DecompositionReply.model_validate_json(c.completion or "")
-    assert sorted(a["claim"] for a in prover.audits) == sorted(f"c{i}" for i in range(10))
+    prompts = Prompts()
+    batch = [
+        prompts.render("decompose", claim=c, width=2, k=2, depth=2, top_claim=c, context=None)
+        for c in CLAIMS
+    ]
+    config = GenerateConfig(max_tokens=decompose_tokens(2), json_schema=decomposition_schema(2))
+    outs = await model.generate_many(batch, config)  # one padded, constrained pass
+    for claim, out in zip(CLAIMS, outs, strict=True):
+        assert out.constrained
+        reply = DecompositionReply.model_validate_json(out.text)  # schema-valid as decoded
+        assert len(reply.subclaims) == 2  # minItems = maxItems = width
+        dec = parse_decomposition(out.text, Claim(text=claim), 2, check_repeats=False)
+        assert dec.width == 2
