@@ -11,11 +11,15 @@ from llmdebate.agents.llm import decompose_tokens
 from llmdebate.agents.parsing import parse_decomposition
 from llmdebate.agents.replies import DecompositionReply, decomposition_schema
 from llmdebate.models import GenerateConfig, Model, create_backend
-from llmdebate.prompts import Prompts
 from llmdebate.schemas import Claim
 
 pytestmark = pytest.mark.integration
 
+EXAMPLE = (
+    "Split a claim into two subclaims.\n\nClaim: 221 has no divisor d with 2 <= d < 15.\n"
+    'JSON: {"subclaims": ["221 has no divisor d with 2 <= d < 8.", "221 has no divisor d '
+    'with 8 <= d < 15."], "rule": {"kind": "and", "k": null, "expr": null}}'
+)
 CLAIMS = [
     "2647 has no divisor d with 2 <= d < 52.",
     "2183 has a divisor d with 2 <= d < 47.",
@@ -32,11 +36,8 @@ CLAIMS = [
 
 async def test_constrained_decompositions_are_valid_on_every_claim() -> None:
     model = Model(create_backend("local"), use_cache=False)
-    prompts = Prompts()
-    batch = [
-        prompts.render("decompose", claim=c, width=2, k=2, depth=2, top_claim=c, context=None)
-        for c in CLAIMS
-    ]
+    # a short prompt keeps the test quick; the decoding, not the prompt, makes the reply valid
+    batch = [[{"role": "user", "content": f"{EXAMPLE}\n\nClaim: {c}"}] for c in CLAIMS]
     config = GenerateConfig(max_tokens=decompose_tokens(2), json_schema=decomposition_schema(2))
     outs = await model.generate_many(batch, config)  # one padded, constrained pass
     for claim, out in zip(CLAIMS, outs, strict=True):

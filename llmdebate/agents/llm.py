@@ -28,6 +28,7 @@ from llmdebate.agents.parsing import (
     parse_index,
 )
 from llmdebate.agents.replies import (
+    decomposition_chars,
     decomposition_schema,
     direction_schema,
     index_schema,
@@ -45,9 +46,10 @@ Decomposer = Literal["model", "formal"]
 
 
 def decompose_tokens(width: int) -> int:
-    """Tokens a decomposition of ``width`` subclaims gets at least (its JSON with short
-    subclaims; ``max_tokens`` raises it)."""
-    return 30 + 40 * width
+    """Tokens a decomposition of ``width`` subclaims gets at least: one per character of the
+    longest reply its schema admits, so that a constrained reply always closes (a token is at
+    least one character); replies are usually far shorter and stop when the JSON closes."""
+    return decomposition_chars(width)
 
 
 FormalDecomposer = Callable[[Claim, dict[str, Any], int], Decomposition | None]

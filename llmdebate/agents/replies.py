@@ -18,8 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmdebate.models.structured import OutputSchema
 from llmdebate.schemas import MAX_DEBATE_WIDTH, RuleKind
 
-SUBCLAIM_CHARS = 160
-EXPR_CHARS = 80
+SUBCLAIM_CHARS = 120
+EXPR_CHARS = 60
+JSON_CHARS = 80
+"""The most characters a decomposition reply spends outside its strings (keys, rule, k)."""
+
+
+def decomposition_chars(width: int) -> int:
+    """The longest reply the decomposition schema of ``width`` admits, escapes aside: a
+    token budget this large lets constrained decoding always close the JSON."""
+    return width * SUBCLAIM_CHARS + EXPR_CHARS + JSON_CHARS
 
 
 class _Reply(BaseModel):
