@@ -156,7 +156,7 @@ async def test_verbalised_probability_is_structured(server: FakeServer) -> None:
     assert est.value == pytest.approx(0.3)
     rf = server.bodies[0]["response_format"]["json_schema"]
     assert rf["schema"] == PROBABILITY_SCHEMA.schema and rf["strict"] is True
-    assert calls[0].constrained is None  # an estimate's record sums its calls
+    assert calls[0].constrained is True  # the estimate's one record sums up its calls
 
 
 async def test_text_completions_probability_from_logprobs(server: FakeServer) -> None:
@@ -214,6 +214,7 @@ async def test_estimator_table_is_one_batched_completions_request(server: FakeSe
     assert len({p[:shared] for p in prompts}) == 1
     usage = model.usage
     assert usage.requests == 7 and usage.tokens_out == 7
+    assert all(call.batch_size == 7 for call in c.calls)
 
 
 async def test_batched_prompts_can_be_switched_off(server: FakeServer) -> None:

@@ -377,4 +377,12 @@ def _totals(trace: Trace) -> dict[str, Any]:
         "cost": sum(r.cost for r in done),
         "cached": bool(done) and all(r.cached for r in done),
         "retries": sum(r.retries for r in trace.calls),
+        # constrained: every call asked for a schema and the backend enforced it
+        "constrained": _all_or_none([r.constrained for r in done]),
+        "batch_size": max((r.batch_size for r in done if r.batch_size), default=None),
     }
+
+
+def _all_or_none(flags: list[bool | None]) -> bool | None:
+    asked = [f for f in flags if f is not None]
+    return all(asked) if asked else None

@@ -30,7 +30,8 @@ Structured outputs: a call with ``GenerateConfig.json_schema`` is decoded under 
 grammar with xgrammar (extra ``local``): at every step the tokens the grammar forbids are
 masked out before the argmax or the draw, so the reply is schema-valid JSON unless
 ``max_tokens`` cuts it (bound string lengths with ``maxLength``). Each schema is compiled once
-per backend (about 10 s for Gemma's 262k-token vocabulary on 2 cores). Reported logprobs are
+(10-30 s for Gemma's 262k-token vocabulary on 2 cores) and saved under
+``<cache dir>/grammars``, from where later runs load it in seconds. Reported logprobs are
 the model's own, before masking. Without xgrammar the call runs unconstrained
 (``constrained`` is False) and the caller parses the reply.
 """
