@@ -294,7 +294,15 @@ async def run_prover_estimator(
     t.total = scoring.total(rewards)
     t.expected_total = scoring.total(expected)
     t.calls = ctx.calls
+    _record_audits(prover, t)
     return t
+
+
+def _record_audits(prover: Any, t: Transcript) -> None:
+    """The prover's grading of its decompositions (LLM provers keep one), into ``t.meta``."""
+    audits = getattr(prover, "audits", None)
+    if audits:
+        t.meta["decompositions"] = list(audits)
 
 
 def _start(

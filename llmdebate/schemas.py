@@ -236,6 +236,12 @@ class ModelCallRecord(_Model):
     """For an estimator's b_i: the earlier outcomes z_<i it was asked under."""
     notes: dict[str, Any] = Field(default_factory=dict)
     """Extra facts about the call (e.g. a best-of-n candidate's expected reward)."""
+    constrained: bool | None = None
+    """Whether the backend enforced the reply's schema (None: no schema was asked for)."""
+    invalid: str | None = None
+    """Why the reply failed validation (structured acts; None: valid or not checked)."""
+    batch_size: int | None = None
+    """Prompts in the request that answered this call, when more than one."""
 
 
 class InitRecord(_Model):

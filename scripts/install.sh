@@ -20,6 +20,8 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 case ",$extras," in
   *,local,*|*,all,*)
     "$venv/bin/python" -c 'import torch' 2>/dev/null || "${pip[@]}" install "${TORCH_SPEC:-torch==2.13.0}"
+    # xgrammar (constrained decoding) without triton, its ~1 GB of GPU kernels (extra: structured)
+    "${pip[@]}" install --no-deps "xgrammar>=0.2.8" "apache-tvm-ffi>=0.1.11"
     ;;
 esac
 "${pip[@]}" install -e ".[$extras]"

@@ -155,6 +155,7 @@ class Team:
             max_attempts=p.max_attempts,
             decomposer=p.decomposer,
             formal=item_decomposition,
+            keep_invalid=p.keep_invalid,
         )
 
     def make_estimator(self) -> LLMEstimator:
@@ -206,9 +207,7 @@ class Team:
         )
 
     def make_challenger(self) -> LLMChallenger:
-        return LLMChallenger(
-            self.models["estimator"], self.prompts, method=self.estimator.method
-        )
+        return LLMChallenger(self.models["estimator"], self.prompts, method=self.estimator.method)
 
     def speech_config(self) -> GenerateConfig:
         """Generation settings of debaters' and consultants' speeches."""

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from llmdebate.agents.base import DebateContext, Judge
 from llmdebate.agents.llm import ask_structured
 from llmdebate.agents.parsing import ReplyError
+from llmdebate.agents.replies import verdict_schema
 from llmdebate.data.problems import claim_truth
 from llmdebate.elicit import estimate, parse_bool
 from llmdebate.errors import InvalidOutputError
@@ -63,6 +64,7 @@ class LLMJudge:
                 log=ctx.calls,
             )
             return Verdict(value=int(est.value >= 0.5), probability=est.value, judge=self.name)
+
         def parse(text: str) -> bool:
             v = parse_bool(text)
             if v is None:
@@ -85,6 +87,7 @@ class LLMJudge:
             config=GenerateConfig(temperature=0.0, max_tokens=64),
             max_attempts=self.max_attempts,
             calls=ctx.calls,
+            schema=verdict_schema(),
         )
         return Verdict(value=int(value), judge=self.name)
 

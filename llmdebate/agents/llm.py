@@ -4,17 +4,22 @@ Every model call goes through :class:`~llmdebate.models.Model` with a role and a
 recorded in the call log of the debate's context (``ctx.calls``). One agent instance plays one
 debate (:mod:`llmdebate.agents.factory` builds them), so per-debate memory such as the
 prover's stated beliefs lives on the instance. Structured replies
-(decompositions, indices, directions) are validated; an invalid reply is re-asked with the
-validation error, at most ``max_attempts`` times, then :class:`InvalidOutputError` is raised
-(the runner records the debate as failed).
+(decompositions, indices, directions) are asked for with the backend's structured-output
+mechanism (the schemas of :mod:`llmdebate.agents.replies`) and validated with the same
+pydantic models; an invalid reply (for what a schema cannot express, or from a backend that
+cannot constrain) is re-asked with the validation error, at most ``max_attempts`` times, then
+:class:`InvalidOutputError` is raised (the runner records the debate as failed). Each call
+record says whether the backend constrained it and, if its reply was invalid, why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
+from llmdebate.agents.audit import audit_decomposition
 from llmdebate.agents.base import DebateContext, DirectionChoice
 from llmdebate.agents.parsing import (
     ReplyError,
@@ -22,15 +27,30 @@ from llmdebate.agents.parsing import (
     parse_direction,
     parse_index,
 )
+from llmdebate.agents.replies import (
+    decomposition_chars,
+    decomposition_schema,
+    direction_schema,
+    index_schema,
+)
 from llmdebate.elicit import ProbMethod, estimate, estimates
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
+from llmdebate.models.structured import OutputSchema
 from llmdebate.prompts import Prompts, rule_text
 from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence
 
 DirectionMode = Literal["belief", "model"]
 RecursionMode = Literal["belief", "model"]
 Decomposer = Literal["model", "formal"]
+
+
+def decompose_tokens(width: int) -> int:
+    """Tokens a decomposition of ``width`` subclaims gets at least: one per character of the
+    longest reply its schema admits, so that a constrained reply always closes (a token is at
+    least one character); replies are usually far shorter and stop when the JSON closes."""
+    return decomposition_chars(width)
+
 
 FormalDecomposer = Callable[[Claim, dict[str, Any], int], Decomposition | None]
 """(claim, the dataset item, width) -> the item's own decomposition of the claim, or None."""
@@ -67,21 +87,37 @@ async def ask_structured(
     config: GenerateConfig,
     max_attempts: int,
     calls: list[Any],
+    schema: OutputSchema | None = None,
+    attempts: list[int] | None = None,
 ) -> Any:
-    """Generate, parse; on a :class:`ReplyError` re-ask with the error, bounded."""
+    """Generate (asking for ``schema`` when given), parse; on a :class:`ReplyError` re-ask
+    with the error, bounded. The record of an invalid reply gets the error in ``invalid``;
+    ``attempts`` (a list) receives the number of attempts made."""
     errors: list[str] = []
     convo = list(messages)
-    for _ in range(max_attempts):
-        out = await model.generate(convo, config, role=role, act=act, log=calls)
+    if schema is not None:
+        config = dataclasses.replace(config, json_schema=schema)
+    for n in range(1, max_attempts + 1):
+        own: list[Any] = []
         try:
-            return parse(out.text)
+            out = await model.generate(convo, config, role=role, act=act, log=own)
+        finally:
+            calls.extend(own)
+        try:
+            value = parse(out.text)
         except ReplyError as exc:
+            if own:
+                own[-1].invalid = str(exc)
             errors.append(f"{exc} (reply: {out.text[:120]!r})")
             convo = [
                 *convo,
                 {"role": "assistant", "content": out.text},
                 {"role": "user", "content": f"That reply is not valid: {exc}. Try again."},
             ]
+            continue
+        if attempts is not None:
+            attempts.append(n)
+        return value
     raise InvalidOutputError(
         f"{role} {act}: no valid reply in {max_attempts} attempts; last: {errors[-1]}"
     )
@@ -98,6 +134,11 @@ class LLMProver:
     ``recursion="model"``: the model picks the index.
     ``decomposer="formal"`` takes the decomposition from the problem (bundled formal datasets)
     when it has one, else asks the model.
+    ``structured=False`` asks for structured replies by prompt alone (no schema is sent).
+    ``keep_invalid=True``: when every attempt at a decomposition fails only a check that the
+    schema cannot express (a subclaim repeating its claim), the last such decomposition is
+    played instead of failing the debate; its audit says ``valid: false`` and why.
+    A decomposition gets at least :func:`decompose_tokens` tokens.
     """
 
     def __init__(
@@ -115,6 +156,8 @@ class LLMProver:
         decomposer: Decomposer = "model",
         formal: FormalDecomposer | None = None,
         name: str | None = None,
+        structured: bool = True,
+        keep_invalid: bool = False,
     ) -> None:
         self.model = model
         self.prompts = prompts or Prompts()
@@ -127,8 +170,16 @@ class LLMProver:
         self.decomposer = decomposer
         self.formal = formal
         self.name = name or f"llm-prover:{model.name}"
+        self.structured = structured
+        self.keep_invalid = keep_invalid
         self.beliefs: dict[str, float] = {}
         """The prover's own probability of every claim it was asked about in this debate."""
+        self.audits: list[dict[str, Any]] = []
+        """One entry per decomposition of this debate (:func:`audit_decomposition`, with its
+        ``source``, model or formal, and the attempts the model needed)."""
+
+    def _schema(self, schema: OutputSchema) -> OutputSchema | None:
+        return schema if self.structured else None
 
     # ---------------------------------------------------------------- answers
     async def pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
@@ -147,9 +198,10 @@ class LLMProver:
                 lambda t: parse_index(t, len(choices)),
                 role="prover",
                 act="answer",
-                config=GenerateConfig(temperature=0.0, max_tokens=8),
+                config=GenerateConfig(temperature=0.0, max_tokens=12),
                 max_attempts=self.max_attempts,
                 calls=calls,
+                schema=self._schema(index_schema(len(choices))),
             )
             return str(choices[j])
 
@@ -216,9 +268,10 @@ class LLMProver:
                     parse_direction,
                     role="prover",
                     act="direction",
-                    config=GenerateConfig(temperature=0.0, max_tokens=8),
+                    config=GenerateConfig(temperature=0.0, max_tokens=12),
                     max_attempts=self.max_attempts,
                     calls=ctx.calls,
+                    schema=self._schema(direction_schema()),
                 )
             )
         if own - p > eps:
@@ -230,9 +283,11 @@ class LLMProver:
     async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
         width = ctx.config.width
         item = ctx.item
+        meta = (item or {}).get("meta") or None
         if self.decomposer == "formal" and self.formal is not None and item is not None:
             dec = self.formal(claim, item, width)
             if dec is not None:
+                self.audits.append({"source": "formal", **audit_decomposition(claim, dec, meta)})
                 return dec
         messages = self.prompts.render(
             "decompose",
@@ -243,16 +298,54 @@ class LLMProver:
             top_claim=ctx.top_claim.text if ctx.top_claim else claim.text,
             context=_context_text(item),
         )
-        return await ask_structured(
-            self.model,
-            messages,
-            lambda t: parse_decomposition(t, claim, width),
-            role="prover",
-            act="decompose",
-            config=self.gen,
-            max_attempts=self.max_attempts,
-            calls=ctx.calls,
+        attempts: list[int] = []
+        kept: list[tuple[Decomposition, str]] = []
+
+        def parse(text: str) -> Decomposition:
+            try:
+                return parse_decomposition(text, claim, width)
+            except ReplyError as exc:
+                if self.keep_invalid:  # well-formed but useless: kept to play if nothing better
+                    try:
+                        loose = parse_decomposition(text, claim, width, check_repeats=False)
+                    except ReplyError:
+                        pass
+                    else:
+                        kept.append((loose, str(exc)))
+                raise
+
+        gen = dataclasses.replace(
+            self.gen, max_tokens=max(self.gen.max_tokens, decompose_tokens(width))
         )
+        invalid: str | None = None
+        try:
+            dec = await ask_structured(
+                self.model,
+                messages,
+                parse,
+                role="prover",
+                act="decompose",
+                config=gen,
+                max_attempts=self.max_attempts,
+                calls=ctx.calls,
+                schema=self._schema(decomposition_schema(width)),
+                attempts=attempts,
+            )
+        except InvalidOutputError:
+            if not kept:
+                raise
+            dec, invalid = kept[-1]
+        audit = audit_decomposition(claim, dec, meta)
+        self.audits.append(
+            {
+                "source": "model",
+                "attempts": attempts[0] if attempts else self.max_attempts,
+                "valid": invalid is None,
+                "invalid": invalid,
+                **audit,
+            }
+        )
+        return dec
 
     async def choose(
         self,
@@ -286,9 +379,10 @@ class LLMProver:
                 lambda t: parse_index(t, len(subs)),
                 role="prover",
                 act="choose",
-                config=GenerateConfig(temperature=0.0, max_tokens=8),
+                config=GenerateConfig(temperature=0.0, max_tokens=12),
                 max_attempts=self.max_attempts,
                 calls=ctx.calls,
+                schema=self._schema(index_schema(len(subs))),
             )
         )
 

@@ -85,6 +85,9 @@ class ProverSettings(ModelSettings):
     """Decompositions the prover writes at each round: each is scored by its exact expected
     reward over the estimator's draws and the best is played (the others are kept in the
     call log as preference pairs for export)."""
+    keep_invalid: bool = False
+    """When every attempt at a decomposition fails only a check the schema cannot express (a
+    subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
 
 
 class EstimatorSettings(ModelSettings):

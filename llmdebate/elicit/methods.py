@@ -7,8 +7,9 @@ conversation is True and turns the replies into an :class:`~llmdebate.schemas.Es
   sums the probabilities of the True variants and m_F those of the False variants;
 * ``sampling`` — n answers at temperature T (each cached under its own sample index);
   P = (k + 1) / (n + 2) (Laplace smoothing);
-* ``verbalised`` — the model states a number in [0, 1]; a reply that does not parse is
-  re-asked with the parse error, up to 3 attempts, then
+* ``verbalised`` — the model states a number in [0, 1] (asked as ``{"probability": p}`` with
+  the backend's structured outputs, :data:`PROBABILITY_SCHEMA`); a reply that does not parse
+  is re-asked with the parse error, up to 3 attempts, then
   :class:`~llmdebate.errors.InvalidOutputError`.
 """
 
@@ -35,6 +36,7 @@ from llmdebate.elicit.prompts import (
 )
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models.base import GenerateConfig, ModelOutput
+from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import Model, describe_error, gather_logged
 from llmdebate.schemas import Estimate, ModelCallRecord
 
@@ -44,6 +46,16 @@ METHODS: tuple[str, ...] = get_args(ProbMethod)
 
 LOGPROBS_TOP = 20  # the most OpenAI returns
 VERBALISED_ATTEMPTS = 3
+PROBABILITY_SCHEMA = OutputSchema.of(
+    "probability",
+    {
+        "type": "object",
+        "properties": {"probability": {"type": "number", "minimum": 0, "maximum": 1}},
+        "required": ["probability"],
+        "additionalProperties": False,
+    },
+)
+"""The verbalised probability's reply, enforced by backends with structured outputs."""
 
 
 # ---------------------------------------------------------------------- pure extraction
@@ -244,7 +256,7 @@ class Verbalised(Method):
         self, model: Model, messages: list[ChatMessage], options: Options, trace: Trace
     ) -> Estimate:
         trace.sent = with_instruction(messages, VERBALISED_INSTRUCTION)
-        cfg = GenerateConfig(temperature=0.0, max_tokens=16)
+        cfg = GenerateConfig(temperature=0.0, max_tokens=16, json_schema=PROBABILITY_SCHEMA)
         errors: list[str] = []
         for _ in range(VERBALISED_ATTEMPTS):
             out = await model.generate(trace.sent, cfg, log=trace.calls)
@@ -365,4 +377,12 @@ def _totals(trace: Trace) -> dict[str, Any]:
         "cost": sum(r.cost for r in done),
         "cached": bool(done) and all(r.cached for r in done),
         "retries": sum(r.retries for r in trace.calls),
+        # constrained: every call asked for a schema and the backend enforced it
+        "constrained": _all_or_none([r.constrained for r in done]),
+        "batch_size": max((r.batch_size for r in done if r.batch_size), default=None),
     }
+
+
+def _all_or_none(flags: list[bool | None]) -> bool | None:
+    asked = [f for f in flags if f is not None]
+    return all(asked) if asked else None

@@ -6,6 +6,7 @@ prompts without depending on the rest of :mod:`llmdebate.elicit`.
 
 from __future__ import annotations
 
+import json
 import re
 
 ChatMessage = dict[str, str]
@@ -53,8 +54,22 @@ _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)\s*(%?)")
 def parse_probability(text: str) -> float:
     """A probability in [0, 1] from a reply ('0.7', '70%', 'P = .7'); ValueError if none.
 
-    Exactly one number must appear, so a reply like 'between 0.6 and 0.8' is rejected.
+    Exactly one number must appear, so a reply like 'between 0.6 and 0.8' is rejected. A JSON
+    object reply (structured outputs) is read from its ``probability`` field.
     """
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and "probability" in obj:
+            value = obj["probability"]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError("'probability' must be a number")
+            if not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"{value:g} is not between 0 and 1")
+            return float(value)
     found = _NUMBER.findall(text)
     if not found:
         raise ValueError("the reply contains no number")

@@ -8,10 +8,16 @@ Temperature: the 1.x/2.x SDKs dropped ``temperature`` from ``messages.create()``
 sent through ``extra_body`` (same wire payload), capped at 1, and left out when it is 1.0
 (the API default). Newer Claude models reject any other value: pass
 ``send_temperature=False`` to ``get_model`` for those (sampling then runs at the default 1.0).
+
+Structured outputs: a call with ``json_schema`` offers one tool named after the schema, with
+the schema as its ``input_schema``, and forces it (``tool_choice``); the tool call's input is
+returned as the reply's JSON text (``constrained``). ``structured="none"`` sends the plain
+prompt.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, cast
 
@@ -44,6 +50,7 @@ class AnthropicBackend(Backend):
         api_key_env: str | None = None,
         timeout: float = 60.0,  # seconds per request
         send_temperature: bool = True,
+        structured: str = "tool",
     ) -> None:
         from llmdebate.errors import require
 
@@ -54,6 +61,9 @@ class AnthropicBackend(Backend):
         self.key_variable = api_key_env or "ANTHROPIC_API_KEY"
         self._secret = api_key(self.key_variable, "Anthropic", self.base_url, LOCAL_DUMMY_KEY)
         self.send_temperature = send_temperature
+        if structured not in ("tool", "none"):
+            raise UserError(f"{name}: structured must be tool or none (got {structured!r})")
+        self.structured = structured
         self._client = self._sdk.AsyncAnthropic(
             api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
         )
@@ -91,6 +101,16 @@ class AnthropicBackend(Backend):
             kwargs["system"] = system
         if config.stop:
             kwargs["stop_sequences"] = config.stop
+        schema = config.json_schema if self.structured == "tool" else None
+        if schema is not None:
+            kwargs["tools"] = [
+                {
+                    "name": schema.name,
+                    "description": f"Reply with the {schema.name} as this tool's input.",
+                    "input_schema": schema.schema,
+                }
+            ]
+            kwargs["tool_choice"] = {"type": "tool", "name": schema.name}
         try:
             resp = await self._client.messages.create(**kwargs)
         except Exception as exc:
@@ -103,12 +123,17 @@ class AnthropicBackend(Backend):
                 server=self.server_url,
             ) from exc
         try:
-            text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
+            tool = [b for b in resp.content if getattr(b, "type", "") == "tool_use"]
+            if schema is not None and tool:
+                text = json.dumps(tool[0].input, ensure_ascii=False)
+            else:
+                text = "".join(b.text for b in resp.content if getattr(b, "type", "") == "text")
             return ModelOutput(
                 text=text,
                 model=self.name,
                 tokens_in=int(resp.usage.input_tokens),
                 tokens_out=int(resp.usage.output_tokens),
+                constrained=schema is not None and bool(tool),
             )
         except (AttributeError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response: {type(exc).__name__}: {exc}") from exc

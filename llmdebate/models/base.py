@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from llmdebate.errors import ModelError, RequestRejectedError, RetriesExhaustedError, UserError
+from llmdebate.models.structured import OutputSchema
 
 ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
@@ -25,6 +26,9 @@ class GenerateConfig:
     ``logprob_tokens`` asks, with ``top_logprobs``, for these tokens' logprobs at every
     position as well, top-k or not; only backends with ``reports_logprob_tokens`` (local
     models) can, the others ignore it. It enters the cache key only when set.
+
+    ``json_schema`` asks for a reply in that schema with the backend's structured-output
+    mechanism (:mod:`llmdebate.models.structured`); it enters the cache key only when set.
     """
 
     temperature: float = 0.0
@@ -33,6 +37,7 @@ class GenerateConfig:
     stop: list[str] | None = None
     seed: int | None = None
     logprob_tokens: tuple[str, ...] | None = None
+    json_schema: OutputSchema | None = None
 
 
 @dataclass
@@ -46,7 +51,12 @@ class TokenLogprob:
 
 @dataclass
 class ModelOutput:
-    """What one call returned. ``cost`` is in USD; ``cached`` marks a cache hit (cost 0)."""
+    """What one call returned. ``cost`` is in USD; ``cached`` marks a cache hit (cost 0).
+
+    ``constrained``: the backend enforced the requested ``json_schema`` (structured outputs,
+    a forced tool, or constrained decoding). ``batch_size``: how many prompts went in the
+    request that answered this call (1: a request of its own).
+    """
 
     text: str
     model: str
@@ -56,6 +66,8 @@ class ModelOutput:
     cached: bool = False
     latency_s: float = 0.0
     cost: float = 0.0
+    constrained: bool = False
+    batch_size: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -43,6 +43,8 @@ def cache_key(
     params = dict(vars(config))  # GenerateConfig's fields are flat: no deep copy needed
     if params.get("logprob_tokens") is None:
         params.pop("logprob_tokens", None)  # keys made before the field existed stay valid
+    if params.get("json_schema") is None:
+        params.pop("json_schema", None)
     payload: dict[str, Any] = {
         "model": identity,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],

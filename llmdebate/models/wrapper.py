@@ -176,6 +176,8 @@ class Model:
                     cached=out.cached,
                     latency_s=out.latency_s,
                     retries=tries.retries,
+                    constrained=out.constrained if config.json_schema is not None else None,
+                    batch_size=out.batch_size if out.batch_size > 1 else None,
                 )
             )
         return out
@@ -223,7 +225,7 @@ class Model:
             key = cache_key(self.backend.identity, messages, config, sample_index)
             hit = self.cache.get(key)
             if hit is not None:
-                hit.cached, hit.cost, hit.latency_s = True, 0.0, 0.0
+                hit.cached, hit.cost, hit.latency_s, hit.batch_size = True, 0.0, 0.0, 1
                 self.usage.calls += 1
                 self.usage.cached_calls += 1
                 return hit

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from llmdebate import scoring
+from llmdebate.agents.audit import decomposition_summary
 from llmdebate.schemas import Transcript
 
 ASYMMETRIC = ("prover-estimator", "naive-recursive")
@@ -385,5 +386,6 @@ def run_summary(
             "by_role": {k: dict(v) for k, v in sorted(by_role.items())},
         },
         "leaf_judge_accuracy": {"n": len(judge_hits), "accuracy": _mean(judge_hits)},
+        "decompositions": decomposition_summary(transcripts),
         "metrics": compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }
