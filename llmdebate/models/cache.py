@@ -40,11 +40,12 @@ def default_cache_dir() -> Path:
 def cache_key(
     identity: str, messages: list[ChatMessage], config: GenerateConfig, sample_index: int
 ) -> str:
-    params = dict(vars(config))  # GenerateConfig's fields are flat: no deep copy needed
+    params = dict(vars(config))  # flat fields but the schema: no deep copy needed
     if params.get("logprob_tokens") is None:
         params.pop("logprob_tokens", None)  # keys made before the field existed stay valid
-    if params.get("json_schema") is None:
-        params.pop("json_schema", None)
+    schema = params.pop("json_schema", None)
+    if schema is not None:
+        params["json_schema"] = vars(schema)
     payload: dict[str, Any] = {
         "model": identity,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
