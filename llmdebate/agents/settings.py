@@ -59,6 +59,13 @@ class ModelSettings(_Section):
         return v
 
 
+BestOfAct = Literal["decompose", "direction"]
+
+
+def _decompose_only() -> list[BestOfAct]:
+    return ["decompose"]
+
+
 class ProverSettings(ModelSettings):
     assignment: Literal["paired", "honest", "dishonest", "alternate", "choose"] = "paired"
     """Which answer the prover (the consultant) defends: paired runs every item twice, once
@@ -85,6 +92,9 @@ class ProverSettings(ModelSettings):
     """Decompositions the prover writes at each round: each is scored by its exact expected
     reward over the estimator's draws and the best is played (the others are kept in the
     call log as preference pairs for export)."""
+    best_of_acts: list[BestOfAct] = Field(default_factory=_decompose_only)
+    """The decisions best_of applies to: decompose, and direction (with direction: model; each
+    sampled direction scored by its exact expected reward for the round's decomposition)."""
 
 
 class EstimatorSettings(ModelSettings):
