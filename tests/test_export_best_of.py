@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from llmdebate import scoring
 from llmdebate.agents.parsing import parse_decomposition
 from llmdebate.experiment.runner import run
 from llmdebate.export import carrier_sums, decision_rows, export_run, run_info
@@ -85,4 +86,50 @@ def test_candidates_become_preference_pairs_and_sums_stay_exact(run_dir: Path,
     assert {r.source for r in rows if r.act == "decompose"} == {"candidate"}
     sums = carrier_sums(rows)
     for t in load_transcripts(run_dir):
+        assert sums[(t.id, "prover")] == (t.total, t.expected_total)
+
+
+_dir_turn = itertools.count()
+
+
+def cycling_directions(messages: list[dict[str, str]]) -> str:
+    """Directions in turn: higher, lower, right (every other prompt as the fixture answers)."""
+    if "higher, lower" in messages[-1]["content"]:
+        return ("higher", "lower", "right")[next(_dir_turn) % 3]
+    return responder(messages)
+
+
+def test_best_of_n_directions_are_scored_for_the_rounds_decomposition(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    prover: dict[str, Any] = {**scripted(), "decomposer": "formal", "direction": "model",
+                              "best_of": 3, "best_of_acts": ["direction"]}
+    prover["options"]["responder"] = f"{HERE}:cycling_directions"
+    run(pe_config(prover=prover, dataset={"limit": 2}), out, progress=False)
+    ts = load_transcripts(out)
+    rounds = 0
+    for t in ts:
+        assert t.status == "complete", t.meta.get("error")
+        for rd in t.rounds:
+            cands = [c for c in t.calls if c.round == rd.k and c.decision == "direction"
+                     and "best_of" in c.notes]
+            if rd.k == 0 or rd.decomposition is None:
+                assert not cands
+                continue
+            assert [c.notes["best_of"]["candidate"] for c in cands] == [0, 1, 2]
+            scores = [c.notes["best_of"]["expected_reward"] for c in cands]
+            chosen = next(c for c in cands if c.notes["best_of"]["chosen"])
+            assert chosen.notes["best_of"]["expected_reward"] == max(scores)
+            assert max(scores) == rd.expected_reward  # exactly what the engine recorded
+            assert rd.direction == (1 if rd.expected_m > rd.p else -1)
+            rounds += 1
+        assert not scoring.score_transcript(t).mismatches
+    assert rounds > 0
+    pairs = export_run(out, tmp_path / "p.jsonl", role="prover", fmt="trl-preference")
+    got = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert pairs.rows == len(got) and any(p["act"] == "direction" for p in got)
+    info = run_info(out, read_run_config(out), 0.0)
+    sums = carrier_sums([r for r, _ in decision_rows(ts, info)])
+    for t in ts:
         assert sums[(t.id, "prover")] == (t.total, t.expected_total)

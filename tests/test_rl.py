@@ -122,3 +122,18 @@ def test_verl_and_openrlhf_reward_functions(run_dir: Path,
     out = reward_func([r["prompt"] + r["recorded_completion"]], [r["prompt"]], [r["state"]])
     assert float(out["rewards"][0]) == pytest.approx(r["reward"] / unit, rel=1e-6)
     monkeypatch.setattr("llmdebate.rl.rewards._ENV_REWARD", None)
+
+
+def test_estimator_rewards_follow_the_estimators_elicitation_method(run_dir: Path) -> None:
+    from llmdebate.rl.rewards import LogprobsCompletionError
+
+    recs = [r for r in prompt_only(run_dir) if r["role"] == "estimator"][:6]
+    assert recs
+    with pytest.raises(LogprobsCompletionError):  # the scripted estimator elicits by logprobs
+        DebateReward()([recs[0]["prompt"]], ["0.4"], state=[recs[0]["state"]])
+    frozen = DebateReward(normalize=False, logprobs_as="frozen")
+    for r in recs:
+        assert frozen([r["prompt"]], ["ignored"], state=[r["state"]]) == [r["expected_reward"]]
+    answer = DebateReward(normalize=False, logprobs_as="answer")
+    sure = answer([recs[0]["prompt"]], ["True"], state=[recs[0]["state"]])[0]
+    assert sure != answer([recs[0]["prompt"]], ["False"], state=[recs[0]["state"]])[0]

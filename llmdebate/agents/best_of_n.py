@@ -10,6 +10,13 @@ reward and whether it was played), so that ``llmdebate export --format trl-prefe
 pairs them. Candidate 0 uses the prover's own sampling settings; the others sample at the
 prover's temperature (1.0 when that is 0), each with a seed derived from the debate, the
 round and the candidate, so a replay asks the same.
+
+With ``acts`` holding ``direction`` (and the prover's direction asked of its model), the
+prover also samples n directions s at every round. The round's decomposition is then written
+first (inside the direction decision; its calls keep the decision ``decompose``), its
+candidates scored by max over s of E[r_k] = r^k·|E[M_D] − p_k| (the direction will be the
+best for it), and each direction candidate is scored by its exact E[r_k] = r^k·s·(E[M_D] −
+p_k) for that decomposition.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from collections.abc import Callable
 
 from llmdebate import scoring
 from llmdebate.agents.base import DebateContext, DirectionChoice, Estimator
-from llmdebate.agents.llm import LLMProver
+from llmdebate.agents.llm import LLMProver, ask_structured
+from llmdebate.agents.parsing import parse_direction
+from llmdebate.models.base import GenerateConfig
 from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
 from llmdebate.schemas import Claim, Decomposition, ModelCallRecord
 
@@ -37,6 +46,14 @@ async def expected_round_reward(
 ) -> float:
     """E[r_k] of playing ``dec`` in round k with direction s and probability p, over the
     estimator's draws (its whole table asked concurrently)."""
+    e_m = await expected_m(estimator, claim, dec, ctx)
+    return float(scoring.expected_round_reward(scoring.ratio_for(ctx.config), k, s, e_m, p))
+
+
+async def expected_m(
+    estimator: Estimator, claim: Claim, dec: Decomposition, ctx: DebateContext
+) -> float:
+    """E[M_D] over the estimator's draws (its whole table of conditionals asked at once)."""
     q = dec.width
     bits = outcome_bits(q)
     asks = []
@@ -49,30 +66,80 @@ async def expected_round_reward(
     it = iter(got)
     for i in range(q):
         levels.append([next(it).value for _ in range(1 << i)])
-    e_m = probability_true(compile_rule(dec.rule, q), CondProbs.from_levels(levels))
-    return float(scoring.expected_round_reward(scoring.ratio_for(ctx.config), k, s, e_m, p))
+    return float(probability_true(compile_rule(dec.rule, q), CondProbs.from_levels(levels)))
 
 
 class BestOfNProver(LLMProver):
     """An :class:`LLMProver` that writes ``n`` decompositions per round and plays the best."""
 
-    def __init__(self, prover: LLMProver, n: int, estimator: Callable[[], Estimator]) -> None:
+    def __init__(
+        self, prover: LLMProver, n: int, estimator: Callable[[], Estimator],
+        acts: tuple[str, ...] = ("decompose",),
+    ) -> None:
         self.__dict__.update(prover.__dict__)  # the same model, prompts, settings and beliefs
         self.n = n
+        self.acts = tuple(acts)
         self.scorer = estimator
         self.name = f"best-of-{n}:{prover.name}"
         self._round: dict[int, tuple[int, float]] = {}
+        self._planned: dict[int, Decomposition] = {}
+
+    def _directions(self, claim: Claim, k: int, ctx: DebateContext) -> bool:
+        return (self.n > 1 and "direction" in self.acts and self.direction_mode == "model"
+                and k > 0)
 
     async def direction(
         self, claim: Claim, p: float, k: int, ctx: DebateContext
     ) -> DirectionChoice | int:
+        if self._directions(claim, k, ctx):
+            return await self._best_direction(claim, p, k, ctx)
         choice = await super().direction(claim, p, k, ctx)
         s = choice.value if isinstance(choice, DirectionChoice) else int(choice)
         self._round[k] = (s, p)
         return choice
 
+    async def _best_direction(self, claim: Claim, p: float, k: int, ctx: DebateContext) -> int:
+        """n sampled directions, each scored by its exact E[r_k] for the round's decomposition
+        (written first, and kept for :meth:`decompose`)."""
+        eps = ctx.config.epsilon
+        messages = self.prompts.render("direction", claim=claim.text, p=p, epsilon=eps, k=k)
+        candidates: list[tuple[int, list[ModelCallRecord]]] = []
+        for i in range(self.n):
+            config = GenerateConfig(temperature=0.0, max_tokens=8) if i == 0 else GenerateConfig(
+                temperature=max(self.gen.temperature, 1.0), max_tokens=8,
+                seed=candidate_seed(ctx.debate_id, "direction\n" + claim.text, k, i),
+            )
+            mark = len(ctx.calls)
+            s = int(await ask_structured(
+                self.model, messages, parse_direction, role="prover", act="direction",
+                config=config, max_attempts=self.max_attempts, calls=ctx.calls,
+            ))
+            candidates.append((s, ctx.calls[mark:]))
+        mark = len(ctx.calls)
+        self._round[k] = (0, p)  # decompositions scored by max over s (see the module doc)
+        dec = await self.decompose(claim, k, ctx)
+        for c in ctx.calls[mark:]:
+            if c.decision is None:
+                c.decision, c.round = "decompose", k
+        self._planned[k] = dec
+        own: list[ModelCallRecord] = []
+        e_m = await expected_m(self.scorer(), claim, dec, dataclasses.replace(ctx, calls=own))
+        for c in own:
+            c.decision, c.round = "scoring", k
+        ctx.calls.extend(own)
+        r = scoring.ratio_for(ctx.config)
+        scores = [float(scoring.expected_round_reward(r, k, s, e_m, p)) for s, _ in candidates]
+        best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+        _mark_candidates([calls for _, calls in candidates], scores, best)
+        self._round[k] = (candidates[best][0], p)
+        return candidates[best][0]
+
     async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
-        if self.n <= 1 or (self.decomposer == "formal" and ctx.item is not None
+        planned = self._planned.pop(k, None)
+        if planned is not None:
+            return planned
+        if self.n <= 1 or "decompose" not in self.acts or (
+                self.decomposer == "formal" and ctx.item is not None
                            and self.formal is not None
                            and self.formal(claim, ctx.item, ctx.config.width) is not None):
             return await super().decompose(claim, k, ctx)
@@ -95,14 +162,26 @@ class BestOfNProver(LLMProver):
         for dec, _ in candidates:
             own: list[ModelCallRecord] = []
             sub = dataclasses.replace(ctx, calls=own)
-            scores.append(await expected_round_reward(self.scorer(), claim, dec, k, s, p, sub))
+            if s == 0 and k in self._round and self._directions(claim, k, ctx):
+                e_m = await expected_m(self.scorer(), claim, dec, sub)  # the best s follows
+                r = scoring.ratio_for(ctx.config)
+                scores.append(float(abs(scoring.expected_round_reward(r, k, 1, e_m, p))))
+            else:
+                scores.append(
+                    await expected_round_reward(self.scorer(), claim, dec, k, s, p, sub)
+                )
             for c in own:
                 c.decision, c.round = "scoring", k
             ctx.calls.extend(own)
         best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
-        for i, (_, calls) in enumerate(candidates):
-            if calls:
-                calls[-1].notes["best_of"] = {
-                    "candidate": i, "expected_reward": scores[i], "chosen": i == best,
-                }
+        _mark_candidates([calls for _, calls in candidates], scores, best)
         return candidates[best][0]
+
+
+def _mark_candidates(calls: list[list[ModelCallRecord]], scores: list[float], best: int) -> None:
+    """Note on each candidate's last call its index, expected reward and whether it played."""
+    for i, own in enumerate(calls):
+        if own:
+            own[-1].notes["best_of"] = {
+                "candidate": i, "expected_reward": scores[i], "chosen": i == best,
+            }

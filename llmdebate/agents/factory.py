@@ -138,7 +138,7 @@ class Team:
         p = self.prover
         prover = self._llm_prover()
         if p.best_of > 1:
-            return BestOfNProver(prover, p.best_of, self.make_estimator)
+            return BestOfNProver(prover, p.best_of, self.make_estimator, tuple(p.best_of_acts))
         return prover
 
     def _llm_prover(self) -> LLMProver:

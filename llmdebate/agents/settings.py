@@ -59,6 +59,13 @@ class ModelSettings(_Section):
         return v
 
 
+BestOfAct = Literal["decompose", "direction"]
+
+
+def _decompose_only() -> list[BestOfAct]:
+    return ["decompose"]
+
+
 class ProverSettings(ModelSettings):
     assignment: Literal["paired", "honest", "dishonest", "alternate", "choose"] = "paired"
     """Which answer the prover (the consultant) defends: paired runs every item twice, once
@@ -88,6 +95,9 @@ class ProverSettings(ModelSettings):
     keep_invalid: bool = False
     """When every attempt at a decomposition fails only a check the schema cannot express (a
     subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
+    best_of_acts: list[BestOfAct] = Field(default_factory=_decompose_only)
+    """The decisions best_of applies to: decompose, and direction (with direction: model; each
+    sampled direction scored by its exact expected reward for the round's decomposition)."""
 
 
 class EstimatorSettings(ModelSettings):

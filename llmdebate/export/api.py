@@ -21,9 +21,17 @@ ONLINE = ("trl-prompt-only", "verl", "openrlhf")
 INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
 
 
+NAIVE_INJECTABLE = {"prover": ("decompose", "value", "evidence"), "challenger": ("recurse",)}
+
+
 def injectable(r: Row) -> bool:
-    """A prover-estimator decision that a reply can stand for (not a belief probe feeding a
-    rule, not an assigned answer)."""
+    """A decision that a reply can stand for: a prover-estimator decision of the prover or
+    the estimator (not a belief probe feeding a rule, not an assigned answer), a naive
+    debater's decomposition, subclaim probability or evidence, a debater's speech."""
+    if r.protocol == "naive-recursive":
+        return r.act in NAIVE_INJECTABLE.get(r.speaker, ())
+    if r.protocol in ("two-sided", "consultancy"):
+        return r.act == "speech" and r.round_k is not None
     return (
         r.protocol == "prover-estimator"
         and r.role in ("prover", "estimator")

@@ -28,6 +28,7 @@ Per debate and player, the carriers' rewards sum to the player's payoff exactly.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from llmdebate import scoring
@@ -44,6 +45,14 @@ PLAYER_OF_ROLE = {
     "consultant": "debater",
 }
 SYMMETRIC = ("two-sided", "consultancy", "direct")
+SPEAKERS = ("debater A", "debater B", "consultant")
+_ARGUE = re.compile(r"argue round (\d+)$")
+
+
+def speech_round(act: str) -> int | None:
+    """The round of a speech call (its act is "argue round r"), else None."""
+    m = _ARGUE.match(act or "")
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)

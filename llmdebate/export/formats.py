@@ -71,7 +71,7 @@ def decision_of(row: Row, t: Transcript) -> dict[str, Any]:
     return {
         "speaker": row.speaker,
         "act": row.act,
-        "round": call.round if call is not None else row.round_k,
+        "round": call.round if call is not None and row.act != "speech" else row.round_k,
         "index": row.index,
         "prefix": call.prefix if call is not None else None,
         "term": row.term,

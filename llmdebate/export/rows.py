@@ -22,6 +22,7 @@ from llmdebate.export.credit import (
     naive_payoff,
     pe_call_credits,
     pe_terms,
+    speech_round,
     term_credit,
 )
 from llmdebate.prompts import Prompts
@@ -178,9 +179,11 @@ class _Builder:
 
     def call_row(
         self, i: int, call: ModelCallRecord, act: str, credit: Credit | None,
-        source: str = "model",
+        source: str = "model", index: int | None = None,
     ) -> None:
         round_k = call.round
+        if round_k is None and act == "speech":
+            round_k = speech_round(call.act)
         if call.role == "estimator" and credit is not None and credit.term.startswith("r_"):
             round_k = None if credit.term == "r_init" else int(credit.term[2:])
         self.add(
@@ -192,7 +195,7 @@ class _Builder:
             call_act=call.act,
             source=source,
             round_k=round_k,
-            index=call.index,
+            index=call.index if index is None else index,
             model=call.model,
             call=i,
         )
@@ -307,14 +310,19 @@ def _act_of(call: ModelCallRecord) -> str:
 def _naive_rows(b: _Builder) -> None:
     t = b.t
     payoff = naive_payoff(t) if t.status == "complete" else None
+    batch: dict[tuple[str, str | None, int | None], int] = {}
     for i, call in enumerate(t.calls):
+        # a round's subclaim probabilities are one batch, one call per subclaim in order
+        key = (call.role, call.decision, call.round)
+        index = batch[key] = batch.get(key, -1) + 1
         if not _usable(call):
             continue
         credit = None
         if payoff is not None and call.role in ("prover", "challenger"):
             v = payoff if call.role == "prover" else -payoff
             credit = Credit("payoff", v, v, v, v, True)
-        b.call_row(i, call, _act_of(call), credit)
+        per_subclaim = call.decision in ("value", "recurse")
+        b.call_row(i, call, _act_of(call), credit, index=index if per_subclaim else None)
 
 
 def _judged_rows(b: _Builder) -> None:

@@ -10,7 +10,7 @@ when their backend is built.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +162,25 @@ def _construct(model: str, cls: Any, *args: Any, **kwargs: Any) -> Backend:
             message = str(exc).replace(cls.__init__.__qualname__, cls.__name__)
             raise UserError(f"{model}: {message}") from exc
         raise
+
+
+def shared_local_models() -> list[str]:
+    """The model strings whose local backends (weights) the registry holds now."""
+    with _HF_LOCK:
+        return [str(key[0]) for key in _HF_SHARED]
+
+
+def release_local(keep: Iterable[str] = ()) -> list[str]:
+    """Forget the shared local backends of every model string not in ``keep`` and drop their
+    weights (a later ``get_model`` of one loads it again). A training loop calls this when a
+    checkpoint replaces a model, so that memory stays flat over a long run. Returns the model
+    strings released. Close a backend's worker (``Model.aclose``) before releasing it."""
+    kept = set(keep)
+    with _HF_LOCK:
+        drop = [key for key in _HF_SHARED if key[0] not in kept]
+        backends = [_HF_SHARED.pop(key) for key in drop]
+    for backend in backends:
+        for attr in ("model", "tokenizer"):
+            if getattr(backend, attr, None) is not None:
+                setattr(backend, attr, None)
+    return [str(key[0]) for key in drop]

@@ -54,12 +54,19 @@ class Injection:
     completion: str
     index: int | None = None
     prefix: tuple[int, ...] | None = None
+    value: float | None = None
+    """For a probability decision: the probability the completion stands for (read by the
+    elicitation method's rule, :func:`llmdebate.rl.rewards.completion_probability`); None:
+    read the completion as a stated probability."""
+
+    def probability(self) -> float:
+        return self.value if self.value is not None else parse_probability(self.completion)
 
     def matches(self, speaker: str, act: str, k: int | None, index: int | None = None,
                 prefix: tuple[int, ...] | None = None) -> bool:
         if (self.speaker, self.act, self.round) != (speaker, act, k):
             return False
-        if self.index is not None and index != self.index:
+        if self.index is not None and index is not None and index != self.index:
             return False
         return self.prefix is None or prefix is None or tuple(prefix) == tuple(self.prefix)
 
@@ -83,7 +90,10 @@ def parse_probability(text: str) -> float:
     raise ReplyError("reply with a probability in [0, 1], or True / False")
 
 
-ORDER = {"direction": 0, "decompose": 1, "estimate": 2, "recurse": 3, "evidence": 4, "verdict": 5}
+ORDER = {
+    "direction": 0, "decompose": 1, "estimate": 2, "value": 2, "recurse": 3, "evidence": 4,
+    "verdict": 5,
+}
 """The order of the decisions within a round."""
 
 
@@ -177,7 +187,7 @@ class ReplayEstimator:
 
     async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
         if self.inject is not None and self.inject.matches("estimator", "estimate", None):
-            return Estimate(value=parse_probability(self.inject.completion), method="injected")
+            return Estimate(value=self.inject.probability(), method="injected")
         assert self.t.init is not None
         return self.t.init.estimate
 
@@ -198,7 +208,7 @@ class ReplayEstimator:
         if self.inject is not None and self.inject.matches(
             "estimator", "estimate", k, i, tuple(prefix)
         ):
-            return Estimate(value=parse_probability(self.inject.completion), method="injected")
+            return Estimate(value=self.inject.probability(), method="injected")
         return await self.live.conditional(claim, dec, i, prefix, ctx)
 
 
@@ -275,11 +285,21 @@ async def fork(
     swapped: tuple[str, ...] = (),
     inject: Injection | None = None,
     debate_config: Any = None,
+    speaker: str | None = None,
 ) -> Transcript:
-    """Replay ``t`` (prover-estimator) with every decision before round ``at`` (and before
-    ``act`` within it) as recorded and ``team``'s agents from there on (0 <= at <= depth)."""
+    """Replay ``t`` with every decision before the fork point as recorded and ``team``'s
+    agents from there on.
+
+    Prover-estimator and naive recursive debate: the fork point is round ``at`` (0 <= at <=
+    depth) and, within it, ``act`` (the decisions of a round in order: direction, decompose,
+    estimate/value, recurse; evidence, verdict at the leaf). Two-sided debate and
+    consultancy: speeches of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and
+    within round ``at`` those of the speakers before ``speaker`` (None: the whole round is
+    live). Direct judge: only the judge plays (``at`` is ignored).
+    """
     if t.protocol != "prover-estimator":
-        raise UserError(f"{t.id}: fork and replay support prover-estimator debates only")
+        return await _fork_protocol(t, team, at, act=act, speaker=speaker, swapped=swapped,
+                                    inject=inject)
     if t.init is None:
         raise UserError(f"{t.id}: the debate has no initialisation record to replay")
     d = t.config.depth
@@ -319,6 +339,15 @@ async def fork(
     out.meta.update(
         claimed_answer=claim.data.get("answer"), prover_beliefs=dict(live_prover.beliefs)
     )
+    _finish(t, out, at, swapped, inject)
+    return out
+
+
+def _finish(
+    t: Transcript, out: Transcript, at: int, swapped: tuple[str, ...], inject: Injection | None
+) -> None:
+    """The run's own meta of a replayed debate: as recorded when nothing changed, else where
+    it was forked from."""
     same = not swapped and inject is None
     for key in ("wall_s", "retries", "servers") if same else ("servers",):
         if key in t.meta:
@@ -328,4 +357,43 @@ async def fork(
             "from": t.id, "at": at, "swapped": list(swapped), "injected": inject is not None
         }
         out.meta["retries"] = sum(c.retries for c in out.calls)
+
+
+async def _fork_protocol(
+    t: Transcript,
+    team: Team,
+    at: int,
+    *,
+    act: str,
+    speaker: str | None,
+    swapped: tuple[str, ...],
+    inject: Injection | None,
+) -> Transcript:
+    """:func:`fork` of naive recursive debate and the speech protocols, through the protocols'
+    own code with a team that replays the recorded decisions."""
+    from llmdebate.protocols.registry import get_protocol
+    from llmdebate.rl.replay_protocols import ReplayTeam, replayed_calls, settings_of, speech_point
+
+    point: Any
+    if t.protocol == "naive-recursive":
+        d = t.config.depth
+        if not 0 <= at <= d:
+            raise UserError(f"fork round must be in 0..{d} (got {at})")
+        if act not in ORDER:
+            raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
+        point = ForkPoint(at, act)
+    elif t.protocol == "direct":
+        point = None
+    else:
+        point = speech_point(t, at, speaker)
+    spec = spec_of(t)
+    log = replayed_calls(t, point)
+    try:
+        out = await get_protocol(t.protocol)(
+            spec, ReplayTeam(team, t, point, inject), settings_of(t), log
+        )
+    except ReplyError as exc:
+        raise InvalidOutputError(f"injected reply: {exc}") from exc
+    out.meta.update(spec.meta())
+    _finish(t, out, at, swapped, inject)
     return out

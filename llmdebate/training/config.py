@@ -26,9 +26,12 @@ class LoraSettings(_Section):
 class UpdateSettings(_Section):
     """How one role is updated: a few steps of a TRL trainer on its exported decisions."""
 
-    method: Literal["kto", "sft"] = "kto"
+    method: Literal["kto", "sft", "grpo"] = "kto"
     """kto: TRL's KTOTrainer on trl-unpaired rows (label = reward above the baseline);
-    sft: TRL's SFTTrainer on the rows whose reward beat the baseline (filtered imitation)."""
+    sft: TRL's SFTTrainer on the rows whose reward beat the baseline (filtered imitation);
+    grpo: online RL, TRL's GRPOTrainer on trl-prompt-only rows, each sampled completion
+    rewarded by llmdebate.rl.DebateReward (the rest of the debate played by the frozen models
+    of the generation's run)."""
     baseline: str = "expected"
     """Baseline of the labels: expected (the decision's expected reward), mean, or a number."""
     learning_rate: float = Field(default=1e-4, gt=0.0)
@@ -45,6 +48,13 @@ class UpdateSettings(_Section):
     """KTO's beta."""
     lora: LoraSettings | None = Field(default_factory=LoraSettings)
     """LoRA adapters (merged into the checkpoint); null: update every weight."""
+    num_generations: int = Field(default=4, ge=2)
+    """grpo: completions sampled per prompt (the group whose rewards are compared)."""
+    max_completion_length: int = Field(default=64, ge=1)
+    """grpo: tokens per sampled completion."""
+    sampled_reward: bool = False
+    """grpo: reward a completion with the debate's sampled reward instead of its expected
+    reward over the protocol's draws (the default: lower variance)."""
     acts: list[str] | None = None
     """Train on these acts only (default: every act the role made with a model)."""
 

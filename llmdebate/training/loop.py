@@ -10,6 +10,7 @@ checkpoint in ``<out>/iter-NN/<role>-J/``; ``metrics.jsonl``, ``metrics.png`` an
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import dump, load, read_yaml, validate
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
+from llmdebate.export.api import injectable
+from llmdebate.models.registry import release_local
 from llmdebate.paths import resolve_path
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.training.config import TrainConfig
@@ -130,8 +133,12 @@ class Trainer:
             for r, t in decision_rows(load_transcripts(run_dir), info, role=role)
             if r.split == "train"
         ]
-        records = build(pairs, "trl-unpaired", config, text=self.cfg.text,
-                        baseline=_baseline(settings.baseline))
+        if settings.method == "grpo":  # online: the rows a completion can be played from
+            pairs = [(r, t) for r, t in pairs if injectable(r)]
+            records = build(pairs, "trl-prompt-only", config, text=self.cfg.text)
+        else:
+            records = build(pairs, "trl-unpaired", config, text=self.cfg.text,
+                            baseline=_baseline(settings.baseline))
         data = self.out / f"iter-{it:02d}" / "data" / f"{role}-{j}.jsonl"
         data.parent.mkdir(parents=True, exist_ok=True)
         data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
@@ -142,9 +149,18 @@ class Trainer:
                           seed=self.cfg.seed + 1000 * it + j)
         if res.skipped is None:
             self.models[role] = f"hf/{res.checkpoint.resolve()}"
+            self.release()
         self.updates.append(res)
         self.write()
         return res
+
+    def release(self) -> None:
+        """Drop the weights of every local model the roles no longer play (the checkpoints an
+        update replaced), so that memory stays flat however many iterations run."""
+        released = release_local(keep=self.models.values())
+        if released:
+            gc.collect()
+            self.say(f"released {len(released)} replaced model(s)")
 
     def write(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)

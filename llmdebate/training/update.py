@@ -120,12 +120,16 @@ def update_role(
     *,
     device: str = "auto",
     seed: int = 0,
+    reward: Any = None,
 ) -> UpdateResult:
-    """Train ``start`` on ``records`` (trl-unpaired rows) and save the result in ``out``."""
     t0 = time.perf_counter()
+    """Train ``start`` on ``records`` (trl-unpaired rows; trl-prompt-only rows for grpo) and
+    save the result in ``out``."""
     rows = [r for r in records if settings.acts is None or r.get("act") in settings.acts]
     if settings.method == "sft":
         rows = [r for r in rows if r["label"]]
+    if settings.method == "grpo" and settings.max_rows is None:
+        rows = rows[: settings.batch_size * settings.max_steps]
     if settings.max_rows is not None and len(rows) > settings.max_rows:
         rows = random.Random(seed).sample(rows, settings.max_rows)
     if len(rows) < 2:
@@ -141,7 +145,8 @@ def update_role(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = transformers.AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
-    keep = ["prompt", "completion"] + (["label"] if settings.method == "kto" else [])
+    keep = {"kto": ["prompt", "completion", "label"], "sft": ["prompt", "completion"],
+            "grpo": ["prompt", "state"]}[settings.method]
     data = datasets.Dataset.from_list([{k: r[k] for k in keep} for r in rows])
     common: dict[str, Any] = dict(
         output_dir=tempfile.mkdtemp(prefix=f"llmdebate-{role}-"),
@@ -156,20 +161,21 @@ def update_role(
         fp16=False,
         seed=seed,
         data_seed=seed,
-        max_length=settings.max_length,
         activation_checkpointing=False,
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
     with cheap_tokenizer_hash(tokenizer):
-        if settings.method == "kto":
-            args = trl.KTOConfig(**common, beta=settings.beta)
+        if settings.method == "grpo":
+            args, trainer = grpo_trainer(trl, model, tokenizer, data, settings, common, reward)
+        elif settings.method == "kto":
+            args = trl.KTOConfig(**common, max_length=settings.max_length, beta=settings.beta)
             trainer = trl.KTOTrainer(
                 model=model, args=args, train_dataset=data, processing_class=tokenizer,
                 peft_config=_lora(settings),
             )
         else:
-            args = trl.SFTConfig(**common)
+            args = trl.SFTConfig(**common, max_length=settings.max_length)
             trainer = trl.SFTTrainer(
                 model=model, args=args, train_dataset=data, processing_class=tokenizer,
                 peft_config=_lora(settings),
@@ -197,3 +203,34 @@ def update_role(
         seconds=time.perf_counter() - t0,
         log=history,
     )
+
+
+def grpo_trainer(
+    trl: Any, model: Any, tokenizer: Any, data: Any, settings: UpdateSettings,
+    common: dict[str, Any], reward: Any = None,
+) -> tuple[Any, Any]:
+    """TRL's GRPOTrainer on trl-prompt-only rows (``prompt``, ``state``), rewarded by
+    :class:`llmdebate.rl.DebateReward` (or ``reward``): every sampled completion is played
+    into the rest of its debate by the frozen models of the run the row came from.
+
+    ``batch_size`` counts completions per step; it is rounded up to a multiple of
+    ``num_generations`` (GRPO compares the completions of one prompt)."""
+    if reward is None:
+        from llmdebate.rl import DebateReward
+
+        reward = DebateReward(expected=not settings.sampled_reward)
+    g = settings.num_generations
+    batch = -(-max(settings.batch_size, g) // g) * g
+    args = trl.GRPOConfig(
+        **{**common, "per_device_train_batch_size": batch},
+        num_generations=g,
+        max_completion_length=settings.max_completion_length,
+        beta=0.0,  # no KL term, no reference model (TRL's default)
+        temperature=1.0,
+        shuffle_dataset=False,
+    )
+    trainer = trl.GRPOTrainer(
+        model=model, reward_funcs=[reward], args=args, train_dataset=data,
+        processing_class=tokenizer, peft_config=_lora(settings),
+    )
+    return args, trainer

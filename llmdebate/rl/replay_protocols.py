@@ -1,0 +1,254 @@
+"""Fork and replay of naive recursive debate and the speech protocols (two-sided, consultancy,
+direct), through the protocols' own code (:data:`llmdebate.protocols.registry.PROTOCOLS`).
+
+The team the protocol runs with replays the recorded decisions before the fork point and asks
+the live agents from there on:
+
+* naive recursive debate: the naive prover's decompositions and stated subclaim values and the
+  challenger's choices of rounds above the fork are the recorded ones (``ForkPoint`` orders the
+  acts of a round: decompose, value, recurse; evidence, verdict at the leaf);
+* speech protocols: the debaters' (consultant's) speeches before round ``at`` (and, within round
+  ``at``, those of the speakers before ``speaker``) are answered from the transcript's turns by a
+  model that stands in front of the prover's model; every later speech and the judge are live.
+
+The recorded calls of replayed decisions are copied into the new log, so that with the same
+agents the replay is the original transcript again, bit for bit. An :class:`Injection` stands
+for one live decision: a decomposition, a speech, the leaf evidence, or one subclaim's
+probability (``index``) behind a naive prover's values or the challenger's choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmdebate.agents.base import DebateContext
+from llmdebate.agents.factory import Team
+from llmdebate.agents.naive import most_likely_consistent, subclaim_probabilities
+from llmdebate.agents.parsing import parse_decomposition
+from llmdebate.errors import UserError
+from llmdebate.export.credit import SPEAKERS, speech_round
+from llmdebate.models.base import GenerateConfig, ModelOutput
+from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
+
+
+def settings_of(t: Transcript) -> ProtocolSettings:
+    """The protocol settings a recorded transcript was run with."""
+    return ProtocolSettings(
+        debate=t.config,
+        rounds=int(t.meta.get("rounds", 1) or 1),
+        mode=str(t.meta.get("mode", "sequential") or "sequential"),
+    )
+
+
+# ------------------------------------------------------------------ speech protocols
+@dataclass(frozen=True)
+class SpeechPoint:
+    """Speeches before round ``at`` (and, within it, before ``speaker``) are replayed."""
+
+    at: int
+    speaker: str | None = None
+
+    def replayed(self, role: str, rnd: int) -> bool:
+        if rnd != self.at or self.speaker is None:
+            return rnd < self.at
+        return SPEAKERS.index(role) < SPEAKERS.index(self.speaker)
+
+
+class ReplayModel:
+    """The prover's model, answering the replayed speeches from the transcript's turns (and
+    the injected one with the injection); every other call goes to the live model."""
+
+    def __init__(self, live: Any, t: Transcript, point: SpeechPoint, inject: Any) -> None:
+        self.live, self.t, self.point, self.inject = live, t, point, inject
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.live, name)
+
+    async def generate(
+        self,
+        messages: list[dict[str, str]],
+        config: GenerateConfig | None = None,
+        *,
+        sample_index: int = 0,
+        role: str = "",
+        act: str = "",
+        log: list[ModelCallRecord] | None = None,
+    ) -> ModelOutput:
+        rnd = speech_round(act)
+        if rnd is not None and role in SPEAKERS:
+            if self.point.replayed(role, rnd):
+                return self._recorded(role, act, rnd, log)
+            inj = self.inject
+            if inj is not None and inj.matches(role, "speech", rnd):
+                if log is not None:
+                    log.append(ModelCallRecord(
+                        role=role, act=act, model=self.live.name, messages=messages,
+                        completion=inj.completion, notes={"injected": True},
+                    ))
+                return ModelOutput(text=inj.completion, model=self.live.name)
+        return await self.live.generate(
+            messages, config, sample_index=sample_index, role=role, act=act, log=log
+        )
+
+    def _recorded(
+        self, role: str, act: str, rnd: int, log: list[ModelCallRecord] | None
+    ) -> ModelOutput:
+        turn = next((x for x in self.t.turns if x.role == role and x.round == rnd), None)
+        if turn is None:
+            raise UserError(f"{self.t.id}: no recorded speech of {role} in round {rnd}")
+        call = next(
+            (c for c in self.t.calls if c.role == role and c.act == act and c.error is None),
+            None,
+        )
+        if call is not None and log is not None:
+            log.append(call.model_copy(deep=True))
+        return ModelOutput(
+            text=turn.text,
+            model=call.model if call is not None else self.live.name,
+            tokens_in=call.tokens_in if call is not None else 0,
+            tokens_out=call.tokens_out if call is not None else 0,
+        )
+
+
+# ------------------------------------------------------------------ naive recursive debate
+class _RecordedAnswer:
+    """The prover of ``assignment: choose``: the answer it chose in the original debate."""
+
+    def __init__(self, t: Transcript) -> None:
+        self.t = t
+        self.beliefs: dict[str, float] = {}
+
+    async def pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
+        return str(self.t.meta.get("claimed_answer", ""))
+
+
+def _with_injected(probs: list[float], inject: Any, width: int) -> list[float]:
+    i = inject.index if inject.index is not None else 0
+    if not 0 <= i < width:
+        raise UserError(f"injected probability for subclaim {i}: the round has {width}")
+    out = list(probs)
+    out[i] = float(inject.probability())
+    return out
+
+
+class ReplayNaiveProver:
+    """The recorded naive prover above the fork point; the live one (or the injection) below."""
+
+    def __init__(self, live: Any, t: Transcript, point: Any, inject: Any) -> None:
+        self.live, self.t, self.point, self.inject = live, t, point, inject
+        self.rounds = {rd.k: rd for rd in t.rounds}
+        self.name = live.name
+
+    def _inj(self, act: str, k: int) -> Any:
+        inj = self.inject
+        return inj if inj is not None and inj.matches("prover", act, k) else None
+
+    async def answer(self, claim: Claim, ctx: DebateContext) -> int:
+        return int(await self.live.answer(claim, ctx))
+
+    async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
+        if self.point.replayed(k, "decompose"):
+            dec = self.rounds[k].decomposition
+            assert dec is not None
+            return dec
+        inj = self._inj("decompose", k)
+        if inj is not None:
+            return parse_decomposition(inj.completion, claim, ctx.config.width)
+        return await self.live.decompose(claim, k, ctx)
+
+    async def claim_values(
+        self, claim: Claim, claimed: int, dec: Decomposition, ctx: DebateContext
+    ) -> list[int]:
+        k = ctx.config.depth - len(ctx.rounds)
+        if self.point.replayed(k, "value"):
+            return list(self.rounds[k].claimed_subclaims or [])
+        inj = self._inj("value", k)
+        if inj is None:
+            return list(await self.live.claim_values(claim, claimed, dec, ctx))
+        probs = await subclaim_probabilities(
+            self.live.model, self.live.prompts, self.live.method, claim, dec, ctx, "prover"
+        )
+        return most_likely_consistent(_with_injected(probs, inj, dec.width), dec, claimed)
+
+    async def evidence(self, claim: Claim, ctx: DebateContext) -> Evidence:
+        if self.point.replayed(0, "evidence"):
+            ev = self.rounds[0].evidence
+            assert ev is not None
+            return ev
+        inj = self._inj("evidence", 0)
+        if inj is not None:
+            return Evidence(text=inj.completion.strip())
+        return await self.live.evidence(claim, ctx)
+
+
+class ReplayChallenger:
+    """The recorded challenger above the fork point; the live one (or the injection) below."""
+
+    def __init__(self, live: Any, t: Transcript, point: Any, inject: Any) -> None:
+        self.live, self.t, self.point, self.inject = live, t, point, inject
+        self.rounds = {rd.k: rd for rd in t.rounds}
+        self.name = live.name
+
+    async def challenge(
+        self, claim: Claim, dec: Decomposition, claimed: list[int], ctx: DebateContext
+    ) -> int:
+        k = ctx.rounds[-1].k
+        if self.point.replayed(k, "recurse"):
+            j = self.rounds[k].recurse
+            assert j is not None
+            return j
+        inj = self.inject
+        if inj is None or not inj.matches("challenger", "recurse", k):
+            return int(await self.live.challenge(claim, dec, claimed, ctx))
+        probs = await subclaim_probabilities(
+            self.live.model, self.live.prompts, self.live.method, claim, dec, ctx, "challenger"
+        )
+        probs = _with_injected(probs, inj, dec.width)
+        doubt = [abs(p - v) for p, v in zip(probs, claimed, strict=True)]
+        return max(range(len(doubt)), key=lambda i: (doubt[i], -i))
+
+
+class ReplayTeam(Team):
+    """A :class:`Team` whose agents replay ``t`` up to the fork point."""
+
+    def __init__(self, team: Team, t: Transcript, point: Any, inject: Any) -> None:
+        models = dict(team.models)
+        if t.protocol in ("two-sided", "consultancy"):
+            models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
+        super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
+        self.base, self.t, self.point, self.inject = team, t, point, inject
+
+    def make_prover(self) -> Any:
+        return _RecordedAnswer(self.t)
+
+    def make_naive_prover(self, answer: int) -> Any:
+        live = self.base.make_naive_prover(answer)
+        return ReplayNaiveProver(live, self.t, self.point, self.inject)
+
+    def make_challenger(self) -> Any:
+        return ReplayChallenger(self.base.make_challenger(), self.t, self.point, self.inject)
+
+
+def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
+    """Copies of the recorded calls of a naive debate's replayed decisions (the speech
+    protocols' are copied by :class:`ReplayModel` as the protocol asks for them)."""
+    if t.protocol != "naive-recursive":
+        return []
+    return [
+        c.model_copy(deep=True)
+        for c in t.calls
+        if c.decision is not None and (c.round is None or point.replayed(c.round, c.decision))
+    ]
+
+
+def speech_point(t: Transcript, at: int, speaker: str | None) -> SpeechPoint:
+    rounds = settings_of(t).rounds
+    if not 1 <= at <= rounds + 1:
+        raise UserError(f"fork round of a {t.protocol} debate must be in 1..{rounds + 1} "
+                        f"(got {at}; {rounds + 1}: only the judge plays again)")
+    if speaker is not None and speaker not in SPEAKERS:
+        raise UserError(f"fork speaker must be one of {', '.join(SPEAKERS)} (got {speaker!r})")
+    return SpeechPoint(at, speaker)
+
