@@ -83,7 +83,11 @@ def test_candidates_become_preference_pairs_and_sums_stay_exact(run_dir: Path,
     assert dec_pairs and all(p["reward_gap"] > 0 for p in dec_pairs)
     info = run_info(run_dir, read_run_config(run_dir), 0.0)
     rows = [r for r, _ in decision_rows(load_transcripts(run_dir), info)]
-    assert {r.source for r in rows if r.act == "decompose"} == {"candidate"}
+    decompose = [r for r in rows if r.act == "decompose"]
+    assert {r.source for r in decompose} <= {"candidate", "rejected"}
+    assert any(r.source == "candidate" for r in decompose)
+    # a reply refused by the checks (and asked again) was never played: it earns no credit
+    assert all(r.reward is None for r in decompose if r.source == "rejected")
     sums = carrier_sums(rows)
     for t in load_transcripts(run_dir):
         assert sums[(t.id, "prover")] == (t.total, t.expected_total)

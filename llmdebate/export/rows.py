@@ -231,6 +231,9 @@ def _pe_rows(b: _Builder) -> None:
             continue
         if call.role == "prover":
             prover_model = call.model
+        if call.invalid is not None:  # a reply refused (and asked again): it was never played
+            b.call_row(i, call, _act_of(call), None, "rejected")
+            continue
         credits = pe_call_credits(t, terms, call) if terms is not None else []
         if not credits:  # a judge's call, or a debate still awaiting its verdict
             b.call_row(i, call, _act_of(call), None)

@@ -119,6 +119,10 @@ class ReplayProver:
         self.live, self.t, self.at, self.inject = live, t, at, inject
         self.rounds = _rounds(t)
         self.name = getattr(live, "name", "prover")
+        self.audits: list[dict[str, Any]] = []
+        """The grading of each decomposition played: as recorded for replayed rounds, the live
+        prover's own for the rest (the engine stores it in ``meta["decompositions"]``)."""
+        self._recorded_audits: list[dict[str, Any]] = list(t.meta.get("decompositions", []))
 
     @property
     def beliefs(self) -> dict[str, float]:
@@ -151,11 +155,19 @@ class ReplayProver:
         if self.at.replayed(k, "decompose"):
             dec = self.rounds[k].decomposition
             assert dec is not None
+            done = ctx.config.depth - k  # decompositions played before this one
+            if done < len(self._recorded_audits):
+                self.audits.append(self._recorded_audits[done])
             return dec
         got = self._injected("decompose", k)
         if got is not None:
             return parse_decomposition(got, claim, ctx.config.width)
-        return await self.live.decompose(claim, k, ctx)
+        own = getattr(self.live, "audits", None)
+        before = len(own) if own is not None else 0
+        dec = await self.live.decompose(claim, k, ctx)
+        if own is not None:
+            self.audits.extend(own[before:])
+        return dec
 
     async def choose(
         self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], ctx: DebateContext
