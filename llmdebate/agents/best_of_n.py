@@ -17,6 +17,12 @@ first (inside the direction decision; its calls keep the decision ``decompose``)
 candidates scored by max over s of E[r_k] = r^k·|E[M_D] − p_k| (the direction will be the
 best for it), and each direction candidate is scored by its exact E[r_k] = r^k·s·(E[M_D] −
 p_k) for that decomposition.
+
+Speeches (two-sided debate, consultancy; ``acts`` holding ``speech``): :func:`best_of_speech`
+writes n candidate speeches, scores each with a scorer the protocol gives (the judge's
+probability of the debater's answer after the transcript so far plus the candidate: a one-step
+look-ahead, not the expected final reward), and plays the best; the scorer's calls are logged
+with decision ``scoring``, the round and ``notes["scoring"]`` (speaker, round, candidate).
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from llmdebate import scoring
 from llmdebate.agents.base import DebateContext, DirectionChoice, Estimator
 from llmdebate.agents.llm import LLMProver, ask_structured
 from llmdebate.agents.parsing import parse_direction
+from llmdebate.models import Model
 from llmdebate.models.base import GenerateConfig
 from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
 from llmdebate.schemas import Claim, Decomposition, ModelCallRecord
@@ -176,6 +183,59 @@ class BestOfNProver(LLMProver):
         best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
         _mark_candidates([calls for _, calls in candidates], scores, best)
         return candidates[best][0]
+
+
+SpeechScorer = Callable[[str, list[ModelCallRecord]], Awaitable[float]]
+"""(candidate speech, a log for the scorer's own calls) -> the candidate's score."""
+
+
+async def best_of_speech(
+    model: Model,
+    messages: list[dict[str, str]],
+    config: GenerateConfig,
+    n: int,
+    *,
+    role: str,
+    act: str,
+    rnd: int,
+    seed_key: str,
+    score: SpeechScorer,
+    log: list[ModelCallRecord],
+) -> str:
+    """n candidate speeches for one turn, each scored by ``score``; returns the best (the
+    first on a tie).
+
+    Candidate 0 is asked with ``config`` (the speech a debater without best of n would give);
+    the others at ``config``'s temperature (1.0 when that is 0), each with a seed derived from
+    ``seed_key``, the speaker, the round and the candidate, so a replay asks the same. The
+    candidates are written one after the other, then scored concurrently; every candidate's
+    call gets ``notes["best_of"]`` and the scorer's calls follow them in the log, in candidate
+    order.
+    """
+    temperature = config.temperature if config.temperature > 0 else 1.0
+    candidates: list[tuple[str, list[ModelCallRecord]]] = []
+    for i in range(n):
+        cfg = config if i == 0 else dataclasses.replace(
+            config, temperature=temperature,
+            seed=candidate_seed(seed_key, f"speech\n{role}", rnd, i),
+        )
+        mark = len(log)
+        out = await model.generate(messages, cfg, role=role, act=act, log=log)
+        candidates.append((out.text, log[mark:]))
+    owns: list[list[ModelCallRecord]] = [[] for _ in candidates]
+    scores = [
+        float(v) for v in await asyncio.gather(
+            *(score(text, own) for (text, _), own in zip(candidates, owns, strict=True))
+        )
+    ]
+    for i, own in enumerate(owns):
+        for c in own:
+            c.decision, c.round = "scoring", rnd
+            c.notes["scoring"] = {"speaker": role, "round": rnd, "candidate": i}
+        log.extend(own)
+    best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+    _mark_candidates([calls for _, calls in candidates], scores, best)
+    return candidates[best][0]
 
 
 def _mark_candidates(calls: list[list[ModelCallRecord]], scores: list[float], best: int) -> None:

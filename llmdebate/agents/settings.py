@@ -59,7 +59,7 @@ class ModelSettings(_Section):
         return v
 
 
-BestOfAct = Literal["decompose", "direction"]
+BestOfAct = Literal["decompose", "direction", "speech"]
 
 
 def _decompose_only() -> list[BestOfAct]:
@@ -97,7 +97,9 @@ class ProverSettings(ModelSettings):
     subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
     best_of_acts: list[BestOfAct] = Field(default_factory=_decompose_only)
     """The decisions best_of applies to: decompose, and direction (with direction: model; each
-    sampled direction scored by its exact expected reward for the round's decomposition)."""
+    sampled direction scored by its exact expected reward for the round's decomposition), and
+    speech (two-sided debate, consultancy: each speech scored by the judge's probability of the
+    debater's answer after it)."""
 
 
 class EstimatorSettings(ModelSettings):

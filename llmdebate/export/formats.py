@@ -4,7 +4,8 @@
   renders prompts as the plain text a base model is given instead);
 * ``trl-preference``: prompt, chosen, rejected (and the reward gap) from sibling rows: rows of
   one player and act with the very same prompt (best-of-n candidates, repeated samples, the
-  same question met in several debates); the best completion is paired with every worse one;
+  same question met in several debates); the best completion is paired with every worse one
+  (best-of-n candidates ranked by their ``candidate_score``);
 * ``trl-unpaired``: prompt, completion, label for KTO: label = reward > baseline (default: the
   row's expected reward, i.e. did this draw go better than expected);
 * ``trl-prompt-only``: prompt and ``state`` (JSON: the debate, its config, the decision) for
@@ -93,9 +94,9 @@ def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[
             groups[(r.speaker, r.act, json.dumps(r.prompt))].append(r)
     out = []
     for sibs in groups.values():
-        def score(r: Row) -> float:
-            v = r.expected_reward if expected else r.reward
-            return float(v if v is not None else 0.0)
+        # best-of-n candidates of one decision: ranked by the score they were chosen by (for
+        # a speech the judge's probability after it, not the debate's final reward)
+        score = _ranking(all(r.candidate_score is not None for r in sibs), expected)
 
         ranked = sorted(sibs, key=lambda r: -score(r))
         best = ranked[0]
@@ -121,6 +122,16 @@ def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[
                 }
             )
     return out
+
+
+def _ranking(candidates: bool, expected: bool) -> Callable[[Row], float]:
+    """What sibling rows are ranked by: the candidates' scores, else (expected) reward."""
+
+    def score(r: Row) -> float:
+        v = r.candidate_score if candidates else r.expected_reward if expected else r.reward
+        return float(v if v is not None else 0.0)
+
+    return score
 
 
 def unpaired(

@@ -98,6 +98,9 @@ class Row:
     run_id: str
     call: int
     status: str
+    candidate_score: float | None = None
+    """A best-of-n candidate's score, the one it was chosen by (``notes.best_of``), for the
+    played candidate too; None for other rows. ``trl-preference`` ranks candidates by it."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -151,6 +154,7 @@ class _Builder:
         index: int | None,
         model: str,
         call: int,
+        candidate_score: float | None = None,
     ) -> None:
         c = credit or Credit("", None, None, None, None)
         self.rows.append(
@@ -172,6 +176,7 @@ class _Builder:
                 index=index,
                 model=model,
                 call=call,
+                candidate_score=candidate_score,
                 **self.common,
             )
         )
@@ -198,6 +203,7 @@ class _Builder:
             index=call.index if index is None else index,
             model=call.model,
             call=i,
+            candidate_score=_candidate_score(call),
         )
 
     def mark_carriers(self) -> None:
@@ -207,6 +213,11 @@ class _Builder:
                 last[(row.speaker, row.term)] = row  # a re-asked decision: its last reply
         for row in last.values():
             row.credited = True
+
+
+def _candidate_score(call: ModelCallRecord) -> float | None:
+    best_of = call.notes.get("best_of") if call.notes else None
+    return float(best_of["expected_reward"]) if best_of else None
 
 
 def _usable(call: ModelCallRecord) -> bool:
@@ -334,12 +345,16 @@ def _judged_rows(b: _Builder) -> None:
         if not _usable(call):
             continue
         credit = None
+        best_of = call.notes.get("best_of") if call.notes else None
         if PLAYER_OF_ROLE.get(call.role) == "debater":
             got = judged(t, call.role)
             if got is not None:
                 s, e = got
                 credit = Credit("payoff", s, e, s, e, True)
-        b.call_row(i, call, _act_of(call), credit)
+                if best_of and not best_of.get("chosen"):  # a candidate speech not played
+                    v = float(best_of["expected_reward"])
+                    credit = Credit("payoff", v, v, v, v)
+        b.call_row(i, call, _act_of(call), credit, "candidate" if best_of else "model")
 
 
 def transcript_rows(t: Transcript, info: RunInfo | None = None) -> list[Row]:

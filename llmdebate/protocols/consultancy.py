@@ -10,7 +10,13 @@ from __future__ import annotations
 from llmdebate.agents.factory import Team
 from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.common import decided, judge_choice, options_text, transcript_text
+from llmdebate.protocols.common import (
+    decided,
+    judge_choice,
+    options_text,
+    speak,
+    transcript_text,
+)
 from llmdebate.schemas import Transcript, Turn
 
 
@@ -33,10 +39,11 @@ async def run_consultancy(
             rounds=settings.rounds,
             transcript=transcript_text(turns),
         )
-        out = await model.generate(
-            msgs, team.speech_config(), role="consultant", act=f"argue round {rnd}", log=log
+        text = await speak(
+            team, spec, msgs, role="consultant", position=position, rnd=rnd, seen=turns,
+            options=spec.shown, judge_act="consultancy_judge", log=log,
         )
-        turns.append(Turn(role="consultant", round=rnd, text=out.text, position=position))
+        turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
     decision = await judge_choice(
         team,
         "consultancy_judge",

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from llmdebate.agents.factory import Team
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.common import decided, judge_choice, options_text, transcript_text
+from llmdebate.protocols.common import (
+    decided,
+    judge_choice,
+    options_text,
+    speak,
+    transcript_text,
+)
 from llmdebate.schemas import Transcript, Turn
 
 
@@ -37,10 +43,11 @@ async def _speech(
         rounds=rounds,
         transcript=transcript_text(seen),
     )
-    out = await team.models["prover"].generate(
-        msgs, team.speech_config(), role=who, act=f"argue round {rnd}", log=log
+    text = await speak(
+        team, spec, msgs, role=who, position=position, rnd=rnd, seen=seen, options=options,
+        judge_act="two_sided_judge", log=log,
     )
-    return Turn(role=who, round=rnd, text=out.text, position=position)
+    return Turn(role=who, round=rnd, text=text, position=position)
 
 
 async def run_two_sided(

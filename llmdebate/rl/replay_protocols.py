@@ -10,6 +10,8 @@ the live agents from there on:
 * speech protocols: the debaters' (consultant's) speeches before round ``at`` (and, within round
   ``at``, those of the speakers before ``speaker``) are answered from the transcript's turns by a
   model that stands in front of the prover's model; every later speech and the judge are live.
+  A replayed best-of-n speech is asked once and copies all its recorded candidates and their
+  scoring calls (a swapped judge does not re-score speeches before the fork point).
 
 The recorded calls of replayed decisions are copied into the new log, so that with the same
 agents the replay is the original transcript again, bit for bit. An :class:`Injection` stands
@@ -66,6 +68,14 @@ class ReplayModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.live, name)
 
+    def replays(self, role: str, rnd: int) -> bool:
+        """Whether the speech of ``role`` in round ``rnd`` is answered here (replayed or
+        injected), not by the live model: the protocol then asks it once, best of n or not."""
+        inj = self.inject
+        return self.point.replayed(role, rnd) or (
+            inj is not None and inj.matches(role, "speech", rnd)
+        )
+
     async def generate(
         self,
         messages: list[dict[str, str]],
@@ -98,12 +108,20 @@ class ReplayModel:
         turn = next((x for x in self.t.turns if x.role == role and x.round == rnd), None)
         if turn is None:
             raise UserError(f"{self.t.id}: no recorded speech of {role} in round {rnd}")
-        call = next(
-            (c for c in self.t.calls if c.role == role and c.act == act and c.error is None),
-            None,
-        )
+        own = [c for c in self.t.calls if c.role == role and c.act == act and c.error is None]
+        played = [c for c in own if c.notes.get("best_of", {}).get("chosen")]
+        call = played[0] if played else (own[0] if own else None)
         if call is not None and log is not None:
-            log.append(call.model_copy(deep=True))
+            if played:  # best of n: every candidate and the judge's scoring of each
+                mine = {id(c) for c in own}
+                log.extend(
+                    c.model_copy(deep=True) for c in self.t.calls if id(c) in mine or (
+                        c.decision == "scoring" and c.round == rnd
+                        and c.notes.get("scoring", {}).get("speaker") == role
+                    )
+                )
+            else:
+                log.append(call.model_copy(deep=True))
         return ModelOutput(
             text=turn.text,
             model=call.model if call is not None else self.live.name,
