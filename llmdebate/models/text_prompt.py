@@ -24,6 +24,7 @@ from typing import Any
 
 from llmdebate.errors import UserError
 from llmdebate.models.base import ChatMessage
+from llmdebate.paths import resolve_path
 
 LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
 TURN_STOPS = ["\n\nUser:", "\n\nSystem:"]
@@ -39,7 +40,7 @@ def format_prompt(messages: list[ChatMessage]) -> str:
 def load_chat_template(source: str | Path) -> str:
     """A chat template from a ``.jinja`` file, a ``tokenizer_config.json`` or a folder
     holding one; :class:`~llmdebate.errors.UserError` naming the file otherwise."""
-    path = Path(source).expanduser()
+    path = resolve_path(source)  # relative: the current folder, then the repository
     if path.is_dir():
         path = path / "tokenizer_config.json"
     if not path.is_file():
