@@ -170,9 +170,9 @@ def test_decomposition_grammar_refuses_malformed_json(text: str) -> None:
 
 
 def test_probability_grammar_admits_only_the_unit_interval() -> None:
-    for ok in ("0", "1", "0.73", "1.0", "0.000001", "1e-05", "9.5E-1", repr(0.1 + 0.2)):
+    for ok in ("0", "1", "0.73", "1.0", "0.000001", "1e-05", "9.5E-1", "-0.0", repr(0.1 + 0.2)):
         assert accepts("probability", '{"probability": ' + ok + "}"), ok
-    for bad in ("1.5", "-0.1", "2", "01", ".5", "1e0", "9.5e-0", "5e2", '"0.5"'):
+    for bad in ("1.5", "-0.1", "-0.01", "2", "01", ".5", "1e0", "9.5e-0", "5e2", '"0.5"'):
         assert not accepts("probability", '{"probability": ' + bad + "}"), bad
 
 

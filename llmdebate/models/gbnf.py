@@ -174,7 +174,8 @@ class _Builder:
         if lo == 0 and hi == 1:
             # d.ddd e-N (N >= 1) is below 1: how repr writes small probabilities (1e-05)
             small = f'[0-9] ({_FRAC})? [eE] "-" "0"{{0,2}} [1-9] [0-9]{{0,2}}'
-            return self.rule("unit", f'"0" ({_FRAC})? | "1" ("." "0"{{1,{DIGITS}}})? | {small}')
+            zeros = f'("." "0"{{1,{FRACTION_DIGITS}}})?'
+            return self.rule("unit", f'"0" ({_FRAC})? | "1" {zeros} | "-0" {zeros} | {small}')
         sign = "" if lo is not None and lo >= 0 else '"-"? '
         name = "nonnegative" if not sign else "number"
         return self.rule(name, f"{sign}({_NAT}) ({_FRAC})? ({_EXP})?")
