@@ -9,17 +9,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import numpy as np
 import pytest
 
 from llmdebate.agents.base import DebateContext
 from llmdebate.agents.llm import LLMEstimator, LLMProver
-from llmdebate.agents.replies import DecompositionReply, decomposition_schema
+from llmdebate.agents.replies import DecompositionReply, decomposition_schema, index_schema
 from llmdebate.elicit import estimate, estimates
 from llmdebate.elicit.methods import PROBABILITY_SCHEMA
 from llmdebate.engine import _estimator_table
 from llmdebate.errors import UserError
-from llmdebate.models import Model, get_model
+from llmdebate.models import GenerateConfig, Model, get_model
 from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition
 
 try:
@@ -126,10 +127,30 @@ async def test_anthropic_forces_a_tool_whose_input_schema_is_the_schema(
     dec = await LLMProver(model).decompose(PARENT, 2, c)
     assert dec.rule.kind == "and"
     body = server.bodies[0]
-    assert body["tools"][0]["input_schema"] == decomposition_schema(2).schema
+    tool = body["tools"][0]
+    assert tool["strict"] is True and tool["name"] == "decomposition"
+    # strict tools take a subset of JSON schema: the rest moves into descriptions
+    sent = tool["input_schema"]
+    assert sent == anthropic.transform_schema(decomposition_schema(2).schema)
+    assert sent["required"] == ["subclaims", "rule"] and sent["additionalProperties"] is False
+    assert sent["properties"]["rule"]["properties"]["kind"]["enum"][0] == "and"
+    subs = sent["properties"]["subclaims"]
+    assert "maxItems" not in subs and "maxItems: 2" in subs["description"]
     assert body["tool_choice"] == {"type": "tool", "name": "decomposition"}
     assert DecompositionReply.model_validate_json(c.calls[0].completion or "")
     assert c.calls[0].constrained is True
+
+
+async def test_anthropic_strict_off_sends_the_schema_as_is(server: FakeServer) -> None:
+    server.responder = lambda body: '{"index": 2}'
+    model = get_model("anthropic/claude-haiku-4-5", base_url=server.root, strict=False)
+    schema = index_schema(3)
+    out = await model.generate(
+        [{"role": "user", "content": "Which?"}], GenerateConfig(json_schema=schema)
+    )
+    tool = server.bodies[0]["tools"][0]
+    assert "strict" not in tool and tool["input_schema"] == schema.schema
+    assert out.constrained and json.loads(out.text) == {"index": 2}
 
 
 async def test_reask_for_what_the_schema_cannot_express(server: FakeServer) -> None:

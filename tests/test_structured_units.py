@@ -21,7 +21,8 @@ from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model, ScriptedBackend
 from llmdebate.models.batching import PromptBatcher
 from llmdebate.models.cache import cache_key
-from llmdebate.models.structured import server_fields, strict_schema
+from llmdebate.models.gbnf import schema_to_gbnf
+from llmdebate.models.structured import OutputSchema, server_fields, strict_schema
 from llmdebate.prompts import Prompts
 from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition, Transcript
 
@@ -46,7 +47,9 @@ def test_strict_schema_requires_every_property_and_inlines_refs() -> None:
 def test_server_fields_per_mode() -> None:
     s = decomposition_schema(2)
     assert server_fields("none", s) is None
-    assert server_fields("grammar", s) is None  # no GBNF given for this schema
+    assert server_fields("grammar", s) == {"grammar": schema_to_gbnf(s.schema)}
+    odd = OutputSchema.of("odd", {"type": "object", "properties": {"a": {"type": "string"}}})
+    assert server_fields("grammar", odd) is None  # outside the converter's subset
     assert server_fields("grammar", s, {"decomposition": "root ::= x"}) == {"grammar": "root ::= x"}
     assert server_fields("response_format", s)["response_format"]["json_schema"]["strict"]
 

@@ -25,6 +25,7 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
+from llmdebate.agents.text_prompts import TextPrompts, wants_text_prompts
 from llmdebate.data.problems import claim_truth, formal_decomposition
 from llmdebate.errors import ConfigError
 from llmdebate.models import GenerateConfig, Model, get_model
@@ -134,6 +135,14 @@ class Team:
     estimator: EstimatorSettings
     judge: JudgeSettings
 
+    def prompts_for(self, role: str, method: str | None = None) -> Prompts:
+        """The prompts of ``role``: plain-text templates (``prompts/text/<act>.j2``) for a
+        model that reads plain text, cued for the role's probability ``method``."""
+        model = self.models.get(role)
+        if model is not None and wants_text_prompts(model.backend):
+            return TextPrompts(self.prompts, method)
+        return self.prompts
+
     def make_prover(self) -> LLMProver:
         p = self.prover
         prover = self._llm_prover()
@@ -145,7 +154,7 @@ class Team:
         p = self.prover
         return LLMProver(
             self.models["prover"],
-            self.prompts,
+            self.prompts_for("prover", p.belief_method),
             direction=p.direction,
             recursion=p.recursion,
             belief_method=p.belief_method,
@@ -162,7 +171,7 @@ class Team:
         e = self.estimator
         return LLMEstimator(
             self.models["estimator"],
-            self.prompts,
+            self.prompts_for("estimator", e.method),
             method=e.method,
             samples=e.samples,
             temperature=e.temperature,
@@ -173,7 +182,7 @@ class Team:
         j = self.judge
         return LLMJudge(
             self.models["judge"],
-            self.prompts,
+            self.prompts_for("judge", j.method),
             method=j.method,
             samples=j.samples,
             temperature=j.temperature,
@@ -201,13 +210,17 @@ class Team:
         return LLMNaiveProver(
             self._llm_prover(),
             self.models["prover"],
-            self.prompts,
+            self.prompts_for("prover", self.prover.belief_method),
             answer=answer,
             method=self.prover.belief_method,
         )
 
     def make_challenger(self) -> LLMChallenger:
-        return LLMChallenger(self.models["estimator"], self.prompts, method=self.estimator.method)
+        return LLMChallenger(
+            self.models["estimator"],
+            self.prompts_for("estimator", self.estimator.method),
+            method=self.estimator.method,
+        )
 
     def speech_config(self) -> GenerateConfig:
         """Generation settings of debaters' and consultants' speeches."""

@@ -10,9 +10,22 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+from typing_extensions import TypedDict
 
 from llmdebate.elicit import ProbMethod
+from llmdebate.errors import UserError
+from llmdebate.models.structured import StructuredMode
+from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
 SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization)", re.I)
@@ -20,6 +33,65 @@ SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorizatio
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class _OpenAIOptions(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    endpoint: Literal["chat", "completions"]
+    structured: StructuredMode
+    chat_template: str
+    grammars: dict[str, str]
+
+
+class _AnthropicOptions(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    structured: Literal["tool", "none"]
+    strict: bool
+
+
+class _LocalOptions(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    structured: Literal["xgrammar", "none"]
+
+
+_OPTION_TYPES: dict[str, TypeAdapter[Any]] = {
+    "openai": TypeAdapter(_OpenAIOptions),
+    "anthropic": TypeAdapter(_AnthropicOptions),
+    "hf": TypeAdapter(_LocalOptions),
+    "local": TypeAdapter(_LocalOptions),
+}
+_OPENAI_ONLY = ("endpoint", "chat_template", "grammars")
+
+
+def _option_error(key: str, value: Any, message: str) -> ValidationError:
+    """An error located at ``options.<key>`` (so that a config error names the key's line)."""
+    detail = InitErrorDetails(type=PydanticCustomError("option", message), loc=(key,), input=value)
+    return ValidationError.from_exception_data("options", [detail])
+
+
+def check_options(model: str, options: dict[str, Any]) -> None:
+    """The options a backend reads up front (``endpoint``, ``structured``, ``chat_template``
+    ...), checked for the provider of ``model``: a pydantic error located at the option."""
+    provider = model.partition("/")[0] if "/" in model else model
+    adapter = _OPTION_TYPES.get(provider)
+    if adapter is None:  # scripted, or an unknown model (reported by its own check)
+        return
+    for key in _OPENAI_ONLY:
+        if key in options and provider != "openai":
+            raise _option_error(
+                key, options[key], f"only openai/ models take {key} (this is {model})"
+            )
+    adapter.validate_python(options)
+    source = options.get("chat_template")
+    if source is not None:
+        if options.get("endpoint") != "completions":
+            raise _option_error(
+                "chat_template", source, "chat_template applies only with endpoint: completions"
+            )
+        try:
+            ChatTemplate(load_chat_template(source))
+        except UserError as exc:
+            raise _option_error("chat_template", source, str(exc)) from None
 
 
 class ModelSettings(_Section):
@@ -56,6 +128,14 @@ class ModelSettings(_Section):
                     "run directory: put it in an environment variable and name that variable "
                     "in api_key_env"
                 )
+        return v
+
+    @field_validator("options")
+    @classmethod
+    def _known_options(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        model = info.data.get("model")
+        if isinstance(model, str):
+            check_options(model.strip(), v)
         return v
 
 

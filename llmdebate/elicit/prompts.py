@@ -24,8 +24,12 @@ INSTRUCTIONS = (TF_INSTRUCTION, VERBALISED_INSTRUCTION)
 
 
 def with_instruction(messages: list[ChatMessage], instruction: str) -> list[ChatMessage]:
-    """Append ``instruction`` to the final user message (or add a user message)."""
+    """Append ``instruction`` to the final user message (or add a user message). A prompt
+    rendered by a text template (its message names the ``template``) holds its own cue and
+    is returned as it is."""
     out = [dict(m) for m in messages]
+    if out and out[0].get("template"):
+        return out
     if out and out[-1]["role"] == "user":
         out[-1]["content"] = f"{out[-1]['content'].rstrip()}\n\n{instruction}"
     else:

@@ -11,8 +11,13 @@ sent through ``extra_body`` (same wire payload), capped at 1, and left out when 
 
 Structured outputs: a call with ``json_schema`` offers one tool named after the schema, with
 the schema as its ``input_schema``, and forces it (``tool_choice``); the tool call's input is
-returned as the reply's JSON text (``constrained``). ``structured="none"`` sends the plain
-prompt.
+returned as the reply's JSON text (``constrained``). The tool is strict (``"strict": true``:
+the API guarantees that its input matches the schema) when the installed SDK knows the
+field; strict tools take a subset of JSON schema, so the schema is sent through the SDK's own
+``transform_schema`` (constraints outside the subset, such as ``maxLength`` or ``maximum``,
+move into the description; the reply is validated against the full schema either way).
+``strict=False`` sends the schema as is, without the flag (for servers that do not know it).
+``structured="none"`` sends the plain prompt.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from llmdebate.models.base import (
     TransientError,
 )
 from llmdebate.models.http_errors import api_key, map_sdk_error
+from llmdebate.models.structured import OutputSchema
 
 LOCAL_DUMMY_KEY = "sk-ant-local-no-key"
 
@@ -51,6 +57,7 @@ class AnthropicBackend(Backend):
         timeout: float = 60.0,  # seconds per request
         send_temperature: bool = True,
         structured: str = "tool",
+        strict: bool = True,
     ) -> None:
         from llmdebate.errors import require
 
@@ -64,6 +71,12 @@ class AnthropicBackend(Backend):
         if structured not in ("tool", "none"):
             raise UserError(f"{name}: structured must be tool or none (got {structured!r})")
         self.structured = structured
+        # strict tools: the flag exists in the SDK's tool type, and so does the schema helper
+        self.strict = (
+            strict
+            and "strict" in getattr(self._sdk.types.ToolParam, "__annotations__", {})
+            and callable(getattr(self._sdk, "transform_schema", None))
+        )
         self._client = self._sdk.AsyncAnthropic(
             api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
         )
@@ -103,13 +116,7 @@ class AnthropicBackend(Backend):
             kwargs["stop_sequences"] = config.stop
         schema = config.json_schema if self.structured == "tool" else None
         if schema is not None:
-            kwargs["tools"] = [
-                {
-                    "name": schema.name,
-                    "description": f"Reply with the {schema.name} as this tool's input.",
-                    "input_schema": schema.schema,
-                }
-            ]
+            kwargs["tools"] = [self.tool(schema)]
             kwargs["tool_choice"] = {"type": "tool", "name": schema.name}
         try:
             resp = await self._client.messages.create(**kwargs)
@@ -137,6 +144,19 @@ class AnthropicBackend(Backend):
             )
         except (AttributeError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response: {type(exc).__name__}: {exc}") from exc
+
+    def tool(self, schema: OutputSchema) -> dict[str, Any]:
+        """The forced tool that asks for ``schema`` (strict when the SDK supports it)."""
+        tool: dict[str, Any] = {
+            "name": schema.name,
+            "description": f"Reply with the {schema.name} as this tool's input.",
+        }
+        if self.strict:
+            tool["input_schema"] = self._sdk.transform_schema(schema.schema)
+            tool["strict"] = True
+        else:
+            tool["input_schema"] = schema.schema
+        return tool
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -48,7 +48,12 @@ def cache_key(
         params["json_schema"] = vars(schema)
     payload: dict[str, Any] = {
         "model": identity,
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        # a text template's prompt is sent as it is, a message with the same text is not
+        "messages": [
+            {"role": m["role"], "content": m["content"]}
+            | ({"template": m["template"], "stop": m.get("stop")} if m.get("template") else {})
+            for m in messages
+        ],
         "params": params,
         "sample_index": sample_index,
     }

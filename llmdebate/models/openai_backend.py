@@ -12,7 +12,11 @@ Per-role options (``--prover-options '{"endpoint": "completions"}'``):
   completions, for base models behind vLLM or llama.cpp): the messages are rendered to one
   plain-text prompt (:mod:`llmdebate.models.text_prompt`; ``chat_template`` names a model's
   template to render them with instead), and logprobs come from the completion's
-  ``top_logprobs``. Concurrent calls with equal settings go out as *one* request with a list
+  ``top_logprobs``. Without a chat template the backend takes plain-text prompts
+  (:attr:`text_prompts`): a role's acts with a ``prompts/text/<act>.j2`` template come
+  rendered by it (:mod:`llmdebate.agents.text_prompts`) and are sent as they are, with the
+  template's stop sequences (a re-ask appends the reply, the error and the prompt's last
+  line). Concurrent calls with equal settings go out as *one* request with a list
   of prompts (``batch_prompts``, at most ``max_batch`` prompts, gathered for
   ``batch_wait_s``).
 * ``structured``: how a ``json_schema`` is asked for
@@ -42,7 +46,14 @@ from llmdebate.models.base import (
 from llmdebate.models.batching import PromptBatcher
 from llmdebate.models.http_errors import api_key, map_sdk_error
 from llmdebate.models.structured import STRUCTURED_MODES, OutputSchema, server_fields
-from llmdebate.models.text_prompt import TURN_STOPS, ChatTemplate, format_prompt, load_chat_template
+from llmdebate.models.text_prompt import (
+    TURN_STOPS,
+    ChatTemplate,
+    format_prompt,
+    is_text_prompt,
+    load_chat_template,
+    render_text_prompt,
+)
 
 LOCAL_DUMMY_KEY = "sk-local-no-key"
 ENDPOINTS = ("chat", "completions")
@@ -122,6 +133,12 @@ class OpenAIBackend(Backend):
         return ident
 
     @property
+    def text_prompts(self) -> bool:
+        """Whether the agents should render plain-text prompts for this backend: a
+        completions endpoint without the model's chat template."""
+        return self.endpoint == "completions" and self._template is None
+
+    @property
     def requests_sent(self) -> int:
         """Text-completions requests sent by the prompt batcher."""
         return self._batcher.requests
@@ -141,6 +158,7 @@ class OpenAIBackend(Backend):
     ) -> ModelOutput:
         if self.endpoint == "completions":
             prompt = self.render(messages)
+            config = dataclasses.replace(config, stop=self._stops(messages, config))
             if self.batch_prompts:
                 key = json.dumps(dataclasses.asdict(config), sort_keys=True)
                 return await self._batcher.submit(prompt, key, config)
@@ -158,7 +176,21 @@ class OpenAIBackend(Backend):
         """The text prompt of ``messages`` for the completions endpoint."""
         if self._template is not None:
             return self._template.render(messages)
+        if is_text_prompt(messages):
+            return render_text_prompt(messages)
         return format_prompt(messages)
+
+    def _stops(self, messages: list[ChatMessage], config: GenerateConfig) -> list[str] | None:
+        """The call's stop sequences, then the prompt's: a text template's own, else the
+        turn labels of a plain rendering (none with a chat template)."""
+        given = list(config.stop or [])
+        own: list[str] = []
+        if is_text_prompt(messages):
+            own = list(messages[0].get("stop") or [])
+        elif self._template is None:
+            own = TURN_STOPS
+        stops = [*given, *(s for s in own if s not in given)]
+        return stops[:4] or None  # OpenAI allows at most 4 stop sequences
 
     async def _chat(
         self, messages: list[ChatMessage], config: GenerateConfig, fields: dict[str, Any] | None
@@ -200,13 +232,12 @@ class OpenAIBackend(Backend):
     async def _completions(
         self, prompts: list[str], config: GenerateConfig, fields: dict[str, Any] | None
     ) -> list[ModelOutput]:
-        stop = [*(config.stop or []), *([] if self._template is not None else TURN_STOPS)]
         kwargs: dict[str, Any] = {
             "model": self.model_id,
             "prompt": prompts if len(prompts) > 1 else prompts[0],
             "temperature": config.temperature,
             "max_tokens": config.max_tokens,
-            "stop": stop[:4] or None,  # OpenAI allows at most 4 stop sequences
+            "stop": config.stop,  # the call's and the prompt's (generate sets them)
         }
         if config.top_logprobs:
             kwargs["logprobs"] = config.top_logprobs

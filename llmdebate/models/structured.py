@@ -20,6 +20,7 @@ schema came from, so a backend that cannot constrain falls back to prompt-and-pa
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -44,9 +45,10 @@ STRUCTURED_MODES: tuple[str, ...] = (
 * ``guided_json``: vLLM's ``guided_json`` (before 0.10);
 * ``structured_outputs``: vLLM's ``structured_outputs: {"json": schema}`` (0.10 and later);
 * ``json_schema``: llama.cpp server's ``json_schema`` field;
-* ``grammar``: llama.cpp server's ``grammar`` field, with a GBNF grammar given per schema name
-  in the ``grammars`` option (``{"decomposition": "root ::= ..."}``); schemas without one are
-  sent unconstrained;
+* ``grammar``: llama.cpp server's ``grammar`` field: the schema converted to GBNF
+  (:func:`llmdebate.models.gbnf.schema_to_gbnf`), or the grammar given for the schema's name
+  in the ``grammars`` option (``{"decomposition": "root ::= ..."}``); a schema outside the
+  converter's subset with no grammar given is sent unconstrained;
 * ``none``: the plain prompt; the reply is parsed.
 """
 
@@ -130,6 +132,17 @@ def server_fields(
     if mode == "json_schema":
         return {"json_schema": schema.schema}
     if mode == "grammar":
-        gbnf = (grammars or {}).get(schema.name)
+        gbnf = (grammars or {}).get(schema.name) or schema_grammar(schema.schema_json)
         return {"grammar": gbnf} if gbnf else None
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def schema_grammar(schema_json: str) -> str | None:
+    """The GBNF grammar of a schema (given as JSON); None outside the converter's subset."""
+    from llmdebate.models.gbnf import GrammarError, schema_to_gbnf
+
+    try:
+        return schema_to_gbnf(json.loads(schema_json))
+    except GrammarError:
+        return None

@@ -24,6 +24,7 @@ from typing import Any
 
 from llmdebate.errors import UserError
 from llmdebate.models.base import ChatMessage
+from llmdebate.paths import resolve_path
 
 LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
 TURN_STOPS = ["\n\nUser:", "\n\nSystem:"]
@@ -36,10 +37,31 @@ def format_prompt(messages: list[ChatMessage]) -> str:
     return prompt if messages[-1]["role"] == "assistant" else prompt + "\n\nAnswer:"
 
 
+def is_text_prompt(messages: list[ChatMessage]) -> bool:
+    """Whether ``messages`` start with a prompt rendered by a text template (its message
+    names the ``template``; :mod:`llmdebate.agents.text_prompts`)."""
+    return bool(messages) and bool(messages[0].get("template"))
+
+
+def render_text_prompt(messages: list[ChatMessage]) -> str:
+    """A text template's prompt, sent as it is; the turns of a re-ask after it: the reply
+    continues the prompt, then the new request and the prompt's last line (its cue, e.g.
+    ``Answer:``) again."""
+    prompt = messages[0]["content"]
+    cue = prompt.rsplit("\n", 1)[-1].strip()
+    parts = [prompt]
+    for m in messages[1:]:
+        if m["role"] == "assistant":
+            parts.append(m["content"] if m["content"][:1].isspace() else " " + m["content"])
+        else:
+            parts.append(f"\n\n{m['content'].strip()}\n{cue}")
+    return "".join(parts)
+
+
 def load_chat_template(source: str | Path) -> str:
     """A chat template from a ``.jinja`` file, a ``tokenizer_config.json`` or a folder
     holding one; :class:`~llmdebate.errors.UserError` naming the file otherwise."""
-    path = Path(source).expanduser()
+    path = resolve_path(source)  # relative: the current folder, then the repository
     if path.is_dir():
         path = path / "tokenizer_config.json"
     if not path.is_file():
