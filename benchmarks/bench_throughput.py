@@ -226,13 +226,16 @@ class RSSSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+        self.began = time.perf_counter()
+
     def _run(self) -> None:
-        start = time.perf_counter()
         while not self._stop.is_set():
-            self.samples.append((time.perf_counter() - start, self.proc.memory_info().rss / 2**20))
+            now = time.perf_counter() - self.began
+            self.samples.append((now, self.proc.memory_info().rss / 2**20))
             self._stop.wait(self.every)
 
     def __enter__(self) -> RSSSampler:
+        self.began = time.perf_counter()
         self._thread.start()
         return self
 
@@ -248,7 +251,17 @@ def run_debates(
     debates_in_flight: int | None = None, model: str = "openai/fake",
     ray_workers: int | None = None,
 ) -> dict[str, Any]:
-    from llmdebate.experiment.runner import run
+    from llmdebate.experiment import runner
+
+    summary_at = [0.0, 0.0]  # when the summary began and ended, on the sampler's clock
+    write_summary = runner.write_summary
+
+    def timed_summary(*a: Any, **kw: Any) -> Any:
+        summary_at[0] = time.perf_counter() - rss.began
+        try:
+            return write_summary(*a, **kw)
+        finally:
+            summary_at[1] = time.perf_counter() - rss.began
 
     cfg = debate_config(
         tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
@@ -265,7 +278,11 @@ def run_debates(
             from llmdebate.experiment.executors import ExecutorOptions
 
             extra["executor"] = ExecutorOptions("ray", ray_workers=ray_workers)
-        res = run(cfg, run_dir, models=models, progress=False, **extra)
+        runner.write_summary = timed_summary
+        try:
+            res = runner.run(cfg, run_dir, models=models, progress=False, **extra)
+        finally:
+            runner.write_summary = write_summary
         if prof:
             prof.disable()
     cpu = time.process_time() - cpu0
@@ -297,6 +314,9 @@ def run_debates(
             for q in (0.1, 0.25, 0.5, 0.75, 1.0)
         }
         out["rss_peak_mb"] = round(max(v for _, v in samples), 1)
+        during = [v for t, v in samples if summary_at[0] <= t <= summary_at[1]]
+        out["summary_rss_peak_mb"] = round(max(during or [samples[-1][1]]), 1)
+        out["summary_s"] = round(summary_at[1] - summary_at[0], 1)
     return out
 
 
@@ -355,7 +375,11 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                 flush=True,
             )
             if args.memory:
-                print(f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']}")
+                print(
+                    f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']} "
+                    f"(whole run, summary included; while the summary was written: "
+                    f"{r['summary_rss_peak_mb']}, {r['summary_s']} s after the debates)"
+                )
             rows.append(row)
     return rows
 
