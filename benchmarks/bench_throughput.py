@@ -51,6 +51,17 @@ REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "benchmarks" / "fake_openai_server.py"
 
 
+SERVER_PIDS: dict[str, int] = {}  # the fake server's process, by URL
+
+
+def server_cpu(url: str) -> float:
+    """CPU seconds the fake server process at ``url`` has used so far."""
+    import psutil
+
+    t = psutil.Process(SERVER_PIDS[url]).cpu_times()
+    return float(t.user + t.system)
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load {one:.2f}/{five:.2f}"
@@ -71,7 +82,9 @@ def fake_server(latency: float, workers: int = 1) -> Iterator[str]:
         line = proc.stdout.readline().strip()
         if not line.startswith("listening "):
             raise RuntimeError(f"the fake server did not start: {line!r}")
-        yield line.split(" ", 1)[1]
+        url = line.split(" ", 1)[1]
+        SERVER_PIDS[url] = proc.pid
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -441,7 +454,11 @@ def side_by_side(
     rows = []
     for k in range(args.repeat):
         for label, tree in trees if k % 2 == 0 else trees[::-1]:
+            cpu0 = server_cpu(url)
             r = debates_in(tree, url, c, args)
+            r["server_cpu_ms_per_request"] = round(
+                1000 * (server_cpu(url) - cpu0) / max(1, r["fast_path_requests"]), 3
+            )
             row = {
                 "what": "debates", "tree": label, "path": tree, "latency_s": args.latency,
                 "in_flight": c, "depth": args.depth, "width": args.width,
@@ -453,8 +470,8 @@ def side_by_side(
                 f"debates ({r['failed']} failed) = {r['debates_per_s']:.1f} debates/s, "
                 f"{r['calls_per_s']:.0f} calls/s = {r['calls_per_s'] / b:.0%} of bound {b:.0f}/s,"
                 f" {r['requests_per_s']:.0f} HTTP requests/s (fast path);"
-                f" client CPU {1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call "
-                f"[{row['load']}]",
+                f" client CPU {1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call, server CPU "
+                f"{r['server_cpu_ms_per_request']:.2f} ms/request [{row['load']}]",
                 flush=True,
             )
             rows.append(row)
