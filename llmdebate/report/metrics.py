@@ -22,72 +22,52 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate import scoring
-from llmdebate.agents.audit import decomposition_summary
+from llmdebate.report.records import (
+    Cost,
+    DebateRecord,
+    RunTally,
+    decision_correct,
+    gold,
+    item_id,
+    normalized_expected_payoff,
+    normalized_payoff,
+    record_of,
+    side,
+    tally,
+)
 from llmdebate.schemas import Transcript
+
+__all__ = [
+    "ASYMMETRIC", "PROTOCOL_ORDER", "Calibration", "CalibrationBin", "Cost", "DebateRecord",
+    "Pair", "RunTally", "bootstrap_ci", "calibration", "calibration_points", "compute",
+    "costs", "decision_correct", "failure_kind", "gold", "item_id", "item_scores",
+    "metrics_of", "normalized_expected_payoff", "normalized_payoff", "pairs",
+    "payoffs_by_side", "record_of", "run_summary", "side", "summary_of", "tally",
+]
 
 ASYMMETRIC = ("prover-estimator", "naive-recursive")
 PROTOCOL_ORDER = ("direct", "consultancy", "two-sided", "naive-recursive", "prover-estimator")
 DEFAULT_BOOTSTRAP = 2000
 
 
-def item_id(t: Transcript) -> str:
-    """The id of the item a debate is about (``meta.item_id``, else ``item.id``, else its id)."""
-    if "item_id" in t.meta:
-        return str(t.meta["item_id"])
-    if t.item and "id" in t.item:
-        return str(t.item["id"])
-    return t.id
+Debates = Iterable[Transcript] | Iterable[DebateRecord]
 
 
-def gold(t: Transcript) -> str | None:
-    """The gold answer text of the debate's item."""
-    if "gold" in t.meta:
-        return str(t.meta["gold"])
-    if t.item and t.item.get("answer") is not None:
-        return str(t.item["answer"])
-    return None
+def _records(debates: Debates) -> list[DebateRecord]:
+    return [d if isinstance(d, DebateRecord) else record_of(d) for d in debates]
 
 
-def decision_correct(t: Transcript) -> float | None:
-    """1.0 / 0.0 if the judge's ``decision`` equals the gold answer; None if undecided."""
-    dec, g = t.meta.get("decision"), gold(t)
-    if t.status != "complete" or dec is None or g is None:
-        return None
-    return float(str(dec).strip().lower() == g.strip().lower())
-
-
-def normalized_payoff(t: Transcript) -> float | None:
-    """The prover's payoff R_A in units of r^(d+1) (prover-estimator) or as is (naive: ±1)."""
-    return scoring.normalized_total(t)
-
-
-def normalized_expected_payoff(t: Transcript) -> float | None:
-    """E[R_A] over the protocol's own draws, in units of r^(d+1) (prover-estimator only)."""
-    return scoring.normalized_total(t, expected=True) if t.protocol == "prover-estimator" else None
-
-
-def side(t: Transcript) -> str | None:
-    """``honest`` if the prover defended the gold answer, ``dishonest`` if not, else None."""
-    claimed, g = t.meta.get("claimed_answer"), gold(t)
-    if claimed is None or g is None:
-        return None
-    return "honest" if str(claimed).strip().lower() == g.strip().lower() else "dishonest"
-
-
-def payoffs_by_side(transcripts: Iterable[Transcript], protocol: str) -> dict[str, Any]:
+def payoffs_by_side(debates: Debates, protocol: str) -> dict[str, Any]:
     """Mean normalised payoff (sampled and expected) of honest and dishonest provers."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
-    for t in transcripts:
-        s = side(t) if t.protocol == protocol else None
-        pay = normalized_payoff(t)
-        if s is None or pay is None:
+    for r in _records(debates):
+        s = r.side if r.protocol == protocol else None
+        if s is None or r.payoff is None:
             continue
-        vals[s].append(pay)
-        e = normalized_expected_payoff(t)
-        if e is not None:
-            exp[s].append(e)
+        vals[s].append(r.payoff)
+        if r.expected_payoff is not None:
+            exp[s].append(r.expected_payoff)
     return {
         s: {
             "n": len(vals[s]),
@@ -114,16 +94,14 @@ class Pair:
         return 0.5 if self.honest == self.dishonest else 0.0
 
 
-def pairs(transcripts: Iterable[Transcript], protocol: str) -> list[Pair]:
+def pairs(debates: Debates, protocol: str) -> list[Pair]:
     """Honest/dishonest pairs of one asymmetric protocol, by item, in item order of appearance."""
     by_item: dict[str, dict[str, float]] = defaultdict(dict)
-    for t in transcripts:
-        if t.protocol != protocol:
+    for r in _records(debates):
+        if r.protocol != protocol:
             continue
-        pay = normalized_payoff(t)
-        variant = t.meta.get("variant")
-        if pay is not None and variant in ("honest", "dishonest"):
-            by_item[item_id(t)][variant] = pay
+        if r.payoff is not None and r.variant in ("honest", "dishonest"):
+            by_item[r.item_id][r.variant] = r.payoff
     return [
         Pair(i, v["honest"], v["dishonest"])
         for i, v in by_item.items()
@@ -131,16 +109,15 @@ def pairs(transcripts: Iterable[Transcript], protocol: str) -> list[Pair]:
     ]
 
 
-def item_scores(transcripts: Sequence[Transcript], protocol: str) -> dict[str, float]:
+def item_scores(debates: Debates, protocol: str) -> dict[str, float]:
     """Per item, the protocol's score in [0, 1] (see ``docs/metrics.md``, accuracy)."""
+    records = _records(debates)
     if protocol in ASYMMETRIC:
-        return {p.item_id: p.score for p in pairs(transcripts, protocol)}
+        return {p.item_id: p.score for p in pairs(records, protocol)}
     acc: dict[str, list[float]] = defaultdict(list)
-    for t in transcripts:
-        if t.protocol == protocol:
-            c = decision_correct(t)
-            if c is not None:
-                acc[item_id(t)].append(c)
+    for r in records:
+        if r.protocol == protocol and r.correct is not None:
+            acc[r.item_id].append(r.correct)
     return {i: float(np.mean(v)) for i, v in acc.items()}
 
 
@@ -179,21 +156,19 @@ class Calibration:
     points: list[tuple[float, int]] = field(default_factory=list)
 
 
-def calibration_points(transcripts: Iterable[Transcript]) -> list[tuple[float, int]]:
+def calibration_points(debates: Debates) -> list[tuple[float, int]]:
     """(p_d, truth) once per item and claim, from prover-estimator transcripts with gold truth."""
     seen: set[tuple[str, str]] = set()
     pts: list[tuple[float, int]] = []
-    for t in transcripts:
-        if t.protocol != "prover-estimator" or t.init is None or t.init.claim.truth is None:
+    for r in _records(debates):
+        if r.calibration is None:
             continue
-        key = (item_id(t), t.init.claim.text)
-        if key in seen:
+        text, p, truth = r.calibration
+        if (r.item_id, text) in seen:
             continue
-        seen.add(key)
-        pts.append((float(t.init.estimate.value), int(t.init.claim.truth)))
+        seen.add((r.item_id, text))
+        pts.append((p, truth))
     return pts
-
-
 def calibration(points: Sequence[tuple[float, int]], n_bins: int = 10) -> Calibration:
     """Equal-width bins on [0, 1] (the last bin closed); Brier score; expected calibration error."""
     if not points:
@@ -221,50 +196,31 @@ def calibration(points: Sequence[tuple[float, int]], n_bins: int = 10) -> Calibr
     )
 
 
-@dataclass
-class Cost:
-    debates: int = 0
-    failed: int = 0
-    calls: int = 0
-    cached_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-
-
 def costs(transcripts: Iterable[Transcript]) -> dict[str, Cost]:
     """Debates, model calls, tokens and USD cost per protocol, summed over ``Transcript.calls``."""
-    out: dict[str, Cost] = defaultdict(Cost)
-    for t in transcripts:
-        c = out[t.protocol]
-        c.debates += 1
-        c.failed += t.status == "failed"
-        for call in t.calls:
-            c.calls += 1
-            c.cached_calls += call.cached
-            c.tokens_in += call.tokens_in
-            c.tokens_out += call.tokens_out
-            c.cost += call.cost
-    return dict(out)
-
-
-def _protocols(transcripts: Sequence[Transcript]) -> list[str]:
-    present = {t.protocol for t in transcripts}
-    return [p for p in PROTOCOL_ORDER if p in present]
+    return dict(tally(transcripts).costs)
 
 
 def compute(
-    transcripts: Sequence[Transcript],
+    transcripts: Iterable[Transcript],
     *,
     seed: int = 0,
     n_boot: int = DEFAULT_BOOTSTRAP,
     n_bins: int = 10,
 ) -> dict[str, Any]:
     """Every metric of the comparison, as a JSON-ready dict (written to comparison.json)."""
+    return metrics_of(tally(transcripts), seed=seed, n_boot=n_boot, n_bins=n_bins)
+
+
+def metrics_of(
+    run: RunTally, *, seed: int = 0, n_boot: int = DEFAULT_BOOTSTRAP, n_bins: int = 10
+) -> dict[str, Any]:
+    """:func:`compute` from a run's tally (its records and costs) rather than its transcripts."""
+    records = run.records
     per: dict[str, Any] = {}
-    cost = costs(transcripts)
-    for k, proto in enumerate(_protocols(transcripts)):
-        scores = item_scores(transcripts, proto)
+    present = {r.protocol for r in records}
+    for k, proto in enumerate(p for p in PROTOCOL_ORDER if p in present):
+        scores = item_scores(records, proto)
         vals = list(scores.values())
         ci = bootstrap_ci(vals, seed=seed + k, n_boot=n_boot)
         entry: dict[str, Any] = {
@@ -273,15 +229,15 @@ def compute(
             "ci95": list(ci) if ci else None,
             "bootstrap_seed": seed + k,
             "item_scores": scores,
-            "cost": asdict(cost.get(proto, Cost())),
+            "cost": asdict(run.costs.get(proto, Cost())),
         }
         if proto in ASYMMETRIC:
-            entry["pairs"] = _pair_stats(pairs(transcripts, proto), seed=seed + 100 + k, n=n_boot)
-            entry["payoff"] = payoffs_by_side(transcripts, proto)
+            entry["pairs"] = _pair_stats(pairs(records, proto), seed=seed + 100 + k, n=n_boot)
+            entry["payoff"] = payoffs_by_side(records, proto)
         per[proto] = entry
-    cal = calibration(calibration_points(transcripts), n_bins)
+    cal = calibration(calibration_points(records), n_bins)
     return {
-        "n_transcripts": len(transcripts),
+        "n_transcripts": len(records),
         "bootstrap": {"resamples": n_boot, "level": 0.95, "unit": "item", "seed": seed},
         "protocols": per,
         "calibration": asdict(cal),
@@ -319,47 +275,32 @@ def failure_kind(reason: str | None) -> str:
 
 
 def run_summary(
-    transcripts: Sequence[Transcript],
+    transcripts: Iterable[Transcript],
     *,
     seed: int = 0,
     n_boot: int = DEFAULT_BOOTSTRAP,
     n_bins: int = 10,
 ) -> dict[str, Any]:
     """``summary.json``: status, failures by reason, retries, time and calls per debate, usage
-    per role, and every metric of :func:`compute` — from transcripts alone."""
+    per role, and every metric of :func:`compute` — from transcripts alone, in one pass
+    (``transcripts`` may be a lazy iterable: only a :class:`RunTally` is kept)."""
+    return summary_of(tally(transcripts), seed=seed, n_boot=n_boot, n_bins=n_bins)
+
+
+def summary_of(
+    run: RunTally, *, seed: int = 0, n_boot: int = DEFAULT_BOOTSTRAP, n_bins: int = 10
+) -> dict[str, Any]:
+    """:func:`run_summary` from a run's tally."""
     status: dict[str, int] = defaultdict(int)
     by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kinds: dict[str, int] = defaultdict(int)
-    by_role: dict[str, dict[str, float]] = defaultdict(
-        lambda: {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost": 0.0}
-    )
-    walls: list[float] = []
-    retries = calls = cached = tokens_in = tokens_out = 0
-    cost = 0.0
-    judge_hits: list[float] = []
-    for t in transcripts:
-        status[t.status] += 1
-        by_protocol[t.protocol][t.status] += 1
-        if t.status == "failed":
-            kinds[failure_kind(t.failure)] += 1
-        if isinstance(t.meta.get("wall_s"), int | float):
-            walls.append(float(t.meta["wall_s"]))
-        for c in t.calls:
-            calls += 1
-            cached += c.cached
-            tokens_in += c.tokens_in
-            tokens_out += c.tokens_out
-            cost += c.cost
-            retries += int(getattr(c, "retries", 0) or 0)
-            r = by_role[c.role or "?"]
-            r["calls"] += 1
-            r["tokens_in"] += c.tokens_in
-            r["tokens_out"] += c.tokens_out
-            r["cost"] += c.cost
-        for rd in t.rounds:
-            if rd.verdict is not None and rd.claim.truth is not None:
-                judge_hits.append(float(rd.verdict.value == rd.claim.truth))
-    n = len(transcripts)
+    for r in run.records:
+        status[r.status] += 1
+        by_protocol[r.protocol][r.status] += 1
+        if r.status == "failed":
+            kinds[failure_kind(r.failure)] += 1
+    walls = run.walls
+    n = len(run.records)
     return {
         "transcripts": n,
         "status": dict(status),
@@ -367,25 +308,28 @@ def run_summary(
         "failures": {
             "by_kind": dict(sorted(kinds.items())),
             "debates": [
-                {"id": t.id, "reason": t.failure} for t in transcripts if t.status == "failed"
+                {"id": r.id, "reason": r.failure} for r in run.records if r.status == "failed"
             ],
         },
-        "retries": retries,
+        "retries": run.retries,
         "debate_wall_s": {
             "mean": _mean(walls),
             "median": float(np.median(walls)) if walls else None,
             "max": max(walls) if walls else None,
         },
         "usage": {
-            "calls": calls,
-            "cached_calls": cached,
-            "calls_per_debate": calls / n if n else None,
-            "tokens_in": tokens_in,
-            "tokens_out": tokens_out,
-            "cost": cost,
-            "by_role": {k: dict(v) for k, v in sorted(by_role.items())},
+            "calls": run.calls,
+            "cached_calls": run.cached,
+            "calls_per_debate": run.calls / n if n else None,
+            "tokens_in": run.tokens_in,
+            "tokens_out": run.tokens_out,
+            "cost": run.cost,
+            "by_role": {k: dict(v) for k, v in sorted(run.by_role.items())},
         },
-        "leaf_judge_accuracy": {"n": len(judge_hits), "accuracy": _mean(judge_hits)},
-        "decompositions": decomposition_summary(transcripts),
-        "metrics": compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins),
+        "leaf_judge_accuracy": {
+            "n": run.judge_n,
+            "accuracy": run.judge_hits / run.judge_n if run.judge_n else None,
+        },
+        "decompositions": run.decompositions.summary(),
+        "metrics": metrics_of(run, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }
