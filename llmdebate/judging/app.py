@@ -337,39 +337,33 @@ def create_app(
         aid = int(request.path_params["aid"])
         if form.get("action") == "reveal":
             return await _reveal(judge, token, aid, form)
-        try:
-            sub = _submission(form)
-            await run_in_threadpool(
-                submit, study.sessions, run_dir, study.waiting, judge.id, aid, sub
-            )
-        except NotFound:
-            return study.page(
-                "message.html", 404, title="Not found", text="There is no such item in your queue."
-            )
-        except Conflict:
-            return study.page(
-                "message.html",
-                409,
-                title="Already submitted",
-                text="This answer was already recorded; your first answer counts.",
-                next_link=True,
-            )
-        except Invalid as exc:
-            a, _, queue = await run_in_threadpool(_load, judge.id, aid)
-            return _render_item(judge, token, a, queue, 400, str(exc), form)
-        return RedirectResponse("/next", status_code=303)
+
+        def save() -> None:
+            submit(study.sessions, run_dir, study.waiting, judge.id, aid, _submission(form))
+
+        refused = await _attempt(judge, token, aid, form, save)
+        return refused or RedirectResponse("/next", status_code=303)
 
     async def _reveal(judge: Judge, token: str, aid: int, form: dict[str, str]) -> Response:
         seen = form.get("seen", "")
-        try:
-            await run_in_threadpool(
-                reveal_next,
-                study.sessions,
-                study.waiting,
-                judge.id,
-                aid,
-                int(seen) if seen.isdigit() else None,
+
+        def show() -> None:
+            reveal_next(
+                study.sessions, study.waiting, judge.id, aid, int(seen) if seen.isdigit() else None
             )
+
+        refused = await _attempt(judge, token, aid, form, show)
+        if refused is not None:
+            return refused
+        a, _, queue = await run_in_threadpool(_load, judge.id, aid)
+        return _render_item(judge, token, a, queue, 200, None, form)
+
+    async def _attempt(
+        judge: Judge, token: str, aid: int, form: dict[str, str], action: Callable[[], None]
+    ) -> Response | None:
+        """Run ``action`` (in a thread); the page that refuses it, or None when it was done."""
+        try:
+            await run_in_threadpool(action)
         except NotFound:
             return study.page(
                 "message.html", 404, title="Not found", text="There is no such item in your queue."
@@ -385,8 +379,7 @@ def create_app(
         except Invalid as exc:
             a, _, queue = await run_in_threadpool(_load, judge.id, aid)
             return _render_item(judge, token, a, queue, 400, str(exc), form)
-        a, _, queue = await run_in_threadpool(_load, judge.id, aid)
-        return _render_item(judge, token, a, queue, 200, None, form)
+        return None
 
     async def lead(request: Request) -> Response:
         judge, token = await run_in_threadpool(_who, study, request)
