@@ -167,35 +167,12 @@ def divisor_items(n_items: int) -> list[dict[str, Any]]:
     """``n_items`` distinct divisor problems (the bundled file has only 30)."""
     from math import isqrt
 
-    from llmdebate.data.problems import divisor_statement
+    from llmdebate.data.generate import divisor_item
 
-    items = []
-    n = 10_001
-    while len(items) < n_items:
-        n += 2
-        lo, hi = 2, isqrt(n) + 1
-        prime = all(n % d for d in range(lo, hi))
-        items.append(
-            {
-                "id": f"div-{n}",
-                "dataset": "divisors",
-                "question": f"Is {n} a prime number, that is, does {n} have no divisor d "
-                f"with {lo} <= d < {hi}?",
-                "choices": ["yes", "no"],
-                "answer": "yes" if prime else "no",
-                "meta": {
-                    "problem": "divisors",
-                    "n": n,
-                    "lo": lo,
-                    "hi": hi,
-                    "claims": {
-                        "yes": divisor_statement(n, lo, hi, none=True),
-                        "no": divisor_statement(n, lo, hi, none=False),
-                    },
-                },
-            }
-        )
-    return items
+    return [
+        divisor_item(n, f"div-{n}", 2, isqrt(n) + 1)
+        for n in range(10_003, 10_003 + 2 * n_items, 2)
+    ]
 
 
 def debate_config(

@@ -46,35 +46,34 @@ def divisor_items(n_items: int = 30, seed: int = DEFAULT_SEED) -> list[dict[str,
             n = a * b
         if n not in numbers and n >= 100:
             numbers.append(n)
-    items = []
-    for i, n in enumerate(numbers):
-        lo, hi = prime_top(n)
-        prime = all(n % d for d in range(lo, hi))
-        items.append(
-            {
-                "id": f"divisors-{i:03d}",
-                "dataset": "divisors",
-                "question": f"Is {n} a prime number, that is, does {n} have no divisor d "
-                f"with {lo} <= d < {hi}?",
-                "choices": ["yes", "no"],
-                "answer": "yes" if prime else "no",
-                "answer_index": 0 if prime else 1,
-                "context": None,
-                "decomposition": None,
-                "facts": None,
-                "meta": {
-                    "problem": "divisors",
-                    "n": n,
-                    "lo": lo,
-                    "hi": hi,
-                    "claims": {
-                        "yes": divisor_statement(n, lo, hi, none=True),
-                        "no": divisor_statement(n, lo, hi, none=False),
-                    },
-                },
-            }
-        )
-    return items
+    return [divisor_item(n, f"divisors-{i:03d}", *prime_top(n)) for i, n in enumerate(numbers)]
+
+
+def divisor_item(n: int, item_id: str, lo: int, hi: int) -> dict[str, Any]:
+    """The item "is ``n`` free of divisors in [lo, hi)?" (prime when [lo, hi) reaches √n)."""
+    prime = all(n % d for d in range(lo, hi))
+    return {
+        "id": item_id,
+        "dataset": "divisors",
+        "question": f"Is {n} a prime number, that is, does {n} have no divisor d "
+        f"with {lo} <= d < {hi}?",
+        "choices": ["yes", "no"],
+        "answer": "yes" if prime else "no",
+        "answer_index": 0 if prime else 1,
+        "context": None,
+        "decomposition": None,
+        "facts": None,
+        "meta": {
+            "problem": "divisors",
+            "n": n,
+            "lo": lo,
+            "hi": hi,
+            "claims": {
+                "yes": divisor_statement(n, lo, hi, none=True),
+                "no": divisor_statement(n, lo, hi, none=False),
+            },
+        },
+    }
 
 
 def random_circuit(rng: np.random.Generator, n_inputs: int, n_gates: int) -> dict[str, Any]:

@@ -381,27 +381,25 @@ def create_app(
             return _render_item(judge, token, a, queue, 400, str(exc), form)
         return None
 
+    def _lead_only() -> Response:
+        return study.page(
+            "message.html",
+            403,
+            title="Study lead only",
+            text="This page needs the study lead's link.",
+        )
+
     async def lead(request: Request) -> Response:
         judge, token = await run_in_threadpool(_who, study, request)
         if judge is None or not judge.is_lead:
-            return study.page(
-                "message.html",
-                403,
-                title="Study lead only",
-                text="This page needs the study lead's link.",
-            )
+            return _lead_only()
         data = await run_in_threadpool(lead_progress, study.sessions)
         return study.page("lead.html", csrf=csrf_token(token), **data)
 
     async def export(request: Request) -> Response:
         judge, _ = await run_in_threadpool(_who, study, request)
         if judge is None or not judge.is_lead:
-            return study.page(
-                "message.html",
-                403,
-                title="Study lead only",
-                text="This page needs the study lead's link.",
-            )
+            return _lead_only()
         text = await run_in_threadpool(export_csv, study.sessions)
         return Response(
             text,
