@@ -75,6 +75,7 @@ class Prompts:
         )
 
         self._compiled: dict[str, Any] = {}
+        self._globals: dict[str, dict[str, Any]] = {}
 
     def _template(self, act: str) -> Any:
         tmpl = self._compiled.get(act)
@@ -85,6 +86,9 @@ class Prompts:
         except TemplateError as exc:
             raise PromptError(f"prompt template {act}.j2: {exc}") from None
         self._compiled[act] = tmpl
+        # the template's globals, flattened once: Jinja would copy its chain of globals
+        # into a new dict on every render
+        self._globals[act] = dict(tmpl.globals)
         return tmpl
 
     def render(self, act: str, **variables: Any) -> list[dict[str, str]]:
@@ -95,7 +99,7 @@ class Prompts:
             if not any(b in tmpl.blocks for b in BLOCKS):
                 text = tmpl.render(**variables).strip()
                 return [{"role": "user", "content": text}] if text else []
-            ctx = tmpl.new_context(variables)
+            ctx = tmpl.new_context({**self._globals[act], **variables}, shared=True)
             for block in BLOCKS:
                 if block in tmpl.blocks:
                     text = "".join(tmpl.blocks[block](ctx)).strip()

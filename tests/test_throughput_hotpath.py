@@ -52,8 +52,11 @@ async def test_batched_text_completions_go_through_the_fast_path(
     server: FakeServer, fast_posts: list[str]
 ) -> None:
     m = get_model(
-        "openai/base", base_url=server.url, use_cache=False,
-        endpoint="completions", batch_prompts=True,
+        "openai/base",
+        base_url=server.url,
+        use_cache=False,
+        endpoint="completions",
+        batch_prompts=True,
     )
     cfg = GenerateConfig(temperature=0.0, max_tokens=1, top_logprobs=5)
     prompts = [[{"role": "user", "content": f"Is {n} prime?"}] for n in (7, 9, 11, 15)]
@@ -84,8 +87,7 @@ async def test_call_records_equal_their_validated_form(
 
 
 async def test_a_failed_call_is_recorded_validly(tmp_path: Path) -> None:
-    m = get_model("openai/gpt-x", base_url="http://127.0.0.1:9/v1", use_cache=False,
-                  max_retries=0)
+    m = get_model("openai/gpt-x", base_url="http://127.0.0.1:9/v1", use_cache=False, max_retries=0)
     log: list[ModelCallRecord] = []
     with pytest.raises(Exception):  # noqa: B017 - the refused connection, whichever class
         await estimate(m, [{"role": "user", "content": "x?"}], "logprobs", log=log)
@@ -123,3 +125,17 @@ def test_user_templates_stay_in_the_sandbox(tmp_path: Path) -> None:
     )
     with pytest.raises(PromptError):
         Prompts(tmp_path).render("estimate", **VARIABLES)
+
+
+def test_trusted_records_equal_validated_ones_and_refuse_bad_fields() -> None:
+    rec = ModelCallRecord.trusted(role="prover", model="m", completion="x", tokens_in=3)
+    assert rec == ModelCallRecord(role="prover", model="m", completion="x", tokens_in=3)
+    assert rec.model_fields_set == {"role", "model", "completion", "tokens_in"}
+    assert list(rec.__dict__) == list(ModelCallRecord.model_fields)
+    other = ModelCallRecord.trusted(role="prover", model="m")
+    other.notes["k"] = 1  # default factories give each record its own container
+    assert rec.notes == {} and rec.messages is not other.messages
+    with pytest.raises(TypeError, match="unknown \\['colour'\\]"):
+        ModelCallRecord.trusted(role="prover", model="m", colour="red")
+    with pytest.raises(TypeError, match="missing \\['model'\\]"):
+        ModelCallRecord.trusted(role="prover")

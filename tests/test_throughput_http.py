@@ -194,10 +194,24 @@ def test_a_proxy_in_the_environment_leaves_the_sdk_client(monkeypatch) -> None:
     assert fast_http.http_client(5.0) is None
 
 
-def test_json_objects_read_missing_fields_as_none() -> None:
-    obj = fast_http.loads(b'{"choices": [{"message": {"content": "x"}}]}')
-    assert obj.choices[0].message.content == "x"
-    assert obj.usage is None and obj.choices[0].logprobs is None
+def test_json_bodies_round_trip_with_text_as_is() -> None:
+    body = {"messages": [{"role": "user", "content": "Is 7 \u2264 9? \u00e9"}], "n": 1.5}
+    raw = fast_http.dumps(body)
+    text = '{"messages":[{"role":"user","content":"Is 7 \u2264 9? \u00e9"}],"n":1.5}'
+    assert raw == text.encode()
+    assert fast_http.loads(raw) == body
+    assert fast_http.loads(fast_http.dumps({1: [True, None]})) == {"1": [True, None]}
+    with pytest.raises(ValueError):
+        fast_http.loads(b"<html>")
+
+
+def test_json_bodies_take_numpy_scalars() -> None:
+    import numpy as np
+
+    assert fast_http.loads(fast_http.dumps({"t": np.float64(0.5), "k": np.int64(3)})) == {
+        "t": 0.5,
+        "k": 3,
+    }
 
 
 def test_cache_writes_are_batched_and_visible_at_once(tmp_path: Path) -> None:

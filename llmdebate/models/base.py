@@ -193,6 +193,8 @@ def check_messages(messages: list[ChatMessage]) -> None:
             raise UserError(
                 f"message {i} must be {{'role': 'system'|'user'|'assistant', 'content': str}}"
             )
+        if m["content"].isascii():
+            continue
         try:
             m["content"].encode("utf-8")
         except UnicodeEncodeError as exc:

@@ -240,8 +240,14 @@ class HTTP1Pool:
 
     def request_bytes(self, path: str, body: bytes) -> bytes:
         return (
-            b"POST " + path.encode("latin-1") + b" HTTP/1.1\r\n" + self._fixed
-            + b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            b"POST "
+            + path.encode("latin-1")
+            + b" HTTP/1.1\r\n"
+            + self._fixed
+            + b"content-length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
         )
 
     async def post(self, path: str, body: bytes) -> tuple[int, Headers, bytes]:

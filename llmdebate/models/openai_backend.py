@@ -266,53 +266,57 @@ class OpenAIBackend(Backend):
         )
 
     def _parse(self, resp: Any, want_logprobs: bool) -> ModelOutput:
+        """A chat completion reply (dicts and lists, as :func:`fast_http.post_json` gives)."""
         try:
-            choice = resp.choices[0]
-            text = choice.message.content or ""
-            usage = resp.usage
+            choice = resp["choices"][0]
+            text = (choice.get("message") or {}).get("content") or ""
+            usage = resp.get("usage")
             logprobs = None
             if want_logprobs:
-                content = choice.logprobs.content if choice.logprobs else None
+                content = (choice.get("logprobs") or {}).get("content")
                 if not content:
                     raise InvalidOutputError(f"{self.name}: the server returned no logprobs")
                 logprobs = [
-                    TokenLogprob(t.token, float(t.logprob), _top(t.top_logprobs)) for t in content
+                    TokenLogprob(t["token"], float(t["logprob"]), _top(t.get("top_logprobs")))
+                    for t in content
                 ]
             return ModelOutput(
                 text=text,
                 model=self.name,
-                tokens_in=int(usage.prompt_tokens) if usage else 0,
-                tokens_out=int(usage.completion_tokens) if usage else 0,
+                tokens_in=int(usage.get("prompt_tokens") or 0) if usage else 0,
+                tokens_out=int(usage.get("completion_tokens") or 0) if usage else 0,
                 logprobs=logprobs,
             )
-        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response: {type(exc).__name__}: {exc}") from exc
 
     def _parse_completions(self, resp: Any, n: int, want_logprobs: bool) -> list[ModelOutput]:
         """One output per prompt, in prompt order (choices carry their prompt's ``index``);
         the request's token usage is shared out so that the outputs add up to it."""
         try:
-            choices = sorted(resp.choices, key=lambda c: int(c.index))
+            choices = sorted(resp["choices"], key=lambda c: int(c["index"]))
             if len(choices) != n:
                 raise ValueError(f"{n} prompts but {len(choices)} choices")
-            usage = resp.usage
-            total_in = int(usage.prompt_tokens) if usage else 0
-            total_out = int(usage.completion_tokens) if usage else 0
+            usage = resp.get("usage")
+            total_in = int(usage.get("prompt_tokens") or 0) if usage else 0
+            total_out = int(usage.get("completion_tokens") or 0) if usage else 0
             outs = []
             for i, choice in enumerate(choices):
                 logprobs = None
-                lp = choice.logprobs
+                lp = choice.get("logprobs")
                 if want_logprobs:
-                    if lp is None or not lp.tokens:
+                    if lp is None or not lp.get("tokens"):
                         raise InvalidOutputError(f"{self.name}: the server returned no logprobs")
-                    tops = lp.top_logprobs or [None] * len(lp.tokens)
+                    tokens = lp["tokens"]
+                    tops = lp.get("top_logprobs") or [None] * len(tokens)
+                    values = lp.get("token_logprobs") or [None] * len(tokens)
                     logprobs = [
                         TokenLogprob(t, float(v if v is not None else -9999.0), _top_map(top))
-                        for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)
+                        for t, v, top in zip(tokens, values, tops, strict=False)
                     ]
                 outs.append(
                     ModelOutput(
-                        text=choice.text or "",
+                        text=choice.get("text") or "",
                         model=self.name,
                         tokens_in=_share(total_in, n, i),
                         tokens_out=_share(total_out, n, i),
@@ -320,7 +324,7 @@ class OpenAIBackend(Backend):
                     )
                 )
             return outs
-        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response: {type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
@@ -328,7 +332,7 @@ class OpenAIBackend(Backend):
 
 
 def _top(alternatives: Any) -> dict[str, float]:
-    return {a.token: float(a.logprob) for a in alternatives or []}
+    return {a["token"]: float(a["logprob"]) for a in alternatives or []}
 
 
 def _top_map(top: Any) -> dict[str, float]:

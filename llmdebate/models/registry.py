@@ -96,8 +96,9 @@ def create_backend(
 
             return ReplicaBackend(
                 [
-                    create_backend(model, base_url=u, api_key_env=api_key_env,
-                                   cache_dir=cache_dir, **options)
+                    create_backend(
+                        model, base_url=u, api_key_env=api_key_env, cache_dir=cache_dir, **options
+                    )
                     for u in urls
                 ]
             )
