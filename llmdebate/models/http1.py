@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import cast
 
 IDLE_EXPIRY_S = 4.0  # below the 5 s keep-alive of uvicorn (vLLM, SGLang) and most servers
 MAX_IDLE = 1000
@@ -70,8 +71,8 @@ class _Connection(asyncio.Protocol):
 
     # -- asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a TCP transport (uvloop's is not a subclass of asyncio.Transport, but has its API)
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
