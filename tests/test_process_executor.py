@@ -23,6 +23,7 @@ import yaml
 
 from llmdebate.cli import main as cli_main
 from llmdebate.data import load_items
+from llmdebate.errors import UserError
 from llmdebate.experiment.debate import Finished, RunStopped
 from llmdebate.experiment.executors import ExecutorOptions
 from llmdebate.experiment.jobs import make_jobs
@@ -254,3 +255,33 @@ def test_bad_executor_options_get_one_line_and_exit_2(
 def test_ray_workers_is_the_old_name_of_workers() -> None:
     assert ExecutorOptions("ray", ray_workers=3).workers == 3
     assert ExecutorOptions("processes", workers=2, ray_workers=2).workers == 2
+
+
+def test_a_worker_that_cannot_start_says_why_before_any_debate(tmp_path: Path) -> None:
+    role = {"model": "scripted", "options": {"responder": str(tmp_path / "gone.py") + ":reply"}}
+    cfg = validate(
+        {"dataset": {"path": str(DIVISORS)}, "prover": role, "estimator": role, "judge": role}
+    )
+    before = {p.pid for p in workers_of(os.getpid())}
+    with pytest.raises(UserError, match=r"a worker process could not start: cannot import"):
+        ProcessExecutor(cfg, {}, workers=2, concurrency=4)
+    assert not {p.pid for p in workers_of(os.getpid())} - before
+
+
+def test_workers_reaching_another_server_than_the_driver_stop_the_run(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    cfg = validate(config(server, tmp_path))
+    jobs = make_jobs(load_items(DIVISORS, limit=2), cfg)
+    elsewhere = {r: "http://127.0.0.1:9/v1" for r in ("prover", "estimator", "judge")}
+
+    async def go() -> None:
+        ex = ProcessExecutor(cfg, elsewhere, workers=1, concurrency=2)
+        try:
+            await ex.run(jobs, lambda f: None)
+        finally:
+            await ex.aclose()
+
+    with pytest.raises(RunStopped, match=f"reaches the .* at {server.url}, the driver at") as e:
+        asyncio.run(go())
+    assert e.value.exit_code == 2 and server.requests == 0

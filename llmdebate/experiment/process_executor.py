@@ -38,13 +38,21 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.pool import MAX_RESTARTS, WorkerPoolExecutor
-from llmdebate.experiment.process_worker import STREAM_LIMIT, Outbox, main, read_frame
+from llmdebate.experiment.process_worker import (
+    STREAM_LIMIT,
+    Outbox,
+    main,
+    read_frame,
+    recv_frame,
+)
 from llmdebate.experiment.worker import worker_config
 
+START_TIMEOUT = 300.0  # seconds a worker has to build its models
 STOP_TIMEOUT = 3.0  # seconds a worker has to stop before it is terminated
 SENTINEL_GRACE = 0.5  # seconds after a worker's exit for its socket to say so, else closed
 
@@ -102,6 +110,37 @@ class ProcessExecutor(WorkerPoolExecutor):
         self.say(f"starting {n} worker processes…")
         self.links = [self._spawn(i) for i in range(n)]
         self.n_workers = n
+        try:
+            self._await_ready(START_TIMEOUT)
+        except BaseException:
+            for link in self.links:
+                link.sock.close()
+            _reap([link.process for link in self.links], STOP_TIMEOUT)
+            raise
+
+    def _await_ready(self, timeout: float) -> None:
+        """Wait (before the event loop runs) until every worker has built its models, so that
+        a run's clock starts with workers that take jobs, and one that cannot start says why
+        before any debate."""
+        deadline = time.monotonic() + timeout
+        for i, link in enumerate(self.links):
+            link.sock.settimeout(max(0.001, deadline - time.monotonic()))
+            try:
+                messages = recv_frame(link.sock)
+            except (OSError, EOFError) as exc:
+                raise RuntimeError(
+                    f"worker process {i} did not start ({str(exc) or 'it exited'}; "
+                    f"exit code {link.process.exitcode})"
+                ) from None
+            finally:
+                link.sock.settimeout(None)
+            for message in messages:
+                if message[0] == "fatal":
+                    if message[2] == 2:
+                        raise UserError(message[1])
+                    raise RuntimeError(message[1])
+                if message[0] == "ready":
+                    link.pid = message[1]
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "worker_restarts": self.restarts}

@@ -48,6 +48,23 @@ async def read_frame(reader: asyncio.StreamReader) -> list[Any]:
     return messages
 
 
+def recv_frame(sock: socket.socket) -> list[Any]:
+    """The messages of the next frame, read from a blocking socket (EOFError at the end)."""
+
+    def exactly(n: int) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return bytes(data)
+
+    (size,) = HEADER.unpack(exactly(HEADER.size))
+    messages: list[Any] = pickle.loads(exactly(size))
+    return messages
+
+
 class Outbox:
     """Messages to one peer, sent as one frame per turn of the event loop."""
 

@@ -324,7 +324,9 @@ def run(
     if todo:
         if executor.kind == "local":
             _prepare_models(models, progress)
-        where = "" if executor.kind == "local" else f" on {executor.kind}"
+        where = {"local": "", "processes": " in worker processes"}.get(
+            executor.kind, f" on {executor.kind}"
+        )
         _say(
             f"{run_dir}: {len(todo)} debates to run ({len(jobs) - len(todo)} done"
             + (f", {retried} failed ones retried" if retried else "")
