@@ -94,11 +94,21 @@ class WorkerPoolExecutor(Executor):
         dead: set[int] = set()  # workers that will not come back
         waiting: dict[asyncio.Future[Finished], tuple[Job, int]] = {}
         probes: dict[asyncio.Future[bool], int] = {}
+        # futures as they complete: O(1) a result, however many debates are in flight
+        # (asyncio.wait would watch every one of them again at each wake-up)
+        ready: deque[asyncio.Future[Any]] = deque()
+        wake = asyncio.Event()
+
+        def completed(fut: asyncio.Future[Any]) -> None:
+            ready.append(fut)
+            wake.set()
 
         def recover(i: int) -> None:
             if i not in out:
                 out.add(i)
-                probes[asyncio.ensure_future(self._recover(i))] = i
+                probe = asyncio.ensure_future(self._recover(i))
+                probes[probe] = i
+                probe.add_done_callback(completed)
 
         def submit() -> None:
             for i in range(n):
@@ -113,15 +123,19 @@ class WorkerPoolExecutor(Executor):
                     return  # wait for a restarted worker
                 i = min(alive, key=load.__getitem__)
                 job = queue.popleft()
-                waiting[self._submit(i, job)] = (job, i)
+                fut = self._submit(i, job)
+                waiting[fut] = (job, i)
+                fut.add_done_callback(completed)
                 load[i] += 1
 
         try:
             submit()
             while waiting or probes:
-                awaited: list[asyncio.Future[Any]] = [*waiting, *probes]
-                done, _ = await asyncio.wait(awaited, return_when=asyncio.FIRST_COMPLETED)
-                for fut in done:
+                if not ready:
+                    wake.clear()
+                    await wake.wait()
+                while ready:
+                    fut = ready.popleft()
                     if fut in probes:
                         i = probes.pop(fut)
                         if not fut.cancelled() and fut.exception() is None and fut.result():
