@@ -206,7 +206,10 @@ class ProcessExecutor(WorkerPoolExecutor):
                     elif kind == "fatal":
                         self.fatal = RunStopped(message[1], message[2])
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass
+            pass  # the worker is gone
+        except Exception as exc:  # a frame that cannot be read: as good as gone
+            self.say(f"{self.worker_name} {link.pid}: unreadable reply ({exc!r}); stopping it")
+            link.process.kill()
         self._down(link)
 
     def _down(self, link: Link) -> None:
