@@ -213,17 +213,17 @@ def test_a_stopped_run_cancels_its_debates_and_stops_its_workers(
         if len(got) == 2:
             raise RunStopped("enough", 3)
 
-    async def go() -> list[int]:
-        ex = ProcessExecutor(cfg, servers, workers=2, concurrency=6)
-        pids = ex.pids()
+    ex = ProcessExecutor(cfg, servers, workers=2, concurrency=6)  # waits for its workers
+    pids = ex.pids()
+
+    async def go() -> None:
         try:
             with pytest.raises(RunStopped, match="enough"):
                 await ex.run(jobs, on_finished)
         finally:
             await ex.aclose()
-        return pids
 
-    pids = asyncio.run(go())
+    asyncio.run(go())
     assert len(got) == 2 and len(pids) == 2
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
     sent = server.requests
@@ -276,8 +276,9 @@ def test_workers_reaching_another_server_than_the_driver_stop_the_run(
     jobs = make_jobs(load_items(DIVISORS, limit=2), cfg)
     elsewhere = {r: "http://127.0.0.1:9/v1" for r in ("prover", "estimator", "judge")}
 
+    ex = ProcessExecutor(cfg, elsewhere, workers=1, concurrency=2)
+
     async def go() -> None:
-        ex = ProcessExecutor(cfg, elsewhere, workers=1, concurrency=2)
         try:
             await ex.run(jobs, lambda f: None)
         finally:

@@ -86,7 +86,10 @@ def default_workers(concurrency: int) -> int:
 
 
 class ProcessExecutor(WorkerPoolExecutor):
-    """Spreads the jobs over local worker processes; see the module docstring."""
+    """Spreads the jobs over local worker processes; see the module docstring.
+
+    Made outside the event loop: it starts the workers and waits until each has built its
+    models (a worker that cannot start raises here, before any debate)."""
 
     worker_name = "worker process"
 
@@ -108,9 +111,11 @@ class ProcessExecutor(WorkerPoolExecutor):
         self.fatal: RunStopped | None = None
         self.restarts = 0
         self.say(f"starting {n} worker processes…")
-        self.links = [self._spawn(i) for i in range(n)]
+        self.links: list[Link] = []
         self.n_workers = n
         try:
+            for i in range(n):
+                self.links.append(self._spawn(i))
             self._await_ready(START_TIMEOUT)
         except BaseException:
             for link in self.links:
@@ -283,8 +288,9 @@ class ProcessExecutor(WorkerPoolExecutor):
         if link.reading is not None:
             link.reading.cancel()
         if link.writer is not None:
-            link.writer.close()
-        link.sock.close()
+            link.writer.transport.abort()  # closes the socket it owns
+        else:
+            link.sock.close()
 
 
 def _reap(processes: list[BaseProcess], timeout: float) -> None:
