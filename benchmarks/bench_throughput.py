@@ -5,6 +5,7 @@
     PYTHONPATH=. python benchmarks/bench_throughput.py calls --latency 0.05 --in-flight 8,64,256,512
     PYTHONPATH=. python benchmarks/bench_throughput.py orchestration --debates 300
     PYTHONPATH=. python benchmarks/bench_throughput.py memory --debates 10000 --in-flight 256
+    PYTHONPATH=. python benchmarks/bench_throughput.py debates --in-flight 256 --processes 0,1,2
 
 Every figure is printed with the load average at the time, and every client figure beside
 its bound measured in the same run:
@@ -18,6 +19,8 @@ its bound measured in the same run:
   item's own decompositions, logprob probabilities, an LLM judge; every role on the fake
   server) through the real runner into a run directory, with ``max_concurrency`` =
   ``model_concurrency`` = requests in flight: debates/s, calls/s and the share of the bound;
+  with ``--processes N,M``, rows for N and M local worker processes (``--executor
+  processes``; 0: this process) side by side, the client CPU then that of the workers too;
 * ``orchestration``: the same debates against the in-process scripted backend (zero latency,
   no HTTP): debates per CPU-second of this process, with and without the transcript file and
   the response cache;
@@ -241,7 +244,7 @@ def run_debates(
     independent: bool = False, cache: bool = False, profile: str | None = None,
     models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
     debates_in_flight: int | None = None, model: str = "openai/fake",
-    ray_workers: int | None = None, endpoint: str = "chat",
+    ray_workers: int | None = None, endpoint: str = "chat", processes: int | None = None,
 ) -> dict[str, Any]:
     from llmdebate.experiment import runner
     from llmdebate.models import http1
@@ -271,6 +274,7 @@ def run_debates(
     run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
     prof = cProfile.Profile() if profile else None
     cpu0 = time.process_time()
+    reaped0 = sum(os.times()[2:4])  # the CPU of worker processes, once they are joined
     with RSSSampler() as rss:
         if prof:
             prof.enable()
@@ -279,6 +283,10 @@ def run_debates(
             from llmdebate.experiment.executors import ExecutorOptions
 
             extra["executor"] = ExecutorOptions("ray", ray_workers=ray_workers)
+        if processes:
+            from llmdebate.experiment.executors import ExecutorOptions
+
+            extra["executor"] = ExecutorOptions("processes", workers=processes)
         runner.write_summary = timed_summary
         http1.HTTP1Pool.post = counted_post  # type: ignore[method-assign]
         try:
@@ -288,7 +296,7 @@ def run_debates(
             http1.HTTP1Pool.post = post  # type: ignore[method-assign]
         if prof:
             prof.disable()
-    cpu = time.process_time() - cpu0
+    cpu = time.process_time() - cpu0 + sum(os.times()[2:4]) - reaped0
     if prof and profile:
         prof.dump_stats(profile)
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
@@ -306,8 +314,8 @@ def run_debates(
         "wall_s": res.wall_s,
         "debates_per_s": n / phase,
         "calls_per_s": s["usage"]["calls"] / phase,
-        "fast_path_requests": sent[0],
-        "requests_per_s": sent[0] / phase,
+        "fast_path_requests": None if processes else sent[0],  # counted in this process only
+        "requests_per_s": None if processes else sent[0] / phase,
         "cpu_s": cpu,
         "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
     }
@@ -385,39 +393,44 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
             if args.against:
                 rows += side_by_side(url, c, bound, args)
                 continue
-            r = run_debates(
-                url, args.debates, c, depth=args.depth, width=args.width,
-                independent=args.independent, cache=args.cache, profile=args.profile,
-                memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
-                ray_workers=args.ray_workers, endpoint=args.endpoint,
-            )
-            ideal = c / args.latency
-            b = min(bound, ideal)
-            row = {
-                "what": "debates", "latency_s": args.latency, "in_flight": c,
-                "depth": args.depth, "width": args.width, **r,
-                "bound_per_s": round(bound, 1), "ideal_per_s": ideal,
-                "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
-            }
-            where = f" (ray, {args.ray_workers} workers)" if args.ray_workers else ""
-            print(
-                f"debates{where} d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, "
-                f"{c:3d} in flight: {r['debates']} debates ({r['failed']} failed) in "
-                f"{r['debates_s']:.1f} s = {r['debates_per_s']:.1f} debates/s, "
-                f"{r['calls_per_s']:.0f} calls/s "
-                f"({r['calls_per_debate']:.1f}/debate), {r['requests_per_s']:.0f} HTTP requests/s "
-                f"on the fast path = {r['calls_per_s'] / b:.0%} of bound "
-                f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
-                f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
-                flush=True,
-            )
-            if args.memory:
-                print(
-                    f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']} "
-                    f"(whole run, summary included; while the summary was written: "
-                    f"{r['summary_rss_peak_mb']}, {r['summary_s']} s after the debates)"
+            nan = float("nan")  # HTTP requests made in worker processes are not counted
+            for procs in args.processes or [None]:  # side by side: one server, one bound
+                r = run_debates(
+                    url, args.debates, c, depth=args.depth, width=args.width,
+                    independent=args.independent, cache=args.cache, profile=args.profile,
+                    memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
+                    ray_workers=args.ray_workers, endpoint=args.endpoint, processes=procs,
                 )
-            rows.append(row)
+                ideal = c / args.latency
+                b = min(bound, ideal)
+                row = {
+                    "what": "debates", "latency_s": args.latency, "in_flight": c,
+                    "depth": args.depth, "width": args.width, "processes": procs, **r,
+                    "bound_per_s": round(bound, 1), "ideal_per_s": ideal,
+                    "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
+                }
+                where = f" (ray, {args.ray_workers} workers)" if args.ray_workers else ""
+                where = f" ({procs} processes)" if procs else where
+                print(
+                    f"debates{where} d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, "
+                    f"{c:3d} in flight: {r['debates']} debates ({r['failed']} failed) in "
+                    f"{r['debates_s']:.1f} s = {r['debates_per_s']:.1f} debates/s, "
+                    f"{r['calls_per_s']:.0f} calls/s "
+                    f"({r['calls_per_debate']:.1f}/debate), "
+                    f"{nan if r['requests_per_s'] is None else r['requests_per_s']:.0f} "
+                    "HTTP requests/s on the fast path = "
+                    f"{r['calls_per_s'] / b:.0%} of bound "
+                    f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
+                    f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
+                    flush=True,
+                )
+                if args.memory:
+                    print(
+                        f"  rss MB by share of the run: {r['rss_mb']}, peak {r['rss_peak_mb']} "
+                        f"(whole run, summary included; while the summary was written: "
+                        f"{r['summary_rss_peak_mb']}, {r['summary_s']} s after the debates)"
+                    )
+                rows.append(row)
     return rows
 
 
@@ -571,6 +584,11 @@ def main() -> None:
     ap.add_argument(
         "--ray-workers", type=int, default=None,
         help="run the debates on a local Ray instance with this many worker processes",
+    )
+    ap.add_argument(
+        "--processes", type=lambda s: [int(x) for x in s.split(",")], default=None,
+        help="debates: run them on this many local worker processes (--executor processes); "
+        "comma-separated for rows side by side against one server and bound, 0: in this process",
     )
     ap.add_argument("--seconds", type=float, default=3.0, help="duration of a bound measurement")
     ap.add_argument("--profile", default=None, help="write a cProfile of the runs to this file")

@@ -39,22 +39,24 @@ RUN_OPTIONS = [
     ),
     click.option(
         "--executor",
-        type=click.Choice(["local", "ray"]),
         default="local",
         show_default=True,
-        help="Where debates run: this process, or a Ray cluster (extra llmdebate[ray]).",
+        help="Where debates run: local (this process), processes (worker processes on this "
+        "machine: many cores, a fast local server), ray (a Ray cluster, extra llmdebate[ray]).",
+    ),
+    click.option(
+        "--workers",
+        type=int,
+        default=None,
+        help="Worker processes for --executor processes or ray (default: the CPUs of this "
+        "machine or cluster, at most max_concurrency).",
     ),
     click.option(
         "--ray-address",
         default=None,
         help="Ray cluster to join (e.g. auto, ray://head:10001); default: start one here.",
     ),
-    click.option(
-        "--ray-workers",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Ray worker processes (default: the cluster's CPUs, at most max_concurrency).",
-    ),
+    click.option("--ray-workers", type=int, default=None, help="Old name of --workers."),
 ]
 
 
@@ -83,6 +85,7 @@ def run_from_flags(
         kind=fields.pop("executor", None) or "local",
         ray_address=fields.pop("ray_address", None),
         ray_workers=fields.pop("ray_workers", None),
+        workers=fields.pop("workers", None),
     )
     overrides = dict(extra or {})
     if limit is not None:

@@ -1,4 +1,5 @@
-"""Where the debates of a run execute: in this process (asyncio), or on a Ray cluster.
+"""Where the debates of a run execute: in this process (asyncio), in worker processes on this
+machine, or on a Ray cluster.
 
 An :class:`Executor` takes the jobs still to run and calls ``on_finished`` in the driver
 for each one as it finishes, with a :class:`~llmdebate.experiment.debate.Finished` (the
@@ -10,9 +11,14 @@ are the same whichever executor ran the debates.
 
 * :class:`LocalExecutor`: ``max_concurrency`` debates at a time on this event loop, sharing
   the run's models (one connection pool per model);
+* :class:`~llmdebate.experiment.process_executor.ProcessExecutor` (``--executor processes
+  --workers N``): worker processes on this machine, each with its own models and connection
+  pools and its own event loop (one machine, many cores, a fast local server);
 * :class:`~llmdebate.experiment.ray_executor.RayExecutor` (``--executor ray``, the
   ``llmdebate[ray]`` extra): worker processes across a cluster, each with its own models and
   connection pools.
+
+Both multi-process executors share one scheduler (:mod:`llmdebate.experiment.pool`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from llmdebate.experiment.debate import Finished, RunStopped, finish
 from llmdebate.experiment.jobs import Job
 from llmdebate.protocols.base import ProtocolSettings
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "processes")
+POOLS = ("processes", "ray")  # the executors with worker processes
 
 OnFinished = Callable[[Finished], None]
 """Called in the driver for every finished job; raises RunStopped to stop the run."""
@@ -46,15 +53,30 @@ class ExecutorOptions:
     """Address of a running Ray cluster (``auto``, ``ray://host:10001``); None: start a
     local Ray instance."""
     ray_workers: int | None = None
-    """Ray worker processes (default: the cluster's CPUs, at most ``max_concurrency``)."""
+    """The old name of ``workers`` (``--ray-workers``), kept for compatibility."""
+    workers: int | None = None
+    """Worker processes (default: the CPUs of this machine, or of the Ray cluster, at most
+    ``max_concurrency``)."""
 
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
             raise UserError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.kind!r})")
-        if self.ray_workers is not None and self.ray_workers < 1:
-            raise UserError(f"--ray-workers must be >= 1 (got {self.ray_workers})")
-        if self.kind == "local" and (self.ray_address or self.ray_workers):
-            raise UserError("--ray-address and --ray-workers need --executor ray")
+        if self.ray_workers is not None:
+            if self.workers is not None and self.workers != self.ray_workers:
+                raise UserError(
+                    f"--workers {self.workers} and --ray-workers {self.ray_workers} differ "
+                    "(--ray-workers is the old name of --workers): give one"
+                )
+            self.workers = self.ray_workers
+        if self.workers is not None and self.workers < 1:
+            raise UserError(f"--workers must be >= 1 (got {self.workers})")
+        if self.ray_address and self.kind != "ray":
+            raise UserError(f"--ray-address needs --executor ray (got --executor {self.kind})")
+        if self.workers is not None and self.kind not in POOLS:
+            raise UserError(
+                f"--workers needs --executor processes or ray (got --executor {self.kind}, "
+                "which runs every debate in this process)"
+            )
 
 
 class Executor(ABC):
@@ -131,6 +153,12 @@ def make_executor(
     say: Callable[[str], None] | None = None,
 ) -> Executor:
     """The executor ``options`` name (Ray is imported only here, and only for ``ray``)."""
+    if options.kind == "processes":
+        from llmdebate.experiment.process_executor import ProcessExecutor
+
+        return ProcessExecutor(
+            config, servers, workers=options.workers, concurrency=config.max_concurrency, say=say
+        )
     if options.kind == "ray":
         from llmdebate.experiment.ray_executor import RayExecutor
 
@@ -138,7 +166,7 @@ def make_executor(
             config,
             servers,
             address=options.ray_address,
-            workers=options.ray_workers,
+            workers=options.workers,
             concurrency=config.max_concurrency,
             say=say,
         )

@@ -18,10 +18,11 @@ user error met at run time (a missing extra, a method the backend lacks), or
 ``summary.json`` is written however the run ends.
 
 Where debates run is an executor's business (:mod:`llmdebate.experiment.executors`: this
-process, or Ray workers); whichever it is, this process alone writes the run directory
-(:func:`drive`), so all of the above holds for both. Finished transcripts stream to disk as
-they come: memory stays flat however many debates a run holds, and the summary at the end reads them
-back one at a time, keeping a few numbers of each (:class:`~llmdebate.report.records.RunTally`).
+process, worker processes, or Ray workers); whichever it is, this process alone writes the run
+directory (:func:`drive`), so all of the above holds for each. Finished transcripts stream to
+disk as they come: memory stays flat however many debates a run holds, and the summary at the
+end reads them back one at a time, keeping a few numbers of each
+(:class:`~llmdebate.report.records.RunTally`).
 """
 
 from __future__ import annotations
@@ -269,7 +270,8 @@ def run(
     if executor.kind != "local":
         if models is not None:
             raise UserError(f"prebuilt models run only in this process, not on {executor.kind}")
-        require(executor.kind, executor.kind)  # a missing extra is named before anything runs
+        if executor.kind == "ray":
+            require("ray", "ray")  # a missing extra is named before anything runs
     run_dir = Path(run_dir) if run_dir is not None else (
         Path(config.runs_dir) / (run_id or default_run_id(config))
     )
@@ -322,7 +324,9 @@ def run(
     if todo:
         if executor.kind == "local":
             _prepare_models(models, progress)
-        where = "" if executor.kind == "local" else f" on {executor.kind}"
+        where = {"local": "", "processes": " in worker processes"}.get(
+            executor.kind, f" on {executor.kind}"
+        )
         _say(
             f"{run_dir}: {len(todo)} debates to run ({len(jobs) - len(todo)} done"
             + (f", {retried} failed ones retried" if retried else "")

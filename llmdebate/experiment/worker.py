@@ -1,0 +1,127 @@
+"""What a worker of a multi-process executor runs: the run's models and agents, built once.
+
+Every worker, a Ray actor (:mod:`llmdebate.experiment.ray_executor`) or a local process
+(:mod:`llmdebate.experiment.process_executor`), is a :class:`DebateWorker` built from
+:func:`worker_config`: the run's limits shared out between the workers, the paths it reads
+made absolute as the driver resolves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from typing import Any
+
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.debate import Finished
+from llmdebate.experiment.jobs import Job
+from llmdebate.paths import resolve_path
+from llmdebate.protocols.base import ProtocolSettings
+
+RATE_OPTIONS = ("requests_per_minute", "tokens_per_minute")
+
+
+def protocol_settings(config: ExperimentConfig) -> ProtocolSettings:
+    return ProtocolSettings(
+        debate=config.debate.model_copy(update={"seed": config.seed}),
+        rounds=config.rounds,
+        mode=config.mode,
+    )
+
+
+def worker_config(config: ExperimentConfig, workers: int) -> ExperimentConfig:
+    """What each of ``workers`` workers runs: the run's limits shared out (requests in flight
+    per model, requests and tokens per minute), so the workers keep to them as one process
+    would; and the paths a worker reads made absolute, as the driver resolves them."""
+    config = portable(config)
+    update: dict[str, Any] = {}
+    if config.model_concurrency is not None:
+        update["model_concurrency"] = max(1, math.ceil(config.model_concurrency / workers))
+    for role in ("prover", "estimator", "judge"):
+        section = getattr(config, role)
+        opts = dict(section.options)
+        shared = {k: opts[k] / workers for k in RATE_OPTIONS if opts.get(k)}
+        if shared:
+            update[role] = section.model_copy(update={"options": {**opts, **shared}})
+    return config.model_copy(update=update)
+
+
+def portable(config: ExperimentConfig) -> ExperimentConfig:
+    """``config`` with the paths a worker reads made absolute (as the driver resolves them)."""
+    update: dict[str, Any] = {}
+    if config.prompts_dir:
+        update["prompts_dir"] = str(resolve_path(config.prompts_dir).resolve())
+    if config.cache_dir:
+        update["cache_dir"] = str(resolve_path(config.cache_dir).resolve())
+    for role in ("prover", "estimator", "judge"):
+        section = getattr(config, role)
+        opts = dict(section.options)
+        changed = False
+        for key, value in opts.items():
+            if isinstance(value, str) and ".py:" in value:
+                file, _, attr = value.rpartition(":")
+                opts[key] = f"{resolve_path(file).resolve()}:{attr}"
+                changed = True
+        if changed:
+            update[role] = section.model_copy(update={"options": opts})
+    return config.model_copy(update=update)
+
+
+class DebateWorker:
+    """One worker: the run's models and agents, built once, running debates concurrently.
+
+    ``servers`` are the server URLs the driver reaches; a worker that reaches another one
+    (a different ``$OPENAI_BASE_URL`` on its node) answers every job with a stop.
+    """
+
+    def __init__(
+        self, config: ExperimentConfig, servers: dict[str, str | None], cwd: str
+    ) -> None:
+        import gc
+
+        from llmdebate.agents.factory import Team, build_models
+        from llmdebate.experiment.runner import GC_THRESHOLDS, servers_of
+        from llmdebate.prompts import Prompts
+
+        if os.path.isdir(cwd):
+            os.chdir(cwd)  # relative paths as the driver sees them, where the node has them
+        gc.freeze()  # as the driver does while debates run (runner.lean_gc)
+        gc.set_threshold(*GC_THRESHOLDS)
+        self.models = build_models(
+            config.role_settings(),
+            cache_dir=config.cache_dir,
+            use_cache=config.use_cache,
+            model_concurrency=config.model_concurrency,
+            max_retries=config.max_retries,
+        )
+        mine = servers_of(self.models)
+        self.mismatch = next(
+            (
+                f"a worker on {os.uname().nodename} reaches the {role} at {mine.get(role)}, "
+                f"the driver at {url}: set the same base URL (or $OPENAI_BASE_URL) on every node"
+                for role, url in servers.items()
+                if mine.get(role) != url
+            ),
+            None,
+        )
+        prompts = Prompts(config.prompts_dir)
+        self.team = Team(self.models, prompts, config.prover, config.estimator, config.judge)
+        self.settings = protocol_settings(config)
+        self.servers = servers
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def run(self, job: Job) -> Finished:
+        from llmdebate.experiment.debate import finish
+
+        if self.mismatch:
+            return Finished(job.spec.debate_id, b"", "", 0, stop=(self.mismatch, 2))
+        return await finish(job, self.team, self.settings, self.servers)
+
+    async def aclose(self) -> None:
+        """Close the models' connections (best effort)."""
+        for m in {id(m): m for m in self.models.values()}.values():
+            with contextlib.suppress(Exception):
+                await m.aclose()
