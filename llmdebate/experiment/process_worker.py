@@ -29,6 +29,7 @@ from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import failure_reason
 from llmdebate.experiment.jobs import Job
+from llmdebate.experiment.loop import run_coroutine
 from llmdebate.experiment.worker import DebateWorker
 
 HEADER = struct.Struct("!I")
@@ -87,7 +88,11 @@ class Outbox:
 
 
 def main(
-    sock: socket.socket, config: ExperimentConfig, servers: dict[str, str | None], cwd: str
+    sock: socket.socket,
+    config: ExperimentConfig,
+    servers: dict[str, str | None],
+    cwd: str,
+    loop: str = "auto",
 ) -> None:
     """A worker process: build the run's models, then run the jobs the driver sends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's: it stops us
@@ -99,7 +104,7 @@ def main(
             sock.sendall(frame([("fatal", f"a worker process could not start: {reason}", code)]))
         sock.close()
         return
-    asyncio.run(serve(sock, worker))
+    run_coroutine(serve(sock, worker), loop)
 
 
 async def serve(sock: socket.socket, worker: DebateWorker) -> None:
