@@ -57,12 +57,6 @@ RUN_OPTIONS = [
         help="Ray cluster to join (e.g. auto, ray://head:10001); default: start one here.",
     ),
     click.option("--ray-workers", type=int, default=None, help="Old name of --workers."),
-    click.option(
-        "--loop",
-        default="auto",
-        show_default=True,
-        help="Event loop: auto (uvloop if installed, extra llmdebate[fast]), asyncio, uvloop.",
-    ),
 ]
 
 
@@ -92,7 +86,6 @@ def run_from_flags(
         ray_address=fields.pop("ray_address", None),
         ray_workers=fields.pop("ray_workers", None),
         workers=fields.pop("workers", None),
-        loop=fields.pop("loop", None) or "auto",
     )
     overrides = dict(extra or {})
     if limit is not None:

@@ -35,7 +35,6 @@ from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped, finish
 from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.loop import loop_kind
 from llmdebate.protocols.base import ProtocolSettings
 
 EXECUTORS = ("local", "ray", "processes")
@@ -58,12 +57,8 @@ class ExecutorOptions:
     workers: int | None = None
     """Worker processes (default: the CPUs of this machine, or of the Ray cluster, at most
     ``max_concurrency``)."""
-    loop: str = "auto"
-    """The event loop of this process and of worker processes (:mod:`llmdebate.experiment.loop`:
-    ``auto``, ``asyncio``, ``uvloop``; Ray workers use Ray's own)."""
 
     def __post_init__(self) -> None:
-        loop_kind(self.loop)  # an unknown loop, or uvloop without the extra: one clear line
         if self.kind not in EXECUTORS:
             raise UserError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.kind!r})")
         if self.ray_workers is not None:
@@ -162,12 +157,7 @@ def make_executor(
         from llmdebate.experiment.process_executor import ProcessExecutor
 
         return ProcessExecutor(
-            config,
-            servers,
-            workers=options.workers,
-            concurrency=config.max_concurrency,
-            say=say,
-            loop=options.loop,
+            config, servers, workers=options.workers, concurrency=config.max_concurrency, say=say
         )
     if options.kind == "ray":
         from llmdebate.experiment.ray_executor import RayExecutor

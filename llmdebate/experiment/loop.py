@@ -29,11 +29,8 @@ def loop_kind(choice: str = "auto") -> str:
     if choice not in LOOPS:
         raise UserError(f"--loop must be one of {', '.join(LOOPS)} (got {choice!r})")
     if choice == "auto":
-        try:
-            found = sys.platform != "win32" and importlib.util.find_spec("uvloop") is not None
-        except (ImportError, ValueError):
-            found = False
-        return "uvloop" if found else "asyncio"
+        usable = sys.platform != "win32" and importlib.util.find_spec("uvloop") is not None
+        return "uvloop" if usable else "asyncio"
     if choice == "uvloop":
         require("uvloop", "fast")
     return choice

@@ -101,10 +101,8 @@ class ProcessExecutor(WorkerPoolExecutor):
         workers: int | None = None,
         concurrency: int = 4,
         say: Callable[[str], None] | None = None,
-        loop: str = "auto",
     ) -> None:
         super().__init__(config, servers, concurrency=concurrency, say=say)
-        self.loop = loop
         n = workers or default_workers(concurrency)
         self.share = worker_config(config, n)
         self.cwd = os.getcwd()
@@ -161,7 +159,7 @@ class ProcessExecutor(WorkerPoolExecutor):
         mine, theirs = socket.socketpair()
         process = self.context.Process(
             target=main,
-            args=(theirs, self.share, self.servers, self.cwd, self.loop),
+            args=(theirs, self.share, self.servers, self.cwd),
             name=f"llmdebate-worker-{i}",
             daemon=True,
         )

@@ -29,7 +29,6 @@ from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import failure_reason
 from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.loop import run_coroutine
 from llmdebate.experiment.worker import DebateWorker
 
 HEADER = struct.Struct("!I")
@@ -88,11 +87,7 @@ class Outbox:
 
 
 def main(
-    sock: socket.socket,
-    config: ExperimentConfig,
-    servers: dict[str, str | None],
-    cwd: str,
-    loop: str = "auto",
+    sock: socket.socket, config: ExperimentConfig, servers: dict[str, str | None], cwd: str
 ) -> None:
     """A worker process: build the run's models, then run the jobs the driver sends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's: it stops us
@@ -104,7 +99,7 @@ def main(
             sock.sendall(frame([("fatal", f"a worker process could not start: {reason}", code)]))
         sock.close()
         return
-    run_coroutine(serve(sock, worker), loop)
+    asyncio.run(serve(sock, worker))
 
 
 async def serve(sock: socket.socket, worker: DebateWorker) -> None:

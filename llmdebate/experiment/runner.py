@@ -27,6 +27,7 @@ end reads them back one at a time, keeping a few numbers of each
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import json
@@ -57,7 +58,6 @@ from llmdebate.experiment.debate import (
 from llmdebate.experiment.executors import Executor, ExecutorOptions, make_executor
 from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import differences, dump, validate
-from llmdebate.experiment.loop import loop_kind, run_coroutine
 from llmdebate.experiment.sink import TranscriptWriter
 from llmdebate.jsonl import first_error
 from llmdebate.models import Model
@@ -272,10 +272,8 @@ def run(
             raise UserError(f"prebuilt models run only in this process, not on {executor.kind}")
         if executor.kind == "ray":
             require("ray", "ray")  # a missing extra is named before anything runs
-    run_dir = (
-        Path(run_dir)
-        if run_dir is not None
-        else (Path(config.runs_dir) / (run_id or default_run_id(config)))
+    run_dir = Path(run_dir) if run_dir is not None else (
+        Path(config.runs_dir) / (run_id or default_run_id(config))
     )
     prompts = Prompts(resolve_path(config.prompts_dir) if config.prompts_dir else None)
     ds = config.dataset
@@ -347,7 +345,7 @@ def run(
         began = time.perf_counter()
         try:
             with lean_gc():
-                run_coroutine(
+                asyncio.run(
                     _close_after(
                         drive(
                             ex,
@@ -358,8 +356,7 @@ def run(
                         ),
                         models if own_models else {},
                         ex,
-                    ),
-                    executor.loop,
+                    )
                 )
         except RunStopped as exc:
             stopped = exc
@@ -373,7 +370,6 @@ def run(
         debates_skipped=len(jobs) - len(todo),
         failed_retried=retried,
         executor=executor.kind,
-        event_loop=loop_kind(executor.loop),
         debates_s=round(debates_s, 3),
         wall_s=round(time.perf_counter() - start, 3),
         **executor_stats,
@@ -395,9 +391,7 @@ def write_summary(
 ) -> dict[str, Any]:
     run = tally(_summary_transcripts(run_dir / TRANSCRIPTS_FILE))
     summary = summary_of(
-        run,
-        seed=config.seed,
-        n_boot=config.report.bootstrap,
+        run, seed=config.seed, n_boot=config.report.bootstrap,
         n_bins=config.report.calibration_bins,
     )
     have = {r.id for r in run.records}

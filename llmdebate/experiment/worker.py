@@ -75,7 +75,9 @@ class DebateWorker:
     (a different ``$OPENAI_BASE_URL`` on its node) answers every job with a stop.
     """
 
-    def __init__(self, config: ExperimentConfig, servers: dict[str, str | None], cwd: str) -> None:
+    def __init__(
+        self, config: ExperimentConfig, servers: dict[str, str | None], cwd: str
+    ) -> None:
         import gc
 
         from llmdebate.agents.factory import Team, build_models
