@@ -237,3 +237,20 @@ def test_the_transcript_writer_appends_whole_lines(tmp_path: Path) -> None:
         assert w.written == 50
     lines = path.read_bytes().splitlines()
     assert len(lines) == 51 and json.loads(lines[-1])["id"] == 49
+
+
+def test_the_fast_path_runs_on_uvloop(server: FakeServer) -> None:
+    """Ray runs its async actors on uvloop when it is installed: the fast path must work on
+    uvloop's transports (not subclasses of asyncio.Transport) as on asyncio's."""
+    import uvloop
+
+    async def calls() -> list[str]:
+        m = get_model("openai/gpt-x", base_url=server.url, use_cache=False, max_retries=0)
+        msgs = [{"role": "user", "content": f"Is {n} prime?"} for n in (7, 9, 11)]
+        outs = await asyncio.gather(*(m.generate([x], GenerateConfig(max_tokens=3)) for x in msgs))
+        await m.aclose()
+        assert type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+        return [o.text for o in outs]
+
+    texts = uvloop.run(calls())
+    assert len(texts) == 3 and all(texts)
