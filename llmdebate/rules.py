@@ -64,7 +64,9 @@ class CondProbs:
             a = np.asarray(lv, dtype=np.float64)
             if a.shape != (1 << i,):
                 raise RuleError(f"level {i} of a probability table needs {1 << i} entries")
-            if np.any(a < 0) or np.any(a > 1) or np.any(np.isnan(a)):
+            # in Python: numpy's reductions cost more than the few entries they check (NaN
+            # fails the comparison)
+            if not all(0.0 <= v <= 1.0 for v in a.tolist()):
                 raise RuleError(f"level {i} of a probability table has a value outside [0, 1]")
             arrs.append(a)
         return CondProbs(tuple(arrs))

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jinja2.sandbox import SandboxedEnvironment
 
 from llmdebate.elicit import estimate
@@ -139,3 +141,51 @@ def test_trusted_records_equal_validated_ones_and_refuse_bad_fields() -> None:
         ModelCallRecord.trusted(role="prover", model="m", colour="red")
     with pytest.raises(TypeError, match="missing \\['model'\\]"):
         ModelCallRecord.trusted(role="prover")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),  # failed
+            st.integers(0, 50),
+            st.integers(0, 5),
+            st.floats(0, 1),
+            st.booleans(),
+            st.integers(0, 3),
+            st.sampled_from([None, True, False]),
+            st.sampled_from([None, 2, 4, 8]),
+        ),
+        max_size=6,
+    )
+)
+def test_an_estimates_totals_are_those_of_its_calls(calls: list[tuple[Any, ...]]) -> None:
+    from llmdebate.elicit.methods import Trace, _totals
+
+    trace = Trace(sent=[])
+    for failed, t_in, t_out, cost, cached, retries, constrained, batch in calls:
+        trace.calls.append(
+            ModelCallRecord.trusted(
+                role="estimator",
+                model="m",
+                error="boom" if failed else None,
+                tokens_in=t_in,
+                tokens_out=t_out,
+                cost=cost,
+                cached=cached,
+                retries=retries,
+                constrained=constrained,
+                batch_size=batch,
+            )
+        )
+    done = [r for r in trace.calls if r.error is None]
+    asked = [r.constrained for r in done if r.constrained is not None]
+    assert _totals(trace) == {
+        "tokens_in": sum(r.tokens_in for r in done),
+        "tokens_out": sum(r.tokens_out for r in done),
+        "cost": pytest.approx(float(sum(r.cost for r in done))),
+        "cached": bool(done) and all(r.cached for r in done),
+        "retries": sum(r.retries for r in trace.calls),
+        "constrained": all(asked) if asked else None,
+        "batch_size": max((r.batch_size for r in done if r.batch_size), default=None),
+    }

@@ -16,6 +16,7 @@ problem's own decomposition of a claim (used by the ``formal`` decomposer and in
 
 from __future__ import annotations
 
+import functools
 import re
 from math import isqrt
 from typing import Any
@@ -38,6 +39,7 @@ def divisor_statement(n: int, lo: int, hi: int, none: bool = True) -> str:
     return f"{n} has {'no' if none else 'a'} divisor d with {lo} <= d < {hi}."
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_divisor_claim(text: str) -> tuple[int, int, int, bool] | None:
     """(n, lo, hi, none) from a divisor claim, or None."""
     m = _DIV_RANGE.search(text)
@@ -55,6 +57,12 @@ def parse_divisor_claim(text: str) -> tuple[int, int, int, bool] | None:
 def divisor_truth(n: int, lo: int, hi: int, none: bool) -> int:
     has = any(n % d == 0 for d in range(lo, min(hi, n + 1)))
     return int(not has) if none else int(has)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _divisor_truth(parsed: tuple[int, int, int, bool]) -> int:
+    """:func:`divisor_truth`, remembered: a debate grades the same claims many times."""
+    return divisor_truth(*parsed)
 
 
 def prime_top(n: int) -> tuple[int, int]:
@@ -122,7 +130,7 @@ def claim_truth(text: str, meta: dict[str, Any] | None) -> int | None:
     problem = meta.get("problem")
     if problem == "divisors":
         parsed = parse_divisor_claim(text)
-        return None if parsed is None else divisor_truth(*parsed)
+        return None if parsed is None else _divisor_truth(parsed)
     if problem == "circuit":
         wc = parse_wire_claim(text)
         if wc is None:

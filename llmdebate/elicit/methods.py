@@ -112,7 +112,8 @@ def estimate_from_logprobs(output: ModelOutput) -> Estimate:
         "position": pos,
         "completion": output.text,
     }
-    return Estimate(value=min(1.0, max(0.0, value)), method="logprobs", evidence=evidence)
+    # built unvalidated (one per estimate): the value is a finite ratio, clamped to [0, 1]
+    return Estimate.trusted(value=min(1.0, max(0.0, value)), method="logprobs", evidence=evidence)
 
 
 def estimate_from_samples(samples: list[str], temperature: float) -> Estimate:
@@ -380,19 +381,32 @@ async def estimates(
 
 
 def _totals(trace: Trace) -> dict[str, Any]:
-    done = [r for r in trace.calls if r.error is None]
+    """The summed figures of an estimate's calls (one pass: this runs for every estimate)."""
+    tokens_in = tokens_out = retries = 0
+    cost = 0.0
+    done = 0
+    cached = True
+    constrained: bool | None = None  # every call asked for a schema and the backend enforced it
+    batch_size: int | None = None
+    for r in trace.calls:
+        retries += r.retries
+        if r.error is not None:
+            continue
+        done += 1
+        tokens_in += r.tokens_in
+        tokens_out += r.tokens_out
+        cost += r.cost
+        cached = cached and r.cached
+        if r.constrained is not None:
+            constrained = r.constrained if constrained is None else constrained and r.constrained
+        if r.batch_size and (batch_size is None or r.batch_size > batch_size):
+            batch_size = r.batch_size
     return {
-        "tokens_in": sum(r.tokens_in for r in done),
-        "tokens_out": sum(r.tokens_out for r in done),
-        "cost": float(sum(r.cost for r in done)),
-        "cached": bool(done) and all(r.cached for r in done),
-        "retries": sum(r.retries for r in trace.calls),
-        # constrained: every call asked for a schema and the backend enforced it
-        "constrained": _all_or_none([r.constrained for r in done]),
-        "batch_size": max((r.batch_size for r in done if r.batch_size), default=None),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost": float(cost),
+        "cached": done > 0 and cached,
+        "retries": retries,
+        "constrained": constrained,
+        "batch_size": batch_size,
     }
-
-
-def _all_or_none(flags: list[bool | None]) -> bool | None:
-    asked = [f for f in flags if f is not None]
-    return all(asked) if asked else None
