@@ -189,3 +189,29 @@ def test_an_estimates_totals_are_those_of_its_calls(calls: list[tuple[Any, ...]]
         "constrained": all(asked) if asked else None,
         "batch_size": max((r.batch_size for r in done if r.batch_size), default=None),
     }
+
+
+async def test_a_one_call_estimate_records_what_the_general_path_would(
+    server: FakeServer, fast_posts: list[str]
+) -> None:
+    from llmdebate.elicit.methods import Trace, _totals
+
+    m = get_model("openai/gpt-x", base_url=server.url, use_cache=False, max_retries=0)
+    log: list[ModelCallRecord] = []
+    msgs = [{"role": "user", "content": "Is 7 prime?"}]
+    await estimate(m, msgs, "logprobs", role="estimator", act="conditional", log=log)
+    (rec,) = log
+    general = m.record(
+        "estimator",
+        "conditional",
+        messages=rec.messages,
+        completion=rec.completion,
+        logprobs=rec.logprobs,
+        samples=None,
+        latency_s=rec.latency_s,
+        **_totals(Trace(sent=rec.messages, calls=[rec])),
+    )
+    assert rec.model_dump() == general.model_dump()
+    assert rec.role == "estimator" and rec.act == "conditional" and rec.tokens_in > 0
+    assert rec.messages[-1]["content"].startswith("Is 7 prime?")
+    await m.aclose()

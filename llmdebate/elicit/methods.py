@@ -328,18 +328,33 @@ async def estimate(
             )
         raise
     if log is not None:
-        log.append(
-            model.record(
-                role,
-                act,
-                messages=trace.sent,
-                completion=trace.completion if trace.samples is None else None,
-                logprobs=trace.logprobs,
-                samples=trace.samples,
-                latency_s=time.perf_counter() - start,
-                **_totals(trace),
+        latency = time.perf_counter() - start
+        only = trace.calls[0] if len(trace.calls) == 1 else None
+        if (
+            only is not None
+            and only.error is None
+            and trace.samples is None
+            and only.messages is trace.sent
+            and only.completion == trace.completion
+            and only.logprobs is trace.logprobs
+        ):
+            # one call that is the whole estimate (the usual logprobs case): its record, named
+            # for the estimate, is the record, with the same fields as the one below
+            only.__dict__.update(role=role, act=act, latency_s=latency)
+            log.append(only)
+        else:
+            log.append(
+                model.record(
+                    role,
+                    act,
+                    messages=trace.sent,
+                    completion=trace.completion if trace.samples is None else None,
+                    logprobs=trace.logprobs,
+                    samples=trace.samples,
+                    latency_s=latency,
+                    **_totals(trace),
+                )
             )
-        )
     est.evidence.setdefault("model", model.name)
     return est
 
