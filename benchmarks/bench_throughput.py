@@ -296,7 +296,8 @@ def run_debates(
             http1.HTTP1Pool.post = post  # type: ignore[method-assign]
         if prof:
             prof.disable()
-    cpu = time.process_time() - cpu0 + sum(os.times()[2:4]) - reaped0
+    driver_cpu = time.process_time() - cpu0
+    cpu = driver_cpu + sum(os.times()[2:4]) - reaped0
     if prof and profile:
         prof.dump_stats(profile)
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
@@ -317,6 +318,7 @@ def run_debates(
         "fast_path_requests": None if processes else sent[0],  # counted in this process only
         "requests_per_s": None if processes else sent[0] / phase,
         "cpu_s": cpu,
+        "driver_cpu_s": driver_cpu,  # this process alone (with --processes: the driver)
         "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
     }
     if memory:
@@ -394,7 +396,9 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                 rows += side_by_side(url, c, bound, args)
                 continue
             nan = float("nan")  # HTTP requests made in worker processes are not counted
-            for procs in args.processes or [None]:  # side by side: one server, one bound
+            for k, procs in enumerate(args.processes or [None]):  # side by side: one server
+                if k:  # each row beside a bound measured just before it (the load drifts)
+                    bound = asyncio.run(raw_bound(url, c, args.seconds))
                 r = run_debates(
                     url, args.debates, c, depth=args.depth, width=args.width,
                     independent=args.independent, cache=args.cache, profile=args.profile,

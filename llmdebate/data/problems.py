@@ -39,7 +39,7 @@ def divisor_statement(n: int, lo: int, hi: int, none: bool = True) -> str:
     return f"{n} has {'no' if none else 'a'} divisor d with {lo} <= d < {hi}."
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=4096)  # a debate grades its own claims again and again
 def parse_divisor_claim(text: str) -> tuple[int, int, int, bool] | None:
     """(n, lo, hi, none) from a divisor claim, or None."""
     m = _DIV_RANGE.search(text)
@@ -59,7 +59,7 @@ def divisor_truth(n: int, lo: int, hi: int, none: bool) -> int:
     return int(not has) if none else int(has)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=4096)  # a debate grades its own claims again and again
 def _divisor_truth(parsed: tuple[int, int, int, bool]) -> int:
     """:func:`divisor_truth`, remembered: a debate grades the same claims many times."""
     return divisor_truth(*parsed)
