@@ -30,54 +30,42 @@ from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.process_executor import ProcessExecutor
 from llmdebate.experiment.runner import run
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts
+from llmdebate.rundir import TRANSCRIPTS_FILE
 
 try:
+    from tests.fixtures.executor_runs import (
+        DIVISORS,
+        assert_each_debate_once,
+        debate_server,
+        lines,
+        run_config,
+        wait_for_lines,
+    )
     from tests.fixtures.fake_server import FakeServer
-    from tests.fixtures.llm_fixtures import responder
 except ImportError:  # pytest run from inside tests/
+    from fixtures.executor_runs import (  # type: ignore[no-redef]
+        DIVISORS,
+        assert_each_debate_once,
+        debate_server,
+        lines,
+        run_config,
+        wait_for_lines,
+    )
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
-    from fixtures.llm_fixtures import responder  # type: ignore[no-redef]
 
-REPO = Path(__file__).resolve().parents[1]
-DIVISORS = REPO / "datasets" / "divisors.jsonl"
 ITEMS = 8
 
 
 @pytest.fixture()
 def server() -> Iterator[FakeServer]:
-    with FakeServer() as s:
-        s.responder = lambda body: responder(body["messages"])
-        s.latency = 0.05  # long enough for debates to be in flight when a process dies
+    with debate_server(0.05) as s:
         yield s
 
 
 def config(server: FakeServer, tmp_path: Path) -> dict[str, Any]:
-    role = {"model": "openai/fake", "base_url": server.url}
-    return {
-        "name": "procs",
-        "dataset": {"path": str(DIVISORS), "limit": ITEMS},
-        "debate": {"depth": 2, "width": 2, "early_stop": False},
-        "prover": {**role, "decomposer": "formal"},
-        "estimator": role,
-        "judge": {"kind": "llm", **role},
-        "max_concurrency": 6,
-        "use_cache": False,
-        "runs_dir": str(tmp_path / "runs"),
-        "report": {"bootstrap": 10},
-    }
-
-
-def lines(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
-
-
-def wait_for_lines(path: Path, n: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while lines(path) < n:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} did not reach {n} lines")
-        time.sleep(0.01)
+    return run_config(
+        server, tmp_path, "procs", ITEMS, {"depth": 2, "width": 2, "early_stop": False}
+    )
 
 
 def workers_of(pid: int) -> list[psutil.Process]:
@@ -108,15 +96,6 @@ def transcripts(run_dir: Path) -> dict[str, dict[str, Any]]:
         assert t["id"] not in out, f"{t['id']} was written twice"
         out[t["id"]] = t
     return out
-
-
-def assert_each_debate_once(run_dir: Path, cfg: dict[str, Any]) -> None:
-    ids = [json.loads(raw)["id"] for raw in (run_dir / TRANSCRIPTS_FILE).read_bytes().splitlines()]
-    jobs = make_jobs(load_items(DIVISORS, limit=ITEMS), validate(cfg))
-    planned = {j.spec.debate_id for j in jobs}
-    assert len(ids) == len(set(ids)), "a debate was written twice"
-    assert set(ids) == planned
-    assert all(t.status == "complete" for t in load_transcripts(run_dir))
 
 
 def test_processes_write_the_transcripts_one_process_writes(
@@ -177,10 +156,23 @@ def test_a_killed_driver_leaves_no_worker_and_is_resumed_to_every_debate_once(
     cfg_path.write_text(yaml.safe_dump(cfg))
     run_dir = tmp_path / "killed-driver"
     cmd = [
-        sys.executable, "-m", "llmdebate.cli", "run", "--config", str(cfg_path),
-        "--run-dir", str(run_dir), "--quiet", "--executor", "processes", "--workers", "2",
+        sys.executable,
+        "-m",
+        "llmdebate.cli",
+        "run",
+        "--config",
+        str(cfg_path),
+        "--run-dir",
+        str(run_dir),
+        "--quiet",
+        "--executor",
+        "processes",
+        "--workers",
+        "2",
     ]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, cwd=DIVISORS.parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         wait_for_lines(run_dir / TRANSCRIPTS_FILE, 4)
         workers = workers_of(proc.pid)

@@ -3,13 +3,11 @@ mid-run, and the driver killed mid-run, leave every debate in the run exactly on
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,20 +19,30 @@ import yaml
 
 from llmdebate.errors import UserError
 from llmdebate.experiment.executors import ExecutorOptions
-from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts
+from llmdebate.rundir import TRANSCRIPTS_FILE
 
 try:
+    from tests.fixtures.executor_runs import (
+        DIVISORS,
+        assert_each_debate_once,
+        debate_server,
+        lines,
+        run_config,
+        wait_for_lines,
+    )
     from tests.fixtures.fake_server import FakeServer
-    from tests.fixtures.llm_fixtures import responder
 except ImportError:  # pytest run from inside tests/
+    from fixtures.executor_runs import (  # type: ignore[no-redef]
+        DIVISORS,
+        assert_each_debate_once,
+        debate_server,
+        lines,
+        run_config,
+        wait_for_lines,
+    )
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
-    from fixtures.llm_fixtures import responder  # type: ignore[no-redef]
-
-REPO = Path(__file__).resolve().parents[1]
-DIVISORS = REPO / "datasets" / "divisors.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -49,38 +57,12 @@ def cluster() -> Iterator[str]:
 
 @pytest.fixture()
 def server() -> Iterator[FakeServer]:
-    with FakeServer() as s:
-        s.responder = lambda body: responder(body["messages"])
-        s.latency = 0.1  # long enough for debates to be in flight when a process dies
+    with debate_server(0.1) as s:
         yield s
 
 
 def config(server: FakeServer, tmp_path: Path, items: int = 8) -> dict[str, Any]:
-    role = {"model": "openai/fake", "base_url": server.url}
-    return {
-        "name": "ray",
-        "dataset": {"path": str(DIVISORS), "limit": items},
-        "debate": {"depth": 1, "width": 2},
-        "prover": {**role, "decomposer": "formal"},
-        "estimator": role,
-        "judge": {"kind": "llm", **role},
-        "max_concurrency": 6,
-        "use_cache": False,
-        "runs_dir": str(tmp_path / "runs"),
-        "report": {"bootstrap": 10},
-    }
-
-
-def lines(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
-
-
-def wait_for_lines(path: Path, n: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while lines(path) < n:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} did not reach {n} lines")
-        time.sleep(0.02)
+    return run_config(server, tmp_path, "ray", items, {"depth": 1, "width": 2})
 
 
 def worker_pids() -> list[int]:
@@ -91,17 +73,6 @@ def worker_pids() -> list[int]:
         if "DebateWorker" in cmd:
             pids.append(p.info["pid"])
     return pids
-
-
-def assert_each_debate_once(run_dir: Path, cfg: dict[str, Any]) -> None:
-    ids = [json.loads(raw)["id"] for raw in (run_dir / TRANSCRIPTS_FILE).read_bytes().splitlines()]
-    conf = validate(cfg)
-    from llmdebate.data import load_items
-
-    planned = {j.spec.debate_id for j in make_jobs(load_items(DIVISORS, limit=8), conf)}
-    assert len(ids) == len(set(ids)), "a debate was written twice"
-    assert set(ids) == planned
-    assert all(t.status == "complete" for t in load_transcripts(run_dir))
 
 
 def test_a_worker_killed_mid_run_has_its_debates_run_again(
@@ -140,11 +111,25 @@ def test_a_killed_driver_is_resumed_to_every_debate_once(
     cfg_path.write_text(yaml.safe_dump(cfg))
     run_dir = tmp_path / "killed-driver"
     cmd = [
-        sys.executable, "-m", "llmdebate.cli", "run", "--config", str(cfg_path),
-        "--run-dir", str(run_dir), "--quiet", "--executor", "ray", "--ray-address", cluster,
-        "--ray-workers", "2",
+        sys.executable,
+        "-m",
+        "llmdebate.cli",
+        "run",
+        "--config",
+        str(cfg_path),
+        "--run-dir",
+        str(run_dir),
+        "--quiet",
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster,
+        "--ray-workers",
+        "2",
     ]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, cwd=DIVISORS.parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         wait_for_lines(run_dir / TRANSCRIPTS_FILE, 4)
     finally:
@@ -164,8 +149,12 @@ def test_prebuilt_models_and_bad_options_are_refused(tmp_path: Path) -> None:
     cfg = validate({"dataset": {"path": str(DIVISORS), "limit": 1}, "runs_dir": str(tmp_path)})
     m = get_model("scripted")
     with pytest.raises(UserError, match="prebuilt models run only in this process"):
-        run(cfg, tmp_path / "r", models={"prover": m, "estimator": m, "judge": m},
-            executor=ExecutorOptions("ray"))
+        run(
+            cfg,
+            tmp_path / "r",
+            models={"prover": m, "estimator": m, "judge": m},
+            executor=ExecutorOptions("ray"),
+        )
     assert not (tmp_path / "r").exists()
     with pytest.raises(UserError, match="--executor must be one of local, ray"):
         ExecutorOptions("dask")
