@@ -138,6 +138,10 @@ def main() -> None:
     ap.add_argument("--serve-args", default="", help="more vllm serve arguments, one string")
     ap.add_argument("--in-flight", type=int, default=256, help="requests in flight")
     ap.add_argument("--debates", type=int, default=2000)
+    ap.add_argument(
+        "--processes", type=int, default=0,
+        help="run the debates on this many worker processes (--executor processes; 0: here)",
+    )
     ap.add_argument("--yardstick-prompts", type=int, default=4000)
     ap.add_argument("--startup-timeout", type=float, default=900)
     args = ap.parse_args()
@@ -165,7 +169,7 @@ def main() -> None:
             raw = asyncio.run(raw_bound(base_url, args.in_flight, 20.0, bodies))
             r = run_debates(
                 base_url, args.debates, args.in_flight, tmp=tmp, model=model,
-                debates_in_flight=2 * args.in_flight,
+                debates_in_flight=2 * args.in_flight, processes=args.processes or None,
             )
         rows: dict[str, Any] = {
             **r, "in_flight": args.in_flight, "vllm_bench_requests_per_s": bench,
