@@ -21,6 +21,9 @@ its bound measured in the same run:
   ``model_concurrency`` = requests in flight: debates/s, calls/s and the share of the bound;
   with ``--processes N,M``, rows for N and M local worker processes (``--executor
   processes``; 0: this process) side by side, the client CPU then that of the workers too;
+  and the mean number of requests the server held over the debates (the rest of those
+  allowed in flight are in the client: replies waiting for the event loop, or requests
+  about to go out);
 * ``orchestration``: the same debates against the in-process scripted backend (zero latency,
   no HTTP): debates per CPU-second of this process, with and without the transcript file and
   the response cache;
@@ -63,6 +66,19 @@ def server_cpu(url: str) -> float:
 
     t = psutil.Process(SERVER_PIDS[url]).cpu_times()
     return float(t.user + t.system)
+
+
+def server_stats(url: str, reset: bool = False) -> dict[str, Any]:
+    """The fake server's counters (``reset``: zero them first and return the zeros)."""
+    import urllib.request
+
+    root = url.rsplit("/v1", 1)[0]
+    req = urllib.request.Request(f"{root}/stats/reset", method="POST") if reset else None
+    if req is not None:
+        urllib.request.urlopen(req, timeout=10).read()
+    with urllib.request.urlopen(f"{root}/stats", timeout=10) as resp:
+        stats: dict[str, Any] = json.loads(resp.read())
+    return stats
 
 
 def load() -> str:
@@ -272,6 +288,8 @@ def run_debates(
         cache=cache, debates_in_flight=debates_in_flight, model=model, endpoint=endpoint,
     )
     run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
+    if url in SERVER_PIDS:
+        server_stats(url, reset=True)
     prof = cProfile.Profile() if profile else None
     cpu0 = time.process_time()
     reaped0 = sum(os.times()[2:4])  # the CPU of worker processes, once they are joined
@@ -321,6 +339,8 @@ def run_debates(
         "driver_cpu_s": driver_cpu,  # this process alone (with --processes: the driver)
         "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
     }
+    if url in SERVER_PIDS:  # requests in flight at the server, on average over the debates
+        out["server_in_flight"] = round(server_stats(url)["in_flight_s"] / phase, 1)
     if memory:
         samples = rss.samples
         k = len(samples)
@@ -368,6 +388,7 @@ def debates_in(tree: str, url: str, c: int, args: argparse.Namespace) -> dict[st
         "--debate-factor", str(args.debate_factor), "--endpoint", args.endpoint,
     ]
     cmd += ["--independent"] if args.independent else []
+    cmd += ["--processes", str(args.processes[0])] if args.processes else []
     env = {**os.environ, "PYTHONPATH": tree}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -382,6 +403,7 @@ def cmd_one(args: argparse.Namespace) -> list[dict[str, Any]]:
             args.url, args.debates, args.in_flight[0], depth=args.depth, width=args.width,
             independent=args.independent, tmp=Path(tmp),
             debates_in_flight=args.debate_factor * args.in_flight[0], endpoint=args.endpoint,
+            processes=args.processes[0] if args.processes else None,
         )
     print(json.dumps(r), flush=True)
     return []
@@ -424,7 +446,8 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                     f"{nan if r['requests_per_s'] is None else r['requests_per_s']:.0f} "
                     "HTTP requests/s on the fast path = "
                     f"{r['calls_per_s'] / b:.0%} of bound "
-                    f"{b:.0f}/s (raw client {bound:.0f}/s); client CPU "
+                    f"{b:.0f}/s (raw client {bound:.0f}/s); "
+                    f"{r.get('server_in_flight', nan):.0f} in flight at the server; client CPU "
                     f"{1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call [{row['load']}]",
                     flush=True,
                 )
@@ -449,21 +472,25 @@ def side_by_side(
     for k in range(args.repeat):
         for label, tree in trees if k % 2 == 0 else trees[::-1]:
             cpu0 = server_cpu(url)
+            server_stats(url, reset=True)
             r = debates_in(tree, url, c, args)
+            requests = r["fast_path_requests"] or r["calls"]  # worker processes: not counted
             r["server_cpu_ms_per_request"] = round(
-                1000 * (server_cpu(url) - cpu0) / max(1, r["fast_path_requests"]), 3
+                1000 * (server_cpu(url) - cpu0) / max(1, requests), 3
             )
+            r["server_in_flight"] = round(server_stats(url)["in_flight_s"] / r["debates_s"], 1)
             row = {
                 "what": "debates", "tree": label, "path": tree, "latency_s": args.latency,
                 "in_flight": c, "depth": args.depth, "width": args.width,
-                "endpoint": args.endpoint, **r, "bound_per_s": round(bound, 1),
+                "endpoint": args.endpoint, "processes": args.processes[0] if args.processes
+                else None, **r, "bound_per_s": round(bound, 1),
                 "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
             }
             print(
                 f"{label:6s} {args.latency * 1000:.0f} ms, {c:3d} in flight: {r['debates']} "
                 f"debates ({r['failed']} failed) = {r['debates_per_s']:.1f} debates/s, "
                 f"{r['calls_per_s']:.0f} calls/s = {r['calls_per_s'] / b:.0%} of bound {b:.0f}/s,"
-                f" {r['requests_per_s']:.0f} HTTP requests/s (fast path);"
+                f" {r['server_in_flight']:.0f} in flight at the server;"
                 f" client CPU {1000 * r['cpu_s'] / max(1, r['calls']):.2f} ms/call, server CPU "
                 f"{r['server_cpu_ms_per_request']:.2f} ms/request [{row['load']}]",
                 flush=True,

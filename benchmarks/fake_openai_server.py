@@ -18,7 +18,9 @@ Endpoints (under any prefix, usually ``/v1``):
 * ``POST .../completions``: text completions with the legacy ``logprobs`` block (``tokens``,
   ``token_logprobs``, ``top_logprobs``), as vLLM returns them;
 * ``GET .../models``: the one model;
-* ``GET /stats``: ``{"requests", "in_flight", "max_in_flight", "pid"}`` of this worker;
+* ``GET /stats``: ``{"requests", "in_flight", "max_in_flight", "in_flight_s",
+  "mean_in_flight", "seconds", "pid"}`` of this worker (``in_flight_s``: request-seconds
+  in flight since the last reset; ``mean_in_flight``: that over the seconds since then);
   ``POST /stats/reset`` zeroes the counters.
 """
 
@@ -33,24 +35,61 @@ import os
 import re
 import socket
 import sys
+import time
 import zlib
-from typing import Any
+from typing import Any, cast
+
+try:  # the server's CPU shares the client's machine in benchmarks: keep it small
+    import orjson
+
+    def _loads(raw: bytes) -> Any:
+        return orjson.loads(raw)
+
+    def _dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj)
+except ImportError:  # pragma: no cover - orjson is a core dependency of llmdebate
+
+    def _loads(raw: bytes) -> Any:
+        return json.loads(raw)
+
+    def _dumps(obj: Any) -> bytes:
+        return json.dumps(obj).encode()
+
 
 _WIDTH = re.compile(r"at most (\d+) subclaims")
 _CLAIM = re.compile(r"^Claim: (.*)$", re.MULTILINE)
 
 
 class Stats:
+    """Requests answered, and in flight: now, at most, and on average over time (the
+    integral of in-flight requests over seconds since the counters were last zeroed)."""
+
     def __init__(self) -> None:
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.began = self.changed = time.monotonic()
+        self.in_flight_s = 0.0  # request-seconds spent in flight
 
-    def as_dict(self) -> dict[str, int]:
+    def add(self, delta: int) -> None:
+        now = time.monotonic()
+        self.in_flight_s += self.in_flight * (now - self.changed)
+        self.changed = now
+        self.in_flight += delta
+        if delta > 0:
+            self.requests += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def as_dict(self) -> dict[str, Any]:
+        self.add(0)
+        elapsed = self.changed - self.began
         return {
             "requests": self.requests,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
+            "in_flight_s": self.in_flight_s,
+            "mean_in_flight": self.in_flight_s / elapsed if elapsed > 0 else 0.0,
+            "seconds": elapsed,
             "pid": os.getpid(),
         }
 
@@ -177,13 +216,25 @@ def text_completion(body: dict[str, Any], raw: bytes) -> dict[str, Any]:
     }
 
 
+_REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found"}
+
+
 def _response(status: int, payload: bytes) -> bytes:
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "OK")
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(payload)}\r\n\r\n"
+    return b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+        status,
+        _REASONS.get(status, b"OK"),
+        len(payload),
+        payload,
     )
-    return head.encode() + payload
+
+
+def _content_length(head: bytes) -> int:
+    """The Content-Length of a request head (0 if absent); one search, no header split."""
+    at = head.lower().find(b"\r\ncontent-length:")
+    if at < 0:
+        return 0
+    end = head.find(b"\r\n", at + 17)
+    return int(head[at + 17 : end if end >= 0 else len(head)])
 
 
 class HTTPProtocol(asyncio.Protocol):
@@ -196,8 +247,7 @@ class HTTPProtocol(asyncio.Protocol):
         self.closing = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -206,30 +256,28 @@ class HTTPProtocol(asyncio.Protocol):
         self.closing = True
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
+        self.buf = self.buf + data if self.buf else data
         while True:
-            end = self.buf.find(b"\r\n\r\n")
+            buf = self.buf
+            end = buf.find(b"\r\n\r\n")
             if end < 0:
                 return
-            head = self.buf[:end].decode("latin-1")
-            lines = head.split("\r\n")
+            line_end = buf.find(b"\r\n")
+            parts = buf[:line_end].split(b" ", 2)
             try:
-                method, path, _ = lines[0].split(" ", 2)
+                length = _content_length(buf[line_end:end])
             except ValueError:
+                parts = []
+            if len(parts) != 3:
                 self._write(_response(400, b'{"error": {"message": "bad request line"}}'))
                 self.buf = b""
                 return
-            length = 0
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value.strip())
             total = end + 4 + length
-            if len(self.buf) < total:
+            if len(buf) < total:
                 return
-            raw = self.buf[end + 4 : total]
-            self.buf = self.buf[total:]
-            self.server.handle(self, method, path, raw)
+            raw = buf[end + 4 : total]
+            self.buf = buf[total:]
+            self.server.handle(self, parts[0].decode("latin-1"), parts[1].decode("latin-1"), raw)
 
     def _write(self, payload: bytes) -> None:
         if not self.closing and self.transport is not None:
@@ -245,7 +293,7 @@ class FastServer:
 
     def handle(self, conn: HTTPProtocol, method: str, path: str, raw: bytes) -> None:
         if method == "GET" and path.startswith("/stats"):
-            conn._write(_response(200, json.dumps(self.stats.as_dict()).encode()))
+            conn._write(_response(200, _dumps(self.stats.as_dict())))
             return
         if method == "POST" and path.startswith("/stats/reset"):
             self.stats = Stats()
@@ -253,24 +301,22 @@ class FastServer:
             return
         if method == "GET" and path.endswith("/models"):
             body = {"object": "list", "data": [{"id": self.model, "object": "model"}]}
-            conn._write(_response(200, json.dumps(body).encode()))
+            conn._write(_response(200, _dumps(body)))
             return
         status, payload = 200, b""
         try:
-            body = json.loads(raw or b"{}")
+            body = _loads(raw or b"{}")
             if path.endswith("/chat/completions"):
-                payload = json.dumps(chat_completion(body, raw)).encode()
+                payload = _dumps(chat_completion(body, raw))
             elif path.endswith("/completions"):
-                payload = json.dumps(text_completion(body, raw)).encode()
+                payload = _dumps(text_completion(body, raw))
             else:
                 status, payload = 404, b'{"error": {"message": "no such path"}}'
         except (ValueError, TypeError, AttributeError) as exc:
             status = 400
-            payload = json.dumps({"error": {"message": f"bad request: {exc}"}}).encode()
+            payload = _dumps({"error": {"message": f"bad request: {exc}"}})
         stats = self.stats
-        stats.requests += 1
-        stats.in_flight += 1
-        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        stats.add(1)
         out = _response(status, payload)
         if self.latency > 0:
             self.loop.call_later(self.latency, self._reply, conn, out, stats)
@@ -278,7 +324,7 @@ class FastServer:
             self._reply(conn, out, stats)
 
     def _reply(self, conn: HTTPProtocol, out: bytes, stats: Stats) -> None:
-        stats.in_flight -= 1
+        stats.add(-1)
         conn._write(out)
 
 

@@ -28,7 +28,7 @@ from llmdebate.experiment.debate import Finished, RunStopped
 from llmdebate.experiment.executors import ExecutorOptions
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import validate
-from llmdebate.experiment.process_executor import ProcessExecutor
+from llmdebate.experiment.process_executor import ProcessExecutor, WorkerError
 from llmdebate.experiment.runner import run
 from llmdebate.rundir import TRANSCRIPTS_FILE
 
@@ -279,3 +279,51 @@ def test_workers_reaching_another_server_than_the_driver_stop_the_run(
     with pytest.raises(RunStopped, match=f"reaches the .* at {server.url}, the driver at") as e:
         asyncio.run(go())
     assert e.value.exit_code == 2 and server.requests == 0
+
+
+DEFECT = """
+import llmdebate.experiment.debate as debate
+
+_finished = debate.finished
+_count = [0]
+
+
+def _defective(*args, **kwargs):
+    _count[0] += 1
+    if _count[0] == 3:
+        raise RuntimeError("a defect in the worker")
+    return _finished(*args, **kwargs)
+
+
+debate.finished = _defective
+
+
+def reply(messages):
+    return "True"
+"""
+
+
+def test_a_defect_in_a_worker_is_raised_in_the_driver_with_its_traceback(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    """Not a debate's failure: a bug in the code around it, met in a worker process, stops
+    the run in the driver as :class:`WorkerError` (as it would propagate in one process);
+    what was written stays whole, and no worker is left."""
+    defect = tmp_path / "defect.py"  # imported by each worker as it builds the judge
+    defect.write_text(DEFECT)
+    cfg = config(server, tmp_path)
+    cfg["judge"] = {"kind": "llm", "model": "scripted", "options": {"responder": f"{defect}:reply"}}
+    run_dir = tmp_path / "defect"
+    with pytest.raises(WorkerError) as e:
+        run(
+            validate(cfg),
+            run_dir,
+            progress=False,
+            executor=ExecutorOptions("processes", workers=2),
+        )
+    message = str(e.value)
+    assert "Traceback" in message and "RuntimeError: a defect in the worker" in message
+    written = (run_dir / TRANSCRIPTS_FILE).read_bytes().splitlines()
+    assert 2 <= len(written) < 2 * ITEMS
+    assert all(json.loads(raw)["status"] == "complete" for raw in written)
+    assert_gone(workers_of(os.getpid()))
