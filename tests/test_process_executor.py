@@ -24,7 +24,8 @@ import yaml
 from llmdebate.cli import main as cli_main
 from llmdebate.data import load_items
 from llmdebate.errors import UserError
-from llmdebate.experiment.debate import Finished, RunStopped
+from llmdebate.experiment import debate
+from llmdebate.experiment.debate import Finished, RunStopped, finished
 from llmdebate.experiment.executors import ExecutorOptions
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import validate
@@ -282,6 +283,8 @@ def test_workers_reaching_another_server_than_the_driver_stop_the_run(
 
 
 DEFECT = """
+import os
+
 import llmdebate.experiment.debate as debate
 
 _finished = debate.finished
@@ -295,7 +298,8 @@ def _defective(*args, **kwargs):
     return _finished(*args, **kwargs)
 
 
-debate.finished = _defective
+if os.getpid() != int(os.environ["DEFECT_DRIVER_PID"]):  # in worker processes only
+    debate.finished = _defective
 
 
 def reply(messages):
@@ -304,13 +308,14 @@ def reply(messages):
 
 
 def test_a_defect_in_a_worker_is_raised_in_the_driver_with_its_traceback(
-    server: FakeServer, tmp_path: Path
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Not a debate's failure: a bug in the code around it, met in a worker process, stops
     the run in the driver as :class:`WorkerError` (as it would propagate in one process);
     what was written stays whole, and no worker is left."""
     defect = tmp_path / "defect.py"  # imported by each worker as it builds the judge
     defect.write_text(DEFECT)
+    monkeypatch.setenv("DEFECT_DRIVER_PID", str(os.getpid()))  # the driver stays sound
     cfg = config(server, tmp_path)
     cfg["judge"] = {"kind": "llm", "model": "scripted", "options": {"responder": f"{defect}:reply"}}
     run_dir = tmp_path / "defect"
@@ -327,3 +332,4 @@ def test_a_defect_in_a_worker_is_raised_in_the_driver_with_its_traceback(
     assert 2 <= len(written) < 2 * ITEMS
     assert all(json.loads(raw)["status"] == "complete" for raw in written)
     assert_gone(workers_of(os.getpid()))
+    assert debate.finished is finished  # this process was never patched
