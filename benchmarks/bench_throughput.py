@@ -147,13 +147,14 @@ async def raw_bound(
     done = 0
     stop = time.perf_counter() + seconds
 
-    async def one() -> None:
+    async def one(k: int) -> None:
+        # connection k sends bodies k, k + in_flight, k + 2 in_flight, ...: each in turn
         nonlocal done
         reader, writer = await asyncio.open_connection(host, port)
-        i = 0
+        i = k
         while time.perf_counter() < stop:
             writer.write(requests[i % len(requests)])
-            i += 1
+            i += in_flight
             head = await reader.readuntil(b"\r\n\r\n")
             length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
             await reader.readexactly(length)
@@ -161,7 +162,7 @@ async def raw_bound(
         writer.close()
 
     start = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(in_flight)))
+    await asyncio.gather(*(one(k) for k in range(in_flight)))
     return done / (time.perf_counter() - start)
 
 
@@ -267,11 +268,13 @@ def run_debates(
 
     # HTTP requests sent by the raw HTTP/1.1 fast path (batched prompts: fewer than calls)
     sent = [0]
-    post = http1.HTTP1Pool.post
+    # every request goes out through HTTP1Pool.send (in a tree before it existed: post)
+    way = "send" if hasattr(http1.HTTP1Pool, "send") else "post"
+    send = getattr(http1.HTTP1Pool, way)
 
-    async def counted_post(self: Any, *a: Any, **kw: Any) -> Any:
+    def counted_send(self: Any, *a: Any, **kw: Any) -> Any:
         sent[0] += 1
-        return await post(self, *a, **kw)
+        return send(self, *a, **kw)
 
     summary_at = [0.0, 0.0]  # when the summary began and ended, on the sampler's clock
     write_summary = runner.write_summary
@@ -306,12 +309,12 @@ def run_debates(
 
             extra["executor"] = ExecutorOptions("processes", workers=processes)
         runner.write_summary = timed_summary
-        http1.HTTP1Pool.post = counted_post  # type: ignore[method-assign]
+        setattr(http1.HTTP1Pool, way, counted_send)
         try:
             res = runner.run(cfg, run_dir, models=models, progress=False, **extra)
         finally:
             runner.write_summary = write_summary
-            http1.HTTP1Pool.post = post  # type: ignore[method-assign]
+            setattr(http1.HTTP1Pool, way, send)
         if prof:
             prof.disable()
     driver_cpu = time.process_time() - cpu0
@@ -338,6 +341,7 @@ def run_debates(
         "cpu_s": cpu,
         "driver_cpu_s": driver_cpu,  # this process alone (with --processes: the driver)
         "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
+        "run_dir": str(run_dir),
     }
     if url in SERVER_PIDS:  # requests in flight at the server, on average over the debates
         out["server_in_flight"] = round(server_stats(url)["in_flight_s"] / phase, 1)

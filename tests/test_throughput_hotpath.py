@@ -36,13 +36,13 @@ def server() -> Iterator[FakeServer]:
 def fast_posts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths of the requests sent by the raw HTTP/1.1 pool."""
     seen: list[str] = []
-    post = HTTP1Pool.post
+    send = HTTP1Pool.send
 
-    async def counted(self: HTTP1Pool, path: str, body: bytes) -> Any:
+    def counted(self: HTTP1Pool, path: str, body: bytes, done: Any) -> None:
         seen.append(path)
-        return await post(self, path, body)
+        send(self, path, body, done)
 
-    monkeypatch.setattr(HTTP1Pool, "post", counted)
+    monkeypatch.setattr(HTTP1Pool, "send", counted)
     return seen
 
 

@@ -254,3 +254,41 @@ def test_the_fast_path_runs_on_uvloop(server: FakeServer) -> None:
 
     texts = uvloop.run(calls())
     assert len(texts) == 3 and all(texts)
+
+
+async def test_send_calls_back_with_the_connection_free_for_the_next_request(
+    raw_server,
+) -> None:
+    rs, port = await raw_server(ok, delay=0.01)
+    pool = HTTP1Pool("127.0.0.1", port, {}, timeout=5)
+    replies: list[object] = []
+    finished = asyncio.get_running_loop().create_future()
+
+    def done(reply: object) -> None:  # sends the next request from within the callback
+        replies.append(reply)
+        if len(replies) < 4:
+            pool.send("/", json.dumps({"i": len(replies)}).encode(), done)
+        else:
+            finished.set_result(None)
+
+    pool.send("/", json.dumps({"i": 0}).encode(), done)
+    assert replies == []  # never called from within send
+    await asyncio.wait_for(finished, 5)
+    bodies = [json.loads(r.body) for r in replies]  # type: ignore[attr-defined]
+    assert bodies == [{"echo": {"i": i}} for i in range(4)]
+    assert rs.connections == 1  # each next request went out on the connection just freed
+    await pool.aclose()
+
+
+async def test_a_cancelled_post_runs_to_its_end_and_keeps_its_connection(raw_server) -> None:
+    rs, port = await raw_server(ok, delay=0.05)
+    pool = HTTP1Pool("127.0.0.1", port, {}, timeout=5)
+    task = asyncio.create_task(pool.post("/", b'{"i": 0}'))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.1)  # the reply arrives; the connection goes back to the pool
+    _, _, body = await pool.post("/", b'{"i": 1}')
+    assert json.loads(body) == {"echo": {"i": 1}} and rs.connections == 1
+    await pool.aclose()

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from llmdebate.errors import ModelError, RequestRejectedError, RetriesExhaustedError, UserError
+from llmdebate.models.slots import Prepared
 from llmdebate.models.structured import OutputSchema
 
 ChatMessage = dict[str, str]
@@ -128,7 +129,8 @@ class RetriesExhausted(RetriesExhaustedError):
 
 
 class Backend(ABC):
-    """One provider. Subclasses implement :meth:`generate`; the wrapper does the rest.
+    """One provider. Subclasses implement :meth:`generate` (and may offer :meth:`prepare`);
+    the wrapper does the rest.
 
     ``name`` is the model string the user gave (e.g. ``openai/gpt-4o-mini``); ``identity``
     is what the cache key uses (it adds e.g. a non-default base URL, never a key).
@@ -156,6 +158,15 @@ class Backend(ABC):
         """One completion. Raise :class:`TransientError` for retryable failures, a
         :class:`~llmdebate.errors.ModelError` subclass for the debate's own failures, a
         :class:`~llmdebate.errors.FatalModelError` for those no debate survives."""
+
+    def prepare(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
+    ) -> Prepared[ModelOutput] | None:
+        """The call as a request built ahead, for the wrapper's
+        :class:`~llmdebate.models.slots.Slots` to send the instant a place frees up (its
+        output's ``latency_s`` counting from when it was sent); None (the default): the
+        wrapper calls :meth:`generate` once it holds a place."""
+        return None
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections, threads or weights."""

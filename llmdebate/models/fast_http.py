@@ -35,7 +35,7 @@ from typing import Any
 
 import anyio
 
-from llmdebate.models.http1 import HTTP1Pool, HTTPConnectionError, HTTPTimeout
+from llmdebate.models.http1 import Done, HTTP1Pool, HTTPConnectionError, HTTPTimeout, Reply
 
 MAX_KEEPALIVE = 1000  # idle connections kept per origin
 KEEPALIVE_EXPIRY_S = 5.0
@@ -82,13 +82,67 @@ async def post_json(client: Any, path: str, body: dict[str, Any]) -> Any:
     ``APIConnectionError``, ``APITimeoutError``, and ``APIResponseValidationError`` for a
     reply that is not JSON).
     """
-    lane = _lane(client)
+    lane = raw_lane(client)
     if lane is None:
         httpx, _ = httpx_modules()
         resp = await client.post(path, body=body, cast_to=httpx.Response)
-        raw: bytes = resp.content
-    else:
-        raw = await _post_raw(client, lane, path, body)
+        return _json(client, path, resp.content)
+    post = RawPost(client, lane, path, body)
+    try:
+        reply: Reply | BaseException = await lane.post_reply(post.full_path, post.data)
+    except (HTTPTimeout, HTTPConnectionError) as exc:
+        reply = exc
+    return post.finish(reply)
+
+
+class RawPost:
+    """One JSON POST on the plain-http lane, built before it is sent: a
+    :class:`~llmdebate.models.slots.Prepared` request, which the model's
+    :class:`~llmdebate.models.slots.Slots` send the moment a place frees up. ``finish``
+    gives the JSON reply or raises what :func:`post_json` would."""
+
+    __slots__ = ("client", "data", "full_path", "lane", "path")
+
+    def __init__(self, client: Any, lane: HTTP1Pool, path: str, body: dict[str, Any]) -> None:
+        self.client = client
+        self.lane = lane
+        self.path = path
+        self.full_path = lane.prefix + "/" + path.lstrip("/")
+        self.data = dumps(body)
+
+    def send(self, done: Done) -> None:
+        self.lane.send(self.full_path, self.data, done)
+
+    def finish(self, reply: Reply | BaseException) -> Any:
+        return _json(self.client, self.path, _body(self.client, self.path, reply))
+
+
+def _body(client: Any, path: str, reply: Reply | BaseException) -> bytes:
+    """The body of a raw-lane reply, or the SDK's exception for a failed one."""
+    if isinstance(reply, BaseException):
+        import openai
+
+        httpx, _ = httpx_modules()
+        if isinstance(reply, HTTPTimeout):
+            raise openai.APITimeoutError(request=_request(httpx, client, path)) from reply
+        if isinstance(reply, HTTPConnectionError):
+            raise openai.APIConnectionError(
+                message=f"Connection error: {reply}", request=_request(httpx, client, path)
+            ) from reply
+        raise reply
+    if reply.status >= 400:
+        httpx, _ = httpx_modules()
+        response = httpx.Response(
+            reply.status,
+            headers=reply.headers,
+            content=reply.body,
+            request=_request(httpx, client, path),
+        )
+        raise client._make_status_error_from_response(response)
+    return reply.body
+
+
+def _json(client: Any, path: str, raw: bytes) -> Any:
     try:
         return loads(raw)
     except ValueError as exc:
@@ -103,7 +157,9 @@ async def post_json(client: Any, path: str, body: dict[str, Any]) -> Any:
         ) from exc
 
 
-def _lane(client: Any) -> HTTP1Pool | None:
+def raw_lane(client: Any) -> HTTP1Pool | None:
+    """The plain-http lane of an SDK client built by :func:`http_client`, or None (https,
+    a proxy, or a client built elsewhere)."""
     pool = _POOLS.get(getattr(client, "_client", None))
     if pool is None:
         return None
@@ -125,28 +181,6 @@ def _raw_pool(client: Any) -> HTTP1Pool | None:
     pool = HTTP1Pool(url.host, url.port or 80, headers, seconds)
     pool.prefix = url.raw_path.decode("ascii").rstrip("/")
     return pool
-
-
-async def _post_raw(client: Any, lane: HTTP1Pool, path: str, body: dict[str, Any]) -> bytes:
-    import openai
-
-    httpx, _ = httpx_modules()
-    full = lane.prefix + "/" + path.lstrip("/")
-    data = dumps(body)
-    try:
-        status, headers, raw = await lane.post(full, data)
-    except HTTPTimeout as exc:
-        raise openai.APITimeoutError(request=_request(httpx, client, path)) from exc
-    except HTTPConnectionError as exc:
-        raise openai.APIConnectionError(
-            message=f"Connection error: {exc}", request=_request(httpx, client, path)
-        ) from exc
-    if status >= 400:
-        response = httpx.Response(
-            status, headers=headers, content=raw, request=_request(httpx, client, path)
-        )
-        raise client._make_status_error_from_response(response)
-    return raw
 
 
 def _request(httpx: ModuleType, client: Any, path: str) -> Any:

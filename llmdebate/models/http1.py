@@ -7,7 +7,12 @@ buffer, and an idle connection taken from a stack in O(1), about 0.1 ms of CPU p
 where the SDK's stack spends 2-5 ms. A local inference server (vLLM, llama.cpp, SGLang)
 answering hundreds of requests a second is where that matters.
 
-Failures raise :class:`HTTPConnectionError` (refused, reset, closed before the reply) or
+:meth:`HTTP1Pool.send` is the one way a request goes out: it writes at once and calls back,
+synchronously from the socket's callback, when the reply is complete, with the connection
+already back in the pool, so the callback can send the next request on it without waiting
+for the event loop (:mod:`llmdebate.models.slots`). :meth:`HTTP1Pool.post` awaits the same.
+
+Failures are :class:`HTTPConnectionError` (refused, reset, closed before the reply) or
 :class:`HTTPTimeout` (no full reply within ``timeout`` seconds); nothing is re-sent here
 (the model wrapper retries). Idle connections are dropped after ``IDLE_EXPIRY_S``, before
 servers usually close them.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import cast
 
 IDLE_EXPIRY_S = 4.0  # below the 5 s keep-alive of uvicorn (vLLM, SGLang) and most servers
@@ -46,7 +52,10 @@ def _bad_header(headers: Headers) -> str | None:
     return None
 
 
-class _Reply:
+class Reply:
+    """A complete HTTP reply: status, lower-case headers, body, and whether the connection
+    stays open."""
+
     __slots__ = ("body", "headers", "keep_alive", "status")
 
     def __init__(self, status: int, headers: Headers, body: bytes, keep_alive: bool) -> None:
@@ -56,6 +65,10 @@ class _Reply:
         self.keep_alive = keep_alive
 
 
+Done = Callable[[Reply | BaseException], None]
+"""Called once, synchronously, when a request is over: with its reply or what ended it."""
+
+
 class _Connection(asyncio.Protocol):
     """One TCP connection; at most one request at a time."""
 
@@ -63,7 +76,8 @@ class _Connection(asyncio.Protocol):
         self.loop = loop
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
-        self.waiter: asyncio.Future[_Reply] | None = None
+        self.done: Done | None = None  # the request in flight's callback
+        self.timer: asyncio.TimerHandle | None = None
         self.closed = False
         self.used = 0
         self.idle_since = time.monotonic()
@@ -76,13 +90,12 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        w = self.waiter
-        if w is not None and not w.done():
+        if self.done is not None:
             if self._head is not None and self._until_close():
                 self._finish(bytes(self.buf[self._head[2] :]), keep_alive=False)
             else:
                 got = "after part of the reply" if self.buf else "before the reply"
-                w.set_exception(
+                self._end(
                     HTTPConnectionError(f"the server closed the connection {got}")
                     if exc is None
                     else HTTPConnectionError(f"connection lost {got}: {exc}")
@@ -90,23 +103,37 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
-        if self.waiter is None or self.waiter.done():
+        if self.done is None:
             return
         try:
             self._parse()
         except ValueError as exc:
-            self.waiter.set_exception(HTTPConnectionError(f"malformed HTTP reply: {exc}"))
-            self.close()
+            self._end(HTTPConnectionError(f"malformed HTTP reply: {exc}"))
 
     # -- request / reply
-    def send(self, request: bytes) -> asyncio.Future[_Reply]:
+    def start(self, request: bytes, done: Done, timeout: float) -> None:
+        """Write ``request``; ``done`` gets the reply, or the error, when it is over."""
         assert self.transport is not None
         self.buf.clear()
         self._head = None
         self.used += 1
-        self.waiter = self.loop.create_future()
+        self.done = done
+        self.timer = self.loop.call_later(timeout, self._expire, timeout)
         self.transport.write(request)
-        return self.waiter
+
+    def _expire(self, timeout: float) -> None:
+        self.timer = None
+        self._end(HTTPTimeout(f"no reply within {timeout:g} s"))
+
+    def _end(self, result: Reply | BaseException) -> None:
+        done = self.done
+        if done is None:
+            return
+        self.done = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        done(result)
 
     def _until_close(self) -> bool:
         assert self._head is not None
@@ -147,9 +174,9 @@ class _Connection(asyncio.Protocol):
         # else: the body ends when the server closes the connection (connection_lost)
 
     def _finish(self, body: bytes, keep_alive: bool) -> None:
-        assert self._head is not None and self.waiter is not None
+        assert self._head is not None
         status, headers, _ = self._head
-        self.waiter.set_result(_Reply(status, headers, body, keep_alive))
+        self._end(Reply(status, headers, body, keep_alive))
 
     def close(self) -> None:
         self.closed = True
@@ -196,6 +223,7 @@ class HTTP1Pool:
         )
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
+        self._connecting: set[asyncio.Task[None]] = set()
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -236,7 +264,6 @@ class HTTP1Pool:
             self._drop(conn)
             return
         conn.idle_since = time.monotonic()
-        conn.waiter = None
         self._idle.append(conn)
 
     def request_bytes(self, path: str, body: bytes) -> bytes:
@@ -251,42 +278,72 @@ class HTTP1Pool:
             + body
         )
 
-    async def post(self, path: str, body: bytes) -> tuple[int, Headers, bytes]:
-        """POST ``body`` to ``path``; (status, lower-case headers, body)."""
+    def send(self, path: str, body: bytes, done: Done) -> None:
+        """POST ``body`` to ``path`` now, on an idle connection (or a new one); ``done`` is
+        called once with the :class:`Reply`, or the :class:`HTTPConnectionError` /
+        :class:`HTTPTimeout` that ended the request, never from within this call. The
+        connection is back in the pool (or closed) before ``done`` runs, so ``done`` can send
+        the next request on it at once."""
         if self._bad is not None:
             raise LocalProtocolError(f"illegal header value in {self._bad!r}; nothing was sent")
         request = self.request_bytes(path, body)
-        deadline = time.monotonic() + self.timeout
-        conn = self._take() or await self._connect()
+        deadline = time.monotonic() + self.timeout  # for connecting and the reply together
+        conn = self._take()
+        if conn is not None:
+            self._start(conn, request, done, self.timeout)
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._connect_and_send(request, done, deadline)
+        )
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
+
+    async def _connect_and_send(self, request: bytes, done: Done, deadline: float) -> None:
         try:
-            reply = await self._exchange(conn, request, deadline)
-        except BaseException:  # failed, timed out or cancelled: the connection's state is unknown
-            self._drop(conn)
+            conn = await self._connect()
+        except asyncio.CancelledError:  # the pool was closed
+            done(HTTPConnectionError(f"the connection to {self.host}:{self.port} was closed"))
             raise
-        if reply.keep_alive:
-            self._give_back(conn)
-        else:
-            self._drop(conn)
+        except Exception as exc:
+            done(exc)
+            return
+        self._start(conn, request, done, max(0.0, deadline - time.monotonic()))
+
+    def _start(self, conn: _Connection, request: bytes, done: Done, timeout: float) -> None:
+        def over(result: Reply | BaseException) -> None:
+            if isinstance(result, Reply) and result.keep_alive:
+                self._give_back(conn)
+            else:  # failed or timed out: the connection's state is unknown
+                self._drop(conn)
+            done(result)
+
+        conn.start(request, over, timeout)
+
+    async def post(self, path: str, body: bytes) -> tuple[int, Headers, bytes]:
+        """POST ``body`` to ``path``; (status, lower-case headers, body)."""
+        reply = await self.post_reply(path, body)
         return reply.status, reply.headers, reply.body
 
-    async def _exchange(self, conn: _Connection, request: bytes, deadline: float) -> _Reply:
-        waiter = conn.send(request)
-        loop = conn.loop
-        timer = loop.call_at(
-            loop.time() + max(0.0, deadline - time.monotonic()), _expire, waiter, self.timeout
-        )
-        try:
-            return await waiter
-        finally:
-            timer.cancel()
+    async def post_reply(self, path: str, body: bytes) -> Reply:
+        """POST ``body`` to ``path``; the :class:`Reply`. If the caller is cancelled, the
+        request still runs to its end and its connection is kept."""
+        fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+
+        def done(result: Reply | BaseException) -> None:
+            if fut.done():
+                return
+            if isinstance(result, BaseException):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+        self.send(path, body, done)
+        return await fut
 
     async def aclose(self) -> None:
+        for task in list(self._connecting):
+            task.cancel()
         for conn in list(self._all):
             conn.close()
         self._all.clear()
         self._idle.clear()
-
-
-def _expire(waiter: asyncio.Future[_Reply], timeout: float) -> None:
-    if not waiter.done():
-        waiter.set_exception(HTTPTimeout(f"no reply within {timeout:g} s"))

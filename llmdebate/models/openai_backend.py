@@ -23,7 +23,8 @@ Per-role options (``--prover-options '{"endpoint": "completions"}'``):
   (:data:`~llmdebate.models.structured.STRUCTURED_MODES`; default ``response_format``,
   strict). If the server rejects the field (HTTP 400 naming it), the call is re-sent as a
   plain prompt and later calls send none (the reply is parsed either way).
-  ``grammars`` holds GBNF grammars by schema name for ``structured: grammar``.
+  ``grammars`` holds GBNF grammars by schema name for ``structured: grammar`` and
+  ``structured_outputs_grammar``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from typing import Any, cast
 
 from llmdebate.errors import InvalidOutputError, RequestRejectedError, UserError
@@ -44,7 +46,9 @@ from llmdebate.models.base import (
     TransientError,
 )
 from llmdebate.models.batching import PromptBatcher
+from llmdebate.models.http1 import Done
 from llmdebate.models.http_errors import api_key, map_sdk_error
+from llmdebate.models.slots import Prepared
 from llmdebate.models.structured import STRUCTURED_MODES, OutputSchema, server_fields
 from llmdebate.models.text_prompt import (
     TURN_STOPS,
@@ -192,9 +196,25 @@ class OpenAIBackend(Backend):
         stops = [*given, *(s for s in own if s not in given)]
         return stops[:4] or None  # OpenAI allows at most 4 stop sequences
 
-    async def _chat(
+    def prepare(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
+    ) -> Prepared[ModelOutput] | None:
+        """A chat request on the plain-http lane, built ahead (see
+        :meth:`~llmdebate.models.base.Backend.prepare`); None for other endpoints, https,
+        and calls with a schema (whose field a server may refuse: :meth:`generate` falls
+        back)."""
+        if self.endpoint != "chat" or config.json_schema is not None:
+            return None
+        lane = fast_http.raw_lane(self._client)
+        if lane is None:
+            return None
+        body = self._chat_body(messages, config, None)
+        post = fast_http.RawPost(self._client, lane, "/chat/completions", body)
+        return _PreparedChat(self, post, bool(config.top_logprobs))
+
+    def _chat_body(
         self, messages: list[ChatMessage], config: GenerateConfig, fields: dict[str, Any] | None
-    ) -> ModelOutput:
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model_id,
             "messages": messages,
@@ -210,6 +230,12 @@ class OpenAIBackend(Backend):
             kwargs["seed"] = config.seed
         if fields:  # response_format, or a server's own field (sent as is in the body)
             kwargs.update(fields)
+        return kwargs
+
+    async def _chat(
+        self, messages: list[ChatMessage], config: GenerateConfig, fields: dict[str, Any] | None
+    ) -> ModelOutput:
+        kwargs = self._chat_body(messages, config, fields)
         try:
             resp = await fast_http.post_json(self._client, "/chat/completions", kwargs)
         except Exception as exc:
@@ -329,6 +355,32 @@ class OpenAIBackend(Backend):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+class _PreparedChat:
+    """A chat call built ahead: sent by the wrapper's slots, parsed by the backend."""
+
+    __slots__ = ("backend", "logprobs", "post", "sent_at")
+
+    def __init__(self, backend: OpenAIBackend, post: fast_http.RawPost, logprobs: bool) -> None:
+        self.backend = backend
+        self.post = post
+        self.logprobs = logprobs
+        self.sent_at = 0.0
+
+    def send(self, done: Done) -> None:
+        self.sent_at = time.perf_counter()
+        self.post.send(done)
+
+    def finish(self, reply: Any) -> ModelOutput:
+        latency = time.perf_counter() - self.sent_at
+        try:
+            resp = self.post.finish(reply)
+        except Exception as exc:
+            raise self.backend._error(exc) from exc
+        out = self.backend._parse(resp, self.logprobs)
+        out.latency_s = latency
+        return out
 
 
 def _top(alternatives: Any) -> dict[str, float]:

@@ -41,6 +41,7 @@ from llmdebate.models.base import (
 from llmdebate.models.cache import ResponseCache, cache_key
 from llmdebate.models.pricing import Prices, lookup_price
 from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
+from llmdebate.models.slots import Slots
 from llmdebate.schemas import ModelCallRecord
 
 T = TypeVar("T")
@@ -98,12 +99,10 @@ class Model:
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
         self.max_retry_after = max_retry_after
-        # one semaphore per event loop: a Model may be reused across asyncio.run() calls
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-        self._semaphores = weakref.WeakKeyDictionary()
-        self._last_semaphore: (
-            tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Semaphore] | None
-        ) = None
+        # one set of slots per event loop: a Model may be reused across asyncio.run() calls
+        self._loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Slots]
+        self._loop_slots = weakref.WeakKeyDictionary()
+        self._last_slots: tuple[weakref.ref[asyncio.AbstractEventLoop], Slots] | None = None
         if not use_cache:
             self.cache: ResponseCache | None = None
         elif cache is not None:
@@ -255,16 +254,17 @@ class Model:
             self.cache.put(key, out)
         return out
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    def _slots(self) -> Slots:
+        """The limit on requests in flight, for the running event loop."""
         loop = asyncio.get_running_loop()
-        last = self._last_semaphore
+        last = self._last_slots
         if last is not None and last[0]() is loop:  # the usual case: one loop per run
             return last[1]
-        sem = self._semaphores.get(loop)
-        if sem is None:
-            sem = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
-        self._last_semaphore = (weakref.ref(loop), sem)
-        return sem
+        slots = self._loop_slots.get(loop)
+        if slots is None:
+            slots = self._loop_slots[loop] = Slots(self.max_concurrency)
+        self._last_slots = (weakref.ref(loop), slots)
+        return slots
 
     def retry_delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait before re-sending after failed attempt number ``attempt`` (1-based):
@@ -291,7 +291,10 @@ class Model:
             try:
                 if self.rate.active:
                     await self.rate.acquire(estimate_tokens(messages, config.max_tokens))
-                async with self._semaphore():
+                request = self.backend.prepare(messages, config, sample_index)
+                if request is not None:  # sent the instant a place frees up
+                    return await self._slots().run(request)
+                async with self._slots():
                     start = time.perf_counter()
                     out = await self.backend.generate(messages, config, sample_index)
                     out.latency_s = time.perf_counter() - start
