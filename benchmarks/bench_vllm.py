@@ -13,9 +13,12 @@ Steps:
    Gemma 3 270M, dequantised once to safetensors under the llmdebate cache) with prefix
    caching, ``--max-num-seqs`` and ``--max-logprobs 20``, and wait until it answers;
 2. a short debate run gives the mean prompt length of a debate's calls;
-3. the yardstick: the server's own benchmark, ``vllm bench serve`` with random prompts of
-   that length, one output token, ``--max-concurrency`` = the requests in flight (requests/s),
-   and beside it a minimal raw-socket client sending real estimator probes (requests/s);
+3. the yardsticks, at the same number of requests in flight: the debates' own requests
+   (every call of the short run, its prompt, its number of output tokens and its logprobs)
+   replayed by a minimal raw-socket client, which is what the server can do for this
+   workload (requests/s); and the server's own benchmark, ``vllm bench serve`` with random
+   prompts of the debates' mean length and one output token. Random prompts share no
+   prefix, so prefix caching does not help them and debates can exceed that figure;
 4. the debates: ``--debates`` prover-estimator debates (d = 2, q = 3, conditional estimates,
    logprob probabilities, the item's own decompositions, an LLM judge; every role on the
    server) through the real runner, at ``--in-flight`` requests in flight;
@@ -43,7 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_throughput import load, probe_body, raw_bound, run_debates
+from bench_throughput import load, raw_bound, run_debates
 
 
 def default_model() -> str:
@@ -80,6 +83,28 @@ def wait_ready(base_url: str, timeout: float, proc: subprocess.Popen[bytes] | No
             pass
         time.sleep(2)
     raise RuntimeError(f"the server at {base_url} did not answer within {timeout:.0f} s")
+
+
+def replay_bodies(run_dir: Path, served_name: str) -> list[bytes]:
+    """The chat requests of every call in ``run_dir``'s transcripts, as a minimal client
+    sends them: the same messages and output length (``ignore_eos``), logprobs where the
+    call asked for them."""
+    bodies = []
+    with open(run_dir / "transcripts.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            for call in json.loads(line)["calls"]:
+                body: dict[str, Any] = {
+                    "model": served_name,
+                    "messages": call["messages"],
+                    "temperature": 1.0,
+                    "max_tokens": max(1, call.get("tokens_out") or 1),
+                    "ignore_eos": True,
+                }
+                if call.get("logprobs"):
+                    body["logprobs"] = True
+                    body["top_logprobs"] = max(1, len(call["logprobs"][0]["top"]))
+                bodies.append(json.dumps(body).encode())
+    return bodies
 
 
 def serve_command(args: argparse.Namespace, model: str) -> list[str]:
@@ -142,7 +167,14 @@ def main() -> None:
         "--processes", type=int, default=0,
         help="run the debates on this many worker processes (--executor processes; 0: here)",
     )
-    ap.add_argument("--yardstick-prompts", type=int, default=4000)
+    ap.add_argument(
+        "--warmup-debates", type=int, default=40,
+        help="a short run first: the debates' mean prompt length and the requests replayed",
+    )
+    ap.add_argument("--yardstick-prompts", type=int, default=4000, help="vllm bench serve")
+    ap.add_argument(
+        "--yardstick-s", type=float, default=20.0, help="seconds of replayed requests"
+    )
     ap.add_argument("--startup-timeout", type=float, default=900)
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-local-no-key")
@@ -160,20 +192,20 @@ def main() -> None:
         print(f"GPU: {gpu()}; model {args.model_path or args.served_name}; {load()}", flush=True)
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp = Path(tmp_name)
-            warm = run_debates(base_url, 40, 32, tmp=tmp, model=model)
+            warm = run_debates(base_url, args.warmup_debates, 32, tmp=tmp, model=model)
             input_len = max(1, round(warm["tokens_in"] / max(1, warm["calls"])))
             print(f"warm-up: {warm['calls_per_debate']:.1f} calls/debate, {input_len} prompt "
                   f"tokens/call", flush=True)
             bench = vllm_bench(args, base_url, input_len, tmp) if args.model_path else None
-            bodies = [probe_body(i, args.served_name) for i in range(64)]
-            raw = asyncio.run(raw_bound(base_url, args.in_flight, 20.0, bodies))
+            bodies = replay_bodies(Path(warm["run_dir"]), args.served_name)
+            raw = asyncio.run(raw_bound(base_url, args.in_flight, args.yardstick_s, bodies))
             r = run_debates(
                 base_url, args.debates, args.in_flight, tmp=tmp, model=model,
                 debates_in_flight=2 * args.in_flight, processes=args.processes or None,
             )
         rows: dict[str, Any] = {
             **r, "in_flight": args.in_flight, "vllm_bench_requests_per_s": bench,
-            "raw_client_requests_per_s": raw, "gpu": gpu(), "load": load(),
+            "replayed_requests_per_s": raw, "gpu": gpu(), "load": load(),
         }
         print(
             f"debates d=2 q=3 at {args.in_flight} requests in flight: {r['debates']} debates "
@@ -181,7 +213,7 @@ def main() -> None:
             f"debates/s, {r['calls_per_s']:.0f} calls/s ({r['calls_per_debate']:.1f}/debate)",
             flush=True,
         )
-        for name, ref in (("vllm bench serve", bench), ("raw client", raw)):
+        for name, ref in (("the same requests replayed", raw), ("vllm bench serve", bench)):
             if ref:
                 print(f"  = {r['calls_per_s'] / ref:.0%} of {name} ({ref:.0f} requests/s)")
         print(json.dumps(rows))

@@ -21,6 +21,7 @@ from llmdebate.elicit.methods import PROBABILITY_SCHEMA
 from llmdebate.engine import _estimator_table
 from llmdebate.errors import UserError
 from llmdebate.models import GenerateConfig, Model, get_model
+from llmdebate.models.gbnf import schema_to_gbnf
 from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition
 
 try:
@@ -82,6 +83,11 @@ async def test_openai_decomposition_uses_strict_response_format(server: FakeServ
     [
         ("guided_json", "guided_json", lambda s: s),
         ("structured_outputs", "structured_outputs", lambda s: {"json": s}),
+        (
+            "structured_outputs_grammar",
+            "structured_outputs",
+            lambda s: {"grammar": schema_to_gbnf(s)},
+        ),
         ("json_schema", "json_schema", lambda s: s),
     ],
 )

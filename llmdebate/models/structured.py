@@ -23,27 +23,32 @@ import copy
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
 StructuredMode = Literal[
-    "response_format", "guided_json", "structured_outputs", "json_schema", "grammar", "none"
-]
-STRUCTURED_MODES: tuple[str, ...] = (
     "response_format",
     "guided_json",
     "structured_outputs",
+    "structured_outputs_grammar",
     "json_schema",
     "grammar",
     "none",
-)
+]
+STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
 """How an OpenAI-compatible server is asked for a schema:
 
 * ``response_format``: OpenAI's ``response_format`` json_schema, strict (OpenAI; vLLM and
   llama.cpp accept it too);
-* ``guided_json``: vLLM's ``guided_json`` (before 0.10);
-* ``structured_outputs``: vLLM's ``structured_outputs: {"json": schema}`` (0.10 and later);
+* ``guided_json``: vLLM's ``guided_json`` (before 0.10; vLLM 0.32 answers 200 and ignores
+  it, so the call is recorded ``constrained`` although nothing constrained it);
+* ``structured_outputs``: vLLM's ``structured_outputs: {"json": schema}`` (0.10 and later).
+  vLLM's JSON grammar lets whitespace run on between tokens, and a small model can spend
+  all of ``max_tokens`` on it (seen with Gemma 3 270M on vLLM 0.32);
+* ``structured_outputs_grammar``: vLLM's ``structured_outputs: {"grammar": gbnf}``, the
+  schema converted to GBNF as for ``grammar`` below (at most one space between tokens, so
+  a reply ends); the surest choice on vLLM;
 * ``json_schema``: llama.cpp server's ``json_schema`` field;
 * ``grammar``: llama.cpp server's ``grammar`` field: the schema converted to GBNF
   (:func:`llmdebate.models.gbnf.schema_to_gbnf`), or the grammar given for the schema's name
@@ -131,9 +136,13 @@ def server_fields(
         return {"structured_outputs": {"json": schema.schema}}
     if mode == "json_schema":
         return {"json_schema": schema.schema}
-    if mode == "grammar":
+    if mode in ("grammar", "structured_outputs_grammar"):
         gbnf = (grammars or {}).get(schema.name) or schema_grammar(schema.schema_json)
-        return {"grammar": gbnf} if gbnf else None
+        if not gbnf:
+            return None
+        if mode == "grammar":
+            return {"grammar": gbnf}
+        return {"structured_outputs": {"grammar": gbnf}}
     return None
 
 
