@@ -167,19 +167,31 @@ async def raw_bound(
 
 
 # ----------------------------------------------------------------------------- model layer
-async def model_calls(url: str, in_flight: int, n: int) -> float:
-    """Calls/s of ``Model.generate`` (real SDK, no cache) with ``in_flight`` requests open."""
+async def model_calls(url: str, in_flight: int, n: int) -> tuple[float, float, float]:
+    """``Model.generate`` (real SDK, no cache) for ``n`` calls started at once, ``in_flight``
+    requests open: (calls/s over the whole run, seconds until the first ``in_flight`` replies,
+    calls/s after those)."""
     from llmdebate.models import GenerateConfig, get_model
 
     model = get_model("openai/fake", base_url=url, use_cache=False, max_concurrency=in_flight)
     cfg = GenerateConfig(temperature=1.0, max_tokens=1, top_logprobs=5)
     msgs = [json.loads(probe_body(i))["messages"] for i in range(16)]
     await model.generate(msgs[0], cfg)
+    done = 0
+    first = 0.0
+
+    async def one(i: int) -> None:
+        nonlocal done, first
+        await model.generate(msgs[i % 16], cfg)
+        done += 1
+        if done == in_flight:
+            first = time.perf_counter() - start
+
     start = time.perf_counter()
-    await asyncio.gather(*(model.generate(msgs[i % 16], cfg) for i in range(n)))
-    rate = n / (time.perf_counter() - start)
+    await asyncio.gather(*(one(i) for i in range(n)))
+    wall = time.perf_counter() - start
     await model.aclose()
-    return rate
+    return n / wall, first, (n - in_flight) / (wall - first)
 
 
 # ----------------------------------------------------------------------------- debates
@@ -366,18 +378,21 @@ def cmd_calls(args: argparse.Namespace) -> list[dict[str, Any]]:
         for c in args.in_flight:
             n = max(200, int(args.seconds * c / args.latency))
             bound = asyncio.run(raw_bound(url, c, args.seconds))
-            rate = asyncio.run(model_calls(url, c, n))
+            rate, first, after = asyncio.run(model_calls(url, c, n))
             ideal = c / args.latency
             row = {
                 "what": "calls", "latency_s": args.latency, "in_flight": c, "calls": n,
-                "calls_per_s": round(rate, 1), "bound_per_s": round(bound, 1),
+                "calls_per_s": round(rate, 1), "first_replies_s": round(first, 3),
+                "calls_per_s_after_first": round(after, 1), "bound_per_s": round(bound, 1),
                 "ideal_per_s": round(ideal, 1), "ratio": round(rate / min(bound, ideal), 3),
                 "load": load(),
             }
             print(
                 f"model layer, {args.latency * 1000:.0f} ms, {c:3d} in flight: {rate:7.1f} calls/s"
                 f" = {rate / min(bound, ideal):.0%} of bound {min(bound, ideal):.0f}/s (raw client"
-                f" {bound:.0f}/s, ideal {ideal:.0f}/s) [{row['load']}]", flush=True,
+                f" {bound:.0f}/s, ideal {ideal:.0f}/s); all {n} calls start at once: the first"
+                f" {c} replies after {1000 * first:.0f} ms, then {after:.0f} calls/s"
+                f" [{row['load']}]", flush=True,
             )
             rows.append(row)
     return rows
