@@ -348,8 +348,9 @@ def run_debates(
         "wall_s": res.wall_s,
         "debates_per_s": n / phase,
         "calls_per_s": s["usage"]["calls"] / phase,
-        "fast_path_requests": None if processes else sent[0],  # counted in this process only
-        "requests_per_s": None if processes else sent[0] / phase,
+        # counted in this process only: none for debates on worker processes or Ray
+        "fast_path_requests": None if processes or ray_workers else sent[0],
+        "requests_per_s": None if processes or ray_workers else sent[0] / phase,
         "cpu_s": cpu,
         "driver_cpu_s": driver_cpu,  # this process alone (with --processes: the driver)
         "transcripts_mb": (run_dir / "transcripts.jsonl").stat().st_size / 2**20,
