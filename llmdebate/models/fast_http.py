@@ -17,6 +17,8 @@ needed to send a JSON body we built ourselves.
   handling is unchanged) with the body as given, and returns the JSON reply as plain dicts
   and lists (encoded and decoded by ``orjson`` when it is installed, 5-7 times faster than
   the standard library on these bodies, which matters at thousands of calls a second).
+* :class:`RawPost` is the same request built ahead, for the model's
+  :class:`~llmdebate.models.slots.Slots` to send the moment a place frees up.
 
 The openai SDK 3.x talks ``httpx2``/``httpcore2``, older ones ``httpx``/``httpcore``: the
 modules are taken from the SDK itself.

@@ -89,7 +89,7 @@ class Slots:
         return request.finish(await fut)
 
     async def __aenter__(self) -> Slots:
-        if self.used < self.limit and not self._waiters:
+        if self.used < self.limit:
             self.used += 1
             return self
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
