@@ -1,14 +1,20 @@
 """The judges' web app (Starlette, server-rendered Jinja2 pages, a little JavaScript).
 
-Each judge opens ``/login/<token>`` once: the token goes into an HttpOnly, SameSite=Strict
-cookie and the browser is sent on to ``/``, so the token never stays in the address bar and
-no access log is kept. A judge sees only their own assignments (any other id: 404); every
-form carries a CSRF token derived from the judge's secret; every page is autoescaped and sent
-with a strict Content-Security-Policy (scripts from this server only). A second submission
-of an assignment — a double-click, a reload, a second tab — is a 409 page that says the first
-answer counts. The study lead's token opens ``/lead`` (progress per judge and per protocol)
-and the exports. Signing out is a POST with the CSRF token. Each client address gets a
-limited number of failed logins per minute (then 429, with Retry-After).
+Each judge opens ``/login/<token>`` once: the server opens a session (stored, as a digest, in
+the study database), puts its secret into an HttpOnly, SameSite=Strict cookie and sends the
+browser on to ``/``, so the token never stays in the address bar and no access log is kept.
+A link opened from another site, or while another judge is signed in in this browser, asks
+first (a button that posts back to the same address): no page elsewhere can sign a browser
+in or swap its judge. Signing out is a same-site POST with the form token, and revokes the
+session in the database. A judge sees only their own assignments (any other id: 404); every
+form carries a CSRF token derived from the session's secret; every page is autoescaped, its
+model- and dataset-written strings isolated in direction (:mod:`.bidi`), and every response,
+error pages and static files included, carries a strict Content-Security-Policy and the other
+headers of :data:`.guard.HEADERS`. A second submission of an assignment — a double-click, a
+reload, a second tab — is a 409 page that says the first answer counts. The study lead's
+token opens ``/lead`` (progress per judge and per protocol) and the CSV export. Failed
+sign-ins (unknown links or cookies) are limited per client address (then 429, with
+Retry-After); a valid link or cookie always works.
 
 With the study's stepped reveal, a speech-protocol page shows the turns revealed so far and a
 "next turn" button in the same form (the answer typed so far is kept): the count lives in the
@@ -18,29 +24,27 @@ the judgment records how many were shown.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import hmac
-import io
-import json
 import math
-import time
-from collections import Counter, OrderedDict, defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Message, Receive, Scope, Send
 
+from llmdebate.judging.bidi import bdi
 from llmdebate.judging.complete import (
     Conflict,
     Invalid,
@@ -53,25 +57,69 @@ from llmdebate.judging.complete import (
     view_for,
     waiting_by_id,
 )
-from llmdebate.judging.db import Assignment, Judge, Judgment, connect, judge_by_token, utcnow
+from llmdebate.judging.db import (
+    Assignment,
+    Judge,
+    app_secret,
+    connect,
+    judge_by_session,
+    judge_by_token,
+    open_session,
+    queue,
+    revoke_session,
+    utcnow,
+)
+from llmdebate.judging.guard import (
+    HEADERS,
+    BadForm,
+    LoginLimiter,
+    client_address,
+    cross_site,
+    is_https,
+    parse_id,
+    read_form,
+)
+from llmdebate.judging.lead import export_csv, lead_progress
 from llmdebate.schemas import Transcript
 
 COOKIE = "llmdebate_judge"
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+MAX_SEEN = 10**6
+
+Queue = list[tuple[Assignment, bool]]
+
+MESSAGES: dict[str, tuple[int, str, str]] = {
+    "sign_in": (401, "Please open your link", "Open the personal link the study lead gave you."),
+    "bad_link": (
+        403,
+        "Link not recognised",
+        "This link is not valid. Ask the study lead for yours.",
     ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-    "X-Frame-Options": "DENY",
+    "too_many": (
+        429,
+        "Too many attempts",
+        "Too many links or sessions that were not recognised. Wait a minute and retry.",
+    ),
+    "expired": (403, "Form expired", "This form was not sent from your page. Reload and retry."),
+    "not_found": (404, "Not found", "There is no such item in your queue."),
+    "answered": (200, "Already answered", "You have answered this one."),
+    "conflict": (
+        409,
+        "Already submitted",
+        "This answer was already recorded; your first answer counts.",
+    ),
+    "lead_only": (403, "Study lead only", "This page needs the study lead's link."),
+    "bad_form": (400, "Form not accepted", "The form could not be read."),
+    "signed_out": (200, "Signed out", "You are signed out."),
 }
 
 
-def csrf_token(token: str) -> str:
-    """The form token of a session: an HMAC of a fixed label under the judge's own secret."""
-    return hmac.new(token.encode("utf-8"), b"llmdebate-csrf", hashlib.sha256).hexdigest()[:32]
+def csrf_token(secret: str, label: str = "llmdebate-csrf") -> str:
+    """A form token: an HMAC of ``label`` under a secret (a session's, or the server's)."""
+    return hmac.new(secret.encode("utf-8"), label.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+
+def _same(sent: str | None, want: str) -> bool:
+    return hmac.compare_digest((sent or "").encode("utf-8"), want.encode("utf-8"))
 
 
 def templates() -> Environment:
@@ -79,57 +127,60 @@ def templates() -> Environment:
         loader=PackageLoader("llmdebate.judging", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
+    env.filters["bdi"] = bdi
     return env
 
 
-class LoginLimiter:
-    """At most ``limit`` failed logins per client address in any ``window`` seconds."""
+class Study:
+    """What every request needs: the database, the waiting debates, the templates, the limiter
+    and the addresses of trusted reverse proxies."""
 
     def __init__(
         self,
-        limit: int = 10,
-        window: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
-        max_clients: int = 10000,
+        run_dir: Path,
+        db_url: str | None = None,
+        limiter: LoginLimiter | None = None,
+        trusted_proxies: Collection[str] = (),
     ) -> None:
-        self.limit, self.window, self.clock, self.max_clients = limit, window, clock, max_clients
-        self.failures: OrderedDict[str, list[float]] = OrderedDict()
-
-    def _recent(self, addr: str) -> list[float]:
-        now = self.clock()
-        times = [t for t in self.failures.get(addr, []) if now - t < self.window]
-        if times:
-            self.failures[addr] = times
-        else:
-            self.failures.pop(addr, None)
-        return times
-
-    def retry_after(self, addr: str) -> float | None:
-        """Seconds until ``addr`` may try again, or None when it may now."""
-        times = self._recent(addr)
-        if len(times) < self.limit:
-            return None
-        return max(1.0, self.window - (self.clock() - times[-self.limit]))
-
-    def failed(self, addr: str) -> None:
-        self.failures[addr] = [*self._recent(addr), self.clock()]
-        self.failures.move_to_end(addr)
-        while len(self.failures) > self.max_clients:
-            self.failures.popitem(last=False)
-
-
-class Study:
-    """What every request needs: the database, the waiting debates, the templates."""
-
-    def __init__(self, run_dir: Path, db_url: str | None = None) -> None:
         self.run_dir = run_dir
         self.sessions: sessionmaker[Session] = connect(run_dir, db_url)
         self.waiting: dict[str, Transcript] = waiting_by_id(run_dir)
         self.env = templates()
+        self.limiter = limiter or LoginLimiter()
+        self.trusted = frozenset(trusted_proxies)
+        with self.sessions.begin() as s:
+            self.secret = app_secret(s)
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         body = self.env.get_template(name).render(**ctx)
-        return HTMLResponse(body, status_code=status, headers=HEADERS)
+        return HTMLResponse(body, status_code=status)
+
+    def message(self, key: str, text: str | None = None, **ctx: Any) -> HTMLResponse:
+        """The one page of every refusal and notice: :data:`MESSAGES` ``[key]``."""
+        status, title, default = MESSAGES[key]
+        return self.page("message.html", status, title=title, text=text or default, **ctx)
+
+    def too_many(self, wait: float) -> HTMLResponse:
+        page = self.message("too_many")
+        page.headers["Retry-After"] = str(math.ceil(wait))
+        return page
+
+
+def _study(request: Request) -> Study:
+    study: Study = request.app.state.study
+    return study
+
+
+@dataclass
+class Signed:
+    """A signed-in request: its judge and its session's secret (the cookie)."""
+
+    judge: Judge
+    secret: str
+
+    @property
+    def csrf(self) -> str:
+        return csrf_token(self.secret)
 
 
 def _by_token(study: Study, token: str) -> Judge | None:
@@ -137,289 +188,288 @@ def _by_token(study: Study, token: str) -> Judge | None:
         return judge_by_token(s, token)
 
 
-def _who(study: Study, request: Request) -> tuple[Judge | None, str]:
-    token = request.cookies.get(COOKIE, "")
-    return _by_token(study, token), token
-
-
-def _queue(study: Study, judge_id: str) -> list[tuple[Assignment, bool]]:
+def _by_session(study: Study, secret: str) -> Judge | None:
     with study.sessions() as s:
-        rows = list(
-            s.scalars(
-                select(Assignment)
-                .where(Assignment.judge_id == judge_id)
-                .order_by(Assignment.position)
-            )
-        )
-        done = set(s.scalars(select(Judgment.assignment_id).where(Judgment.judge_id == judge_id)))
-    return [(a, a.id in done) for a in rows]
+        return judge_by_session(s, secret)
 
 
-def _progress(queue: list[tuple[Assignment, bool]]) -> dict[str, int]:
-    return {"done": sum(d for _, d in queue), "total": len(queue)}
-
-
-def create_app(
-    run_dir: Path,
-    db_url: str | None = None,
-    *,
-    login_limit: int = 10,
-    login_window: float = 60.0,
-) -> Starlette:
-    """The app of one study (the run directory's waiting debates and its database).
-
-    ``login_limit``: failed logins allowed per client address in ``login_window`` seconds."""
-    study = Study(run_dir, db_url)
-    limiter = LoginLimiter(login_limit, login_window)
-
-    @asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        await run_in_threadpool(sync, study.sessions, run_dir, study.waiting)
-        yield
-
-    async def login(request: Request) -> Response:
-        addr = request.client.host if request.client else "?"
-        wait = limiter.retry_after(addr)
-        if wait is not None:
-            page = study.page(
-                "message.html",
-                429,
-                title="Too many attempts",
-                text="Too many links that were not recognised. Wait a minute and retry.",
-            )
-            page.headers["Retry-After"] = str(math.ceil(wait))
-            return page
-        token = str(request.path_params["token"])
-        judge = await run_in_threadpool(_by_token, study, token)
-        if judge is None:
-            limiter.failed(addr)
-            return study.page(
-                "message.html",
-                403,
-                title="Link not recognised",
-                text="This link is not valid. Ask the study lead for yours.",
-            )
-        resp = RedirectResponse("/lead" if judge.is_lead else "/", status_code=303)
-        resp.set_cookie(
-            COOKIE,
-            token,
-            httponly=True,
-            samesite="strict",
-            max_age=90 * 86400,
-            secure=request.url.scheme == "https",
-        )
-        return resp
-
-    async def logout(request: Request) -> Response:
-        judge, token = await run_in_threadpool(_who, study, request)
-        if judge is not None:
-            form = await request.form()
-            if not hmac.compare_digest(str(form.get("csrf", "")), csrf_token(token)):
-                return study.page(
-                    "message.html",
-                    403,
-                    title="Form expired",
-                    text="This form was not sent from your page. Reload and retry.",
-                )
-        resp = study.page("message.html", 200, title="Signed out", text="You are signed out.")
-        resp.delete_cookie(COOKIE)
-        return resp
-
-    async def home(request: Request) -> Response:
-        judge, token = await run_in_threadpool(_who, study, request)
-        if judge is None:
-            return study.page(
-                "message.html",
-                401,
-                title="Please open your link",
-                text="Open the personal link the study lead gave you.",
-            )
-        if judge.is_lead:
-            return RedirectResponse("/lead", status_code=303)
-        queue = await run_in_threadpool(_queue, study, judge.id)
-        nxt = next((a.id for a, d in queue if not d), None)
-        return study.page(
-            "home.html",
-            csrf=csrf_token(token),
-            judge=judge.id,
-            progress=_progress(queue),
-            next_id=nxt,
-            queue=[(n + 1, a.id, d) for n, (a, d) in enumerate(queue)],
-        )
-
-    async def next_item(request: Request) -> Response:
-        judge, _ = await run_in_threadpool(_who, study, request)
-        if judge is None or judge.is_lead:
-            return RedirectResponse("/", status_code=303)
-        queue = await run_in_threadpool(_queue, study, judge.id)
-        nxt = next((a.id for a, d in queue if not d), None)
-        return RedirectResponse(f"/a/{nxt}" if nxt else "/", status_code=303)
-
-    def _load(judge_id: str, aid: int) -> tuple[Assignment, bool, list[tuple[Assignment, bool]]]:
-        with study.sessions.begin() as s:
-            a = s.get(Assignment, aid)
-            if a is None or a.judge_id != judge_id:
-                raise NotFound(aid)
-            if a.started_at is None:
-                a.started_at = utcnow()
-        queue = _queue(study, judge_id)
-        done = next(d for q, d in queue if q.id == aid)
-        return a, done, queue
-
-    def _render_item(
-        judge: Judge,
-        token: str,
-        a: Assignment,
-        queue: list[tuple[Assignment, bool]],
-        status: int = 200,
-        error: str | None = None,
-        form: dict[str, str] | None = None,
-    ) -> HTMLResponse:
-        with study.sessions() as s:
-            settings = study_settings(s)
-        view = view_for(study.waiting[a.debate_id], a, settings)
-        position = next(n for n, (q, _) in enumerate(queue, start=1) if q.id == a.id)
-        return study.page(
-            "item.html",
-            status,
-            view=view,
-            aid=a.id,
-            csrf=csrf_token(token),
-            progress=_progress(queue),
-            position=position,
-            error=error,
-            form=form or {},
-        )
-
-    async def item(request: Request) -> Response:
-        judge, token = await run_in_threadpool(_who, study, request)
-        if judge is None:
-            return study.page(
-                "message.html",
-                401,
-                title="Please open your link",
-                text="Open the personal link the study lead gave you.",
-            )
-        aid = int(request.path_params["aid"])
-        try:
-            a, done, queue = await run_in_threadpool(_load, judge.id, aid)
-        except NotFound:
-            return study.page(
-                "message.html", 404, title="Not found", text="There is no such item in your queue."
-            )
-        if done:
-            return study.page(
-                "message.html",
-                200,
-                title="Already answered",
-                text="You have answered this one.",
-                next_link=True,
-            )
-        return _render_item(judge, token, a, queue)
-
-    async def post_item(request: Request) -> Response:
-        judge, token = await run_in_threadpool(_who, study, request)
-        if judge is None:
-            return study.page(
-                "message.html",
-                401,
-                title="Please open your link",
-                text="Open the personal link the study lead gave you.",
-            )
-        form = {k: str(v) for k, v in (await request.form()).items()}
-        if not hmac.compare_digest(form.get("csrf", ""), csrf_token(token)):
-            return study.page(
-                "message.html",
-                403,
-                title="Form expired",
-                text="This form was not sent from your page. Reload and retry.",
-            )
-        aid = int(request.path_params["aid"])
-        if form.get("action") == "reveal":
-            return await _reveal(judge, token, aid, form)
-
-        def save() -> None:
-            submit(study.sessions, run_dir, study.waiting, judge.id, aid, _submission(form))
-
-        refused = await _attempt(judge, token, aid, form, save)
-        return refused or RedirectResponse("/next", status_code=303)
-
-    async def _reveal(judge: Judge, token: str, aid: int, form: dict[str, str]) -> Response:
-        seen = form.get("seen", "")
-
-        def show() -> None:
-            reveal_next(
-                study.sessions, study.waiting, judge.id, aid, int(seen) if seen.isdigit() else None
-            )
-
-        refused = await _attempt(judge, token, aid, form, show)
-        if refused is not None:
-            return refused
-        a, _, queue = await run_in_threadpool(_load, judge.id, aid)
-        return _render_item(judge, token, a, queue, 200, None, form)
-
-    async def _attempt(
-        judge: Judge, token: str, aid: int, form: dict[str, str], action: Callable[[], None]
-    ) -> Response | None:
-        """Run ``action`` (in a thread); the page that refuses it, or None when it was done."""
-        try:
-            await run_in_threadpool(action)
-        except NotFound:
-            return study.page(
-                "message.html", 404, title="Not found", text="There is no such item in your queue."
-            )
-        except Conflict:
-            return study.page(
-                "message.html",
-                409,
-                title="Already submitted",
-                text="This answer was already recorded; your first answer counts.",
-                next_link=True,
-            )
-        except Invalid as exc:
-            a, _, queue = await run_in_threadpool(_load, judge.id, aid)
-            return _render_item(judge, token, a, queue, 400, str(exc), form)
+async def _current(request: Request) -> Signed | None:
+    """The live session of this request, if any (nothing counted against the client)."""
+    secret = request.cookies.get(COOKIE, "")
+    if not secret:
         return None
+    judge = await run_in_threadpool(_by_session, _study(request), secret)
+    return None if judge is None else Signed(judge, secret)
 
-    def _lead_only() -> Response:
-        return study.page(
-            "message.html",
-            403,
-            title="Study lead only",
-            text="This page needs the study lead's link.",
+
+async def _signed(request: Request, *, lead: bool = False) -> Signed | Response:
+    """The signed-in judge, or the page that refuses the request (an unknown cookie counts
+    as a failed sign-in of the client's address)."""
+    study = _study(request)
+    who = await _current(request)
+    if who is None:
+        if request.cookies.get(COOKIE):
+            addr = client_address(request, study.trusted)
+            wait = study.limiter.retry_after(addr)
+            if wait is not None:
+                return study.too_many(wait)
+            study.limiter.failed(addr)
+        return study.message("lead_only" if lead else "sign_in")
+    if who.judge.is_lead != lead:
+        return study.message("lead_only") if lead else RedirectResponse("/lead", 303)
+    return who
+
+
+def _sign_in(study: Study, request: Request, judge: Judge) -> Response:
+    def opened() -> str:
+        with study.sessions.begin() as s:
+            old = request.cookies.get(COOKIE, "")
+            if old:
+                revoke_session(s, old)
+            return open_session(s, judge.id)
+
+    secret = opened()
+    resp = RedirectResponse("/lead" if judge.is_lead else "/", status_code=303)
+    resp.set_cookie(
+        COOKIE,
+        secret,
+        httponly=True,
+        samesite="strict",
+        max_age=90 * 86400,
+        secure=is_https(request, study.trusted),
+    )
+    return resp
+
+
+async def login(request: Request) -> Response:
+    """A judge's link: signs in at once when opened directly; from another site, or while
+    another judge is signed in here, a page asks first (see :func:`confirm_login`)."""
+    study = _study(request)
+    token = str(request.path_params["token"])
+    judge = await run_in_threadpool(_by_token, study, token)
+    if judge is None:
+        return _failed_login(study, request)
+    who = await _current(request)
+    if who is not None and who.judge.id == judge.id:
+        return RedirectResponse("/lead" if judge.is_lead else "/", status_code=303)
+    if who is None and not cross_site(request):
+        return await run_in_threadpool(_sign_in, study, request, judge)
+    return study.page(
+        "login.html",
+        token=token,
+        csrf=csrf_token(study.secret, "login:" + token),
+        current=None if who is None else who.judge.id,
+    )
+
+
+def _failed_login(study: Study, request: Request) -> Response:
+    addr = client_address(request, study.trusted)
+    wait = study.limiter.retry_after(addr)
+    if wait is not None:
+        return study.too_many(wait)
+    study.limiter.failed(addr)
+    return study.message("bad_link")
+
+
+async def confirm_login(request: Request) -> Response:
+    """The sign-in page's button: a same-site POST with the server's form token for the link."""
+    study = _study(request)
+    token = str(request.path_params["token"])
+    try:
+        form = await read_form(request)
+    except BadForm as exc:
+        return study.message("bad_form", str(exc))
+    if cross_site(request) or not _same(
+        form.get("csrf"), csrf_token(study.secret, "login:" + token)
+    ):
+        return study.message("expired")
+    judge = await run_in_threadpool(_by_token, study, token)
+    if judge is None:
+        return _failed_login(study, request)
+    return await run_in_threadpool(_sign_in, study, request, judge)
+
+
+async def logout(request: Request) -> Response:
+    """Sign out: a same-site POST with the form token; the session is revoked server-side."""
+    study = _study(request)
+    who = await _current(request)
+    try:
+        form = await read_form(request)
+    except BadForm:
+        form = {}
+    if who is None or cross_site(request) or not _same(form.get("csrf"), who.csrf):
+        return study.message("expired")
+
+    def revoke() -> None:
+        with study.sessions.begin() as s:
+            revoke_session(s, who.secret)
+
+    await run_in_threadpool(revoke)
+    resp = study.message("signed_out")
+    resp.delete_cookie(COOKIE, httponly=True, samesite="strict")
+    return resp
+
+
+def _queue(study: Study, judge_id: str) -> Queue:
+    with study.sessions() as s:
+        return queue(s, judge_id)
+
+
+def _progress(q: Queue) -> dict[str, int]:
+    return {"done": sum(d for _, d in q), "total": len(q)}
+
+
+def _next_open(q: Queue) -> int | None:
+    return next((a.id for a, d in q if not d), None)
+
+
+async def home(request: Request) -> Response:
+    study = _study(request)
+    who = await _signed(request)
+    if not isinstance(who, Signed):
+        return who
+    q = await run_in_threadpool(_queue, study, who.judge.id)
+    return study.page(
+        "home.html",
+        csrf=who.csrf,
+        judge=who.judge.id,
+        progress=_progress(q),
+        next_id=_next_open(q),
+        queue=[(n + 1, a.id, d) for n, (a, d) in enumerate(q)],
+    )
+
+
+async def next_item(request: Request) -> Response:
+    who = await _signed(request)
+    if not isinstance(who, Signed):
+        return RedirectResponse("/", status_code=303)
+    q = await run_in_threadpool(_queue, _study(request), who.judge.id)
+    nxt = _next_open(q)
+    return RedirectResponse(f"/a/{nxt}" if nxt else "/", status_code=303)
+
+
+def _load(study: Study, judge_id: str, aid: int) -> tuple[Assignment, bool, Queue]:
+    """An own assignment (marked started), whether it is answered, and the judge's queue."""
+    with study.sessions.begin() as s:
+        a = s.get(Assignment, aid)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(aid)
+        if a.started_at is None:
+            a.started_at = utcnow()
+    q = _queue(study, judge_id)
+    return a, next(d for x, d in q if x.id == aid), q
+
+
+def _item_page(
+    study: Study,
+    who: Signed,
+    aid: int,
+    status: int = 200,
+    error: str | None = None,
+    form: dict[str, str] | None = None,
+) -> HTMLResponse:
+    a, done, q = _load(study, who.judge.id, aid)
+    if done and status == 200:
+        return study.message("answered", next_link=True)
+    with study.sessions() as s:
+        settings = study_settings(s)
+    return study.page(
+        "item.html",
+        status,
+        view=view_for(study.waiting[a.debate_id], a, settings),
+        aid=a.id,
+        csrf=who.csrf,
+        progress=_progress(q),
+        position=next(n for n, (x, _) in enumerate(q, start=1) if x.id == a.id),
+        error=error,
+        form=form or {},
+    )
+
+
+async def item(request: Request) -> Response:
+    study = _study(request)
+    who = await _signed(request)
+    if not isinstance(who, Signed):
+        return who
+    aid = parse_id(str(request.path_params["aid"]))
+    if aid is None:
+        return study.message("not_found")
+    return await _attempt(study, who, aid, {}, lambda: None)
+
+
+async def post_item(request: Request) -> Response:
+    """A verdict, or (stepped reveal) a request for the next turn."""
+    study = _study(request)
+    who = await _signed(request)
+    if not isinstance(who, Signed):
+        return who
+    aid = parse_id(str(request.path_params["aid"]))
+    if aid is None:
+        return study.message("not_found")
+    try:
+        form = await read_form(request)
+    except BadForm as exc:
+        return study.message("bad_form", str(exc))
+    if not _same(form.get("csrf"), who.csrf):
+        return study.message("expired")
+    if form.get("action") == "reveal":
+        seen_raw = form.get("seen", "")
+        seen = parse_id(seen_raw) if seen_raw else None
+        if seen_raw and (seen is None or seen > MAX_SEEN):
+            return study.message("bad_form", "seen must be a whole number of turns")
+        return await _attempt(
+            study,
+            who,
+            aid,
+            form,
+            lambda: reveal_next(study.sessions, study.waiting, who.judge.id, aid, seen),
         )
 
-    async def lead(request: Request) -> Response:
-        judge, token = await run_in_threadpool(_who, study, request)
-        if judge is None or not judge.is_lead:
-            return _lead_only()
-        data = await run_in_threadpool(lead_progress, study.sessions)
-        return study.page("lead.html", csrf=csrf_token(token), **data)
+    def save() -> Response:
+        sub = _submission(form)
+        submit(study.sessions, study.run_dir, study.waiting, who.judge.id, aid, sub)
+        return RedirectResponse("/next", status_code=303)
 
-    async def export(request: Request) -> Response:
-        judge, _ = await run_in_threadpool(_who, study, request)
-        if judge is None or not judge.is_lead:
-            return _lead_only()
-        text = await run_in_threadpool(export_csv, study.sessions)
-        return Response(
-            text,
-            media_type="text/csv",
-            headers={**HEADERS, "Content-Disposition": 'attachment; filename="judgments.csv"'},
-        )
+    return await _attempt(study, who, aid, form, save)
 
-    static = Path(__file__).with_name("static")
-    routes = [
-        Route("/", home),
-        Route("/login/{token}", login),
-        Route("/logout", logout, methods=["POST"]),
-        Route("/next", next_item),
-        Route("/a/{aid:int}", item, methods=["GET"]),
-        Route("/a/{aid:int}", post_item, methods=["POST"]),
-        Route("/lead", lead),
-        Route("/lead/judgments.csv", export),
-        Mount("/static", StaticFiles(directory=static), name="static"),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan)
+
+async def _attempt(
+    study: Study, who: Signed, aid: int, form: dict[str, str], action: Callable[[], Any]
+) -> Response:
+    """Run ``action`` (in a thread); the response it returns, else the item page as it is
+    now, or the page that refuses it."""
+
+    def run() -> Response:
+        done = action()
+        return done if isinstance(done, Response) else _item_page(study, who, aid, form=form)
+
+    try:
+        return await run_in_threadpool(run)
+    except NotFound:
+        return study.message("not_found")
+    except Conflict:
+        return study.message("conflict", next_link=True)
+    except Invalid as exc:
+        return await run_in_threadpool(_item_page, study, who, aid, 400, str(exc), form)
+
+
+async def lead(request: Request) -> Response:
+    study = _study(request)
+    who = await _signed(request, lead=True)
+    if not isinstance(who, Signed):
+        return who
+    data = await run_in_threadpool(lead_progress, study.sessions)
+    return study.page("lead.html", csrf=who.csrf, **data)
+
+
+async def export(request: Request) -> Response:
+    study = _study(request)
+    who = await _signed(request, lead=True)
+    if not isinstance(who, Signed):
+        return who
+    text = await run_in_threadpool(export_csv, study.sessions)
+    disposition = 'attachment; filename="judgments.csv"'
+    return Response(text, media_type="text/csv", headers={"Content-Disposition": disposition})
 
 
 def _number(form: dict[str, str], key: str) -> float | None:
@@ -436,10 +486,8 @@ def _number(form: dict[str, str], key: str) -> float | None:
 
 
 def _submission(form: dict[str, str]) -> Submission:
-    verdict_raw = form.get("verdict")
-    verdict = {"1": 1, "0": 0}.get(verdict_raw or "")
-    use_p = form.get("use_probability") == "on"
-    p = _number(form, "probability") if use_p else None
+    verdict = {"1": 1, "0": 0}.get(form.get("verdict") or "")
+    p = _number(form, "probability") if form.get("use_probability") == "on" else None
     p_first = _number(form, "p")
     active = _number(form, "active_s")
     return Submission(
@@ -452,75 +500,55 @@ def _submission(form: dict[str, str]) -> Submission:
     )
 
 
-def lead_progress(sessions: sessionmaker[Session]) -> dict[str, Any]:
-    """Assigned and judged counts per judge and per protocol, and judged time per judge."""
-    with sessions() as s:
-        rows = list(s.scalars(select(Assignment)))
-        judged = {
-            j.assignment_id: j
-            for j in s.scalars(select(Judgment).where(Judgment.assignment_id.is_not(None)))
-        }
-    per_judge: dict[str, Counter[str]] = defaultdict(Counter)
-    per_protocol: dict[str, Counter[str]] = defaultdict(Counter)
-    seconds: dict[str, list[float]] = defaultdict(list)
-    for a in rows:
-        per_judge[a.judge_id]["assigned"] += 1
-        per_protocol[a.protocol]["assigned"] += 1
-        j = judged.get(a.id)
-        if j is not None:
-            per_judge[a.judge_id]["done"] += 1
-            per_protocol[a.protocol]["done"] += 1
-            if j.active_s is not None:
-                seconds[a.judge_id].append(j.active_s)
-    with sessions() as s:
-        machines = Counter(
-            s.scalars(select(Judgment.judge_id).where(Judgment.assignment_id.is_(None)))
-        )
-    return {
-        "machines": sorted(machines.items()),
-        "judges": [
-            (
-                jid,
-                c["done"],
-                c["assigned"],
-                round(sum(seconds[jid]) / len(seconds[jid]), 1) if seconds[jid] else None,
-            )
-            for jid, c in sorted(per_judge.items())
-        ],
-        "protocols": [(p, c["done"], c["assigned"]) for p, c in sorted(per_protocol.items())],
-        "done": sum(1 for a in rows if a.id in judged),
-        "total": len(rows),
-    }
+class JudgingApp(Starlette):
+    """Starlette that adds :data:`.guard.HEADERS` to every response it sends (pages,
+    redirects, static files, error pages, a 500 included) unless the response set its own."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for key, value in HEADERS.items():
+                    if key not in headers:
+                        headers[key] = value
+            await send(message)
+
+        await super().__call__(scope, receive, send_guarded if scope["type"] == "http" else send)
 
 
-EXPORT_FIELDS = (
-    "id",
-    "kind",
-    "assignment_id",
-    "judge_id",
-    "debate_id",
-    "verdict",
-    "probability",
-    "p_first",
-    "explanation",
-    "shown_digest",
-    "started_at",
-    "submitted_at",
-    "active_s",
-    "interface",
-    "turns_revealed",
-    "settings",
-)
+ROUTES = [
+    Route("/", home),
+    Route("/login/{token}", login, methods=["GET"]),
+    Route("/login/{token}", confirm_login, methods=["POST"]),
+    Route("/logout", logout, methods=["POST"]),
+    Route("/next", next_item),
+    Route("/a/{aid}", item, methods=["GET"]),
+    Route("/a/{aid}", post_item, methods=["POST"]),
+    Route("/lead", lead),
+    Route("/lead/judgments.csv", export),
+    Mount("/static", StaticFiles(directory=Path(__file__).with_name("static")), name="static"),
+]
 
 
-def export_csv(sessions: sessionmaker[Session]) -> str:
-    """Every judgment as CSV (for the study lead)."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(EXPORT_FIELDS)
-    with sessions() as s:
-        for j in s.scalars(select(Judgment).order_by(Judgment.id)):
-            row = [getattr(j, f) for f in EXPORT_FIELDS]
-            row[-1] = json.dumps(j.settings, sort_keys=True)
-            w.writerow(row)
-    return buf.getvalue()
+def create_app(
+    run_dir: Path,
+    db_url: str | None = None,
+    *,
+    login_limit: int = 10,
+    login_window: float = 60.0,
+    trusted_proxies: Collection[str] = (),
+) -> Starlette:
+    """The app of one study (the run directory's waiting debates and its database).
+
+    ``login_limit``: failed sign-ins allowed per client address in ``login_window`` seconds;
+    ``trusted_proxies``: addresses whose ``X-Forwarded-For``/``-Proto`` are believed."""
+    study = Study(run_dir, db_url, LoginLimiter(login_limit, login_window), trusted_proxies)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        await run_in_threadpool(sync, study.sessions, run_dir, study.waiting)
+        yield
+
+    app = JudgingApp(routes=ROUTES, lifespan=lifespan)
+    app.state.study = study
+    return app

@@ -18,9 +18,10 @@ comes from the study seed, recorded in the database.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import secrets
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -152,7 +153,10 @@ def waiting_debates(run_dir: Path) -> list[Transcript]:
     out: list[Transcript] = []
     for i in sorted(by_item):
         group = by_item[i]
-        variants = {p: sorted(t.id for t in group if t.protocol == p) for p in protocols}
+        ids: dict[str, list[str]] = defaultdict(list)
+        for t in group:
+            ids[t.protocol].append(t.id)
+        variants = {p: sorted(v) for p, v in ids.items()}
 
         def key(t: Transcript, i: int = i, variants: dict[str, list[str]] = variants) -> Any:
             vs = variants[t.protocol]
@@ -165,6 +169,34 @@ def waiting_debates(run_dir: Path) -> list[Transcript]:
     return out
 
 
+def side(t: Transcript) -> str:
+    """The debate's side of its item within its protocol (``honest`` / ``dishonest``,
+    ``order-0`` / ``order-1``): which answer the assigned speaker defends, or which is shown
+    first. Each judge's sides are balanced as their protocols are."""
+    return str(t.meta.get("variant", ""))
+
+
+@dataclass
+class Loads:
+    """Each judge's work so far: assignments, per protocol, per (protocol, side), the items
+    they have, the judges of each debate and each judge's last queue position."""
+
+    total: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    protocol: Counter[tuple[str, str]] = field(default_factory=Counter)
+    side: Counter[tuple[str, tuple[str, str]]] = field(default_factory=Counter)
+    items: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    judges: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    last_pos: dict[str, int] = field(default_factory=lambda: defaultdict(lambda: -1))
+
+    def add(self, judge: str, item: str, debate: str, protocol: str, side: str | None) -> None:
+        self.total[judge] += 1
+        self.protocol[judge, protocol] += 1
+        if side is not None:
+            self.side[judge, (protocol, side)] += 1
+        self.items[judge].add(item)
+        self.judges[debate].add(judge)
+
+
 def assign(
     sessions: sessionmaker[Session], run_dir: Path, judges: JudgesFile, per_item: int
 ) -> AssignResult:
@@ -172,82 +204,27 @@ def assign(
     if per_item < 1:
         raise UserError(f"--per-item must be at least 1 (got {per_item})")
     debates = waiting_debates(run_dir)
+    sides = {t.id: side(t) for t in debates}
     res = AssignResult(waiting=len(debates))
     with sessions.begin() as s:
-        seed = get_setting(s, "seed")
-        if seed is None:
-            for key, value in judges.study.model_dump().items():
-                set_setting(s, key, value)
-            seed = judges.study.seed
-        context = get_setting(s, "context", "none")
-        if s.get(Judge, LEAD_ID) is None:
-            tok = new_token()
-            s.add(Judge(id=LEAD_ID, token_hash=token_hash(tok), is_lead=True))
-            res.tokens[LEAD_ID] = tok
-        for entry in judges.judges:
-            if s.get(Judge, entry.id) is None:
-                tok = new_token()
-                s.add(Judge(id=entry.id, token_hash=token_hash(tok)))
-                res.tokens[entry.id] = tok
-        s.flush()
+        seed, context = _study_setup(s, judges, res)
         active = [j.id for j in judges.judges]
         existing = list(s.scalars(select(Assignment)))
-        load: dict[str, int] = defaultdict(int)
-        proto_load: dict[tuple[str, str], int] = defaultdict(int)
-        items: dict[str, set[str]] = defaultdict(set)
-        per_debate: dict[str, set[str]] = defaultdict(set)
-        last_pos: dict[str, int] = defaultdict(lambda: -1)
+        loads = Loads()
         for a in existing:
-            load[a.judge_id] += 1
-            proto_load[a.judge_id, a.protocol] += 1
-            items[a.judge_id].add(a.item_id)
-            per_debate[a.debate_id].add(a.judge_id)
-            last_pos[a.judge_id] = max(last_pos[a.judge_id], a.position)
+            loads.add(a.judge_id, a.item_id, a.debate_id, a.protocol, sides.get(a.debate_id))
+            loads.last_pos[a.judge_id] = max(loads.last_pos[a.judge_id], a.position)
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
         rank = {j: int(r) for j, r in zip(active, rng.permutation(len(active)), strict=True)}
-        placed: list[list[Any]] = []  # [item, debate, judge] of every new assignment
-        by_item: dict[str, list[Transcript]] = defaultdict(list)
-        for t in debates:
-            by_item[item_id(t)].append(t)
-        for item, group in by_item.items():
-            # the debates of this item that can get all their judges, in the rotated order
-            free = [j for j in active if item not in items[j]]
-            slots: list[Transcript] = []
-            for t in group:
-                need = per_item - len(per_debate[t.id])
-                if need <= 0:
-                    continue
-                if len(free) - len(slots) < need:
-                    res.short.append(t.id)  # a debate gets all its judges or waits for more
-                    continue
-                slots += [t] * need
-            # fill the slots pair by pair: the judge with the least work, then the least of
-            # that protocol, then the seeded order
-            while slots:
-                t, j = min(
-                    ((t, j) for t in slots for j in free if j not in per_debate[t.id]),
-                    key=lambda tj: (
-                        load[tj[1]],
-                        proto_load[tj[1], tj[0].protocol],
-                        rank[tj[1]],
-                        tj[0].id,
-                    ),
-                )
-                slots.remove(t)
-                free.remove(j)
-                load[j] += 1
-                proto_load[j, t.protocol] += 1
-                items[j].add(item)
-                per_debate[t.id].add(j)
-                placed.append([item, t, j])
-        _balance(placed, proto_load, per_debate)
+        placed = _place(debates, active, rank, loads, per_item, res)
+        _balance(placed, loads)
         new: dict[str, list[tuple[str, Transcript]]] = defaultdict(list)
         for item, t, j in placed:
             new[j].append((item, t))
         protocols: list[str] = sorted({str(t.protocol) for t in debates}, key=_protocol_rank)
         for j in active:
-            queue = _latin_order(new[j], protocols, active.index(j))
-            for n, (item, t) in enumerate(queue, start=last_pos[j] + 1):
+            mine = _latin_order(new[j], protocols, active.index(j))
+            for n, (item, t) in enumerate(mine, start=loads.last_pos[j] + 1):
                 s.add(
                     Assignment(
                         judge_id=j,
@@ -264,52 +241,129 @@ def assign(
     return res
 
 
-def _balance(
-    placed: list[list[Any]],
-    proto_load: dict[tuple[str, str], int],
-    per_debate: dict[str, set[str]],
-    passes: int = 50,
-) -> None:
+def _study_setup(s: Session, judges: JudgesFile, res: AssignResult) -> tuple[int, str]:
+    """The study's seed and context (its settings recorded on the first run); the lead and
+    every new judge created, their tokens in ``res``."""
+    seed = get_setting(s, "seed")
+    if seed is None:
+        for key, value in judges.study.model_dump().items():
+            set_setting(s, key, value)
+        seed = judges.study.seed
+    context = str(get_setting(s, "context", "none"))
+    if s.get(Judge, LEAD_ID) is None:
+        tok = new_token()
+        s.add(Judge(id=LEAD_ID, token_hash=token_hash(tok), is_lead=True))
+        res.tokens[LEAD_ID] = tok
+    for entry in judges.judges:
+        if s.get(Judge, entry.id) is None:
+            tok = new_token()
+            s.add(Judge(id=entry.id, token_hash=token_hash(tok)))
+            res.tokens[entry.id] = tok
+    s.flush()
+    return int(seed), context
+
+
+def _place(
+    debates: list[Transcript],
+    active: list[str],
+    rank: dict[str, int],
+    loads: Loads,
+    per_item: int,
+    res: AssignResult,
+) -> list[list[Any]]:
+    """Fill every debate's free judge slots; returns [item, debate, judge] of each new one."""
+    placed: list[list[Any]] = []
+    by_item: dict[str, list[Transcript]] = defaultdict(list)
+    for t in debates:
+        by_item[item_id(t)].append(t)
+    for item, group in by_item.items():
+        # the debates of this item that can get all their judges, in the rotated order
+        free = [j for j in active if item not in loads.items[j]]
+        slots: list[Transcript] = []
+        for t in group:
+            need = per_item - len(loads.judges[t.id])
+            if need <= 0:
+                continue
+            if len(free) - len(slots) < need:
+                res.short.append(t.id)  # a debate gets all its judges or waits for more
+                continue
+            slots += [t] * need
+        # fill the slots pair by pair: the judge with the least work, then the least of that
+        # protocol, then the least of that side, then the seeded order
+        while slots:
+            t, j = min(
+                ((t, j) for t in slots for j in free if j not in loads.judges[t.id]),
+                key=lambda tj: (
+                    loads.total[tj[1]],
+                    loads.protocol[tj[1], tj[0].protocol],
+                    loads.side[tj[1], (tj[0].protocol, side(tj[0]))],
+                    rank[tj[1]],
+                    tj[0].id,
+                ),
+            )
+            slots.remove(t)
+            free.remove(j)
+            loads.add(j, item, t.id, t.protocol, side(t))
+            placed.append([item, t, j])
+    return placed
+
+
+def _gain(counts: Counter[tuple[str, Any]], a: str, b: str, x: Any, y: Any) -> int:
+    """How much the sum of squared counts falls when judge ``a`` trades an ``x`` for a ``y``
+    and judge ``b`` a ``y`` for an ``x``."""
+    if x == y:
+        return 0
+    before = counts[a, x] ** 2 + counts[a, y] ** 2 + counts[b, x] ** 2 + counts[b, y] ** 2
+    after = (
+        (counts[a, x] - 1) ** 2
+        + (counts[a, y] + 1) ** 2
+        + (counts[b, x] + 1) ** 2
+        + (counts[b, y] - 1) ** 2
+    )
+    return before - after
+
+
+def _trade(counts: Counter[tuple[str, Any]], a: str, b: str, x: Any, y: Any) -> None:
+    counts[a, x] -= 1
+    counts[a, y] += 1
+    counts[b, y] -= 1
+    counts[b, x] += 1
+
+
+def _balance(placed: list[list[Any]], loads: Loads, passes: int = 50) -> None:
     """Swap judges between two new assignments of one item while that evens out each judge's
-    protocols (the sum of squared per-protocol counts falls); workloads do not change."""
+    protocols, or keeps them and evens out each judge's sides (honest / dishonest, gold shown
+    first / second); workloads do not change."""
     by_item: dict[str, list[list[Any]]] = defaultdict(list)
     for entry in placed:
         by_item[entry[0]].append(entry)
     for _ in range(passes):
         changed = False
         for group in by_item.values():
-            for x in group:
-                for y in group:
-                    a, b = x[2], y[2]
-                    p, q = x[1].protocol, y[1].protocol
-                    if a == b or p == q or a in per_debate[y[1].id] or b in per_debate[x[1].id]:
-                        continue
-                    before = (
-                        proto_load[a, p] ** 2
-                        + proto_load[a, q] ** 2
-                        + proto_load[b, p] ** 2
-                        + proto_load[b, q] ** 2
-                    )
-                    after = (
-                        (proto_load[a, p] - 1) ** 2
-                        + (proto_load[a, q] + 1) ** 2
-                        + (proto_load[b, p] + 1) ** 2
-                        + (proto_load[b, q] - 1) ** 2
-                    )
-                    if after >= before:
-                        continue
-                    proto_load[a, p] -= 1
-                    proto_load[a, q] += 1
-                    proto_load[b, q] -= 1
-                    proto_load[b, p] += 1
-                    per_debate[x[1].id].discard(a)
-                    per_debate[y[1].id].discard(b)
-                    per_debate[x[1].id].add(b)
-                    per_debate[y[1].id].add(a)
-                    x[2], y[2] = b, a
-                    changed = True
+            for x, y in itertools.permutations(group, 2):
+                changed |= _try_swap(x, y, loads)
         if not changed:
             return
+
+
+def _try_swap(x: list[Any], y: list[Any], loads: Loads) -> bool:
+    a, b = x[2], y[2]
+    tx, ty = x[1], y[1]
+    if a == b or a in loads.judges[ty.id] or b in loads.judges[tx.id]:
+        return False
+    p, q = tx.protocol, ty.protocol
+    sx, sy = (p, side(tx)), (q, side(ty))
+    gain = (_gain(loads.protocol, a, b, p, q), _gain(loads.side, a, b, sx, sy))
+    if gain <= (0, 0):
+        return False
+    _trade(loads.protocol, a, b, p, q)
+    _trade(loads.side, a, b, sx, sy)
+    loads.judges[tx.id].discard(a)
+    loads.judges[ty.id].discard(b)
+    loads.judges[tx.id].add(b)
+    loads.judges[ty.id].add(a)
+    x[2], y[2] = b, a
+    return True
 
 
 def _latin_order(

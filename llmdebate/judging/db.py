@@ -10,6 +10,7 @@ Tokens are stored only as SHA-256 digests.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,17 @@ class Assignment(Base):
     """Stepped reveal: how many turns this judge has asked to see (kept across reloads)."""
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class WebSession(Base):
+    """A signed-in browser: the digest of its cookie, its judge, and whether it was revoked
+    (signing out revokes it, so a copied cookie stops working too)."""
+
+    __tablename__ = "web_sessions"
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    judge_id: Mapped[str] = mapped_column(ForeignKey("judges.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 JUDGMENT_KINDS = ("human", "llm", "oracle")
@@ -186,3 +198,46 @@ def judge_by_token(s: Session, token: str) -> Judge | None:
     if not token or len(token) > 200:
         return None
     return s.scalars(select(Judge).where(Judge.token_hash == token_hash(token))).first()
+
+
+def queue(s: Session, judge_id: str) -> list[tuple[Assignment, bool]]:
+    """A judge's assignments in queue order, each with whether it is answered."""
+    rows = list(
+        s.scalars(
+            select(Assignment).where(Assignment.judge_id == judge_id).order_by(Assignment.position)
+        )
+    )
+    done = set(s.scalars(select(Judgment.assignment_id).where(Judgment.judge_id == judge_id)))
+    return [(a, a.id in done) for a in rows]
+
+
+def open_session(s: Session, judge_id: str) -> str:
+    """A new signed-in session of ``judge_id``; returns its secret (the cookie value)."""
+    secret = secrets.token_urlsafe(32)
+    s.add(WebSession(id_hash=token_hash(secret), judge_id=judge_id))
+    return secret
+
+
+def judge_by_session(s: Session, secret: str) -> Judge | None:
+    """The judge of a live (not revoked) session, or None."""
+    if not secret or len(secret) > 200:
+        return None
+    row = s.get(WebSession, token_hash(secret))
+    if row is None or row.revoked_at is not None:
+        return None
+    return s.get(Judge, row.judge_id)
+
+
+def revoke_session(s: Session, secret: str) -> None:
+    row = s.get(WebSession, token_hash(secret))
+    if row is not None and row.revoked_at is None:
+        row.revoked_at = utcnow()
+
+
+def app_secret(s: Session) -> str:
+    """The study's server secret (form tokens of the sign-in page), made on first use."""
+    value = get_setting(s, "app_secret")
+    if value is None:
+        value = secrets.token_hex(32)
+        set_setting(s, "app_secret", value)
+    return str(value)

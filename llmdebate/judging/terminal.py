@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
-from sqlalchemy import select
 
 from llmdebate.errors import UserError
+from llmdebate.judging.bidi import isolate
 from llmdebate.judging.complete import (
     Conflict,
     Invalid,
@@ -28,16 +28,21 @@ from llmdebate.judging.complete import (
     view_for,
     waiting_by_id,
 )
-from llmdebate.judging.db import Assignment, Judge, Judgment, connect, utcnow
+from llmdebate.judging.db import Assignment, Judge, connect, queue, utcnow
 
 NEXT = "next"  # what _ask returns when the judge asks for the next turn
+
+
+def _text(value: object) -> str:
+    """A model- or dataset-written string for rich: markup escaped, direction isolated."""
+    return escape(isolate(value))
 
 
 def _turn(console: Console, t: dict[str, Any]) -> None:
     head = f"{t['speaker']}, round {t['round']}"
     if t.get("position"):
-        head += f" — arguing for “{t['position']}”"
-    console.print(Panel(escape(str(t["text"])), title=escape(head)))
+        head += f" — arguing for “{_text(t['position'])}”"
+    console.print(Panel(_text(t["text"]), title=head))
 
 
 def _more(view: dict[str, Any]) -> str:
@@ -48,20 +53,20 @@ def _more(view: dict[str, Any]) -> str:
 def _show(console: Console, view: dict[str, Any], n: int, total: int) -> None:
     console.rule(f"Item {n} of {total}")
     if view.get("protocol"):
-        console.print(f"[dim]Protocol:[/dim] {escape(str(view['protocol']))}")
+        console.print(f"[dim]Protocol:[/dim] {_text(str(view['protocol']))}")
     if view["kind"] == "leaf":
         for step in view.get("path") or []:
-            console.print(f"[dim]reached from:[/dim] {escape(step['claim'])}")
+            console.print(f"[dim]reached from:[/dim] {_text(step['claim'])}")
         if view.get("passage"):
-            console.print(Panel(escape(str(view["passage"])), title="Passage"))
-        console.print(Panel(escape(str(view["claim"])), title="Claim"))
-        console.print(Panel(escape(str(view["evidence"])), title="Evidence"))
+            console.print(Panel(_text(str(view["passage"])), title="Passage"))
+        console.print(Panel(_text(str(view["claim"])), title="Claim"))
+        console.print(Panel(_text(str(view["evidence"])), title="Evidence"))
         return
-    console.print(Panel(escape(str(view["question"])), title="Question"))
+    console.print(Panel(_text(str(view["question"])), title="Question"))
     if view.get("passage"):
-        console.print(Panel(escape(str(view["passage"])), title="Passage"))
+        console.print(Panel(_text(str(view["passage"])), title="Passage"))
     for i, a in enumerate(view["answers"], start=1):
-        console.print(f"[bold]Answer {i}:[/bold] {escape(str(a))}")
+        console.print(f"[bold]Answer {i}:[/bold] {_text(str(a))}")
     for t in view["turns"]:
         _turn(console, t)
     if view.get("stepped"):
@@ -125,18 +130,11 @@ def run_terminal(
         judge = s.get(Judge, judge_id)
         if judge is None or judge.is_lead:
             raise UserError(f"--judge-id {judge_id!r}: no such judge in this study")
-        queue = list(
-            s.scalars(
-                select(Assignment)
-                .where(Assignment.judge_id == judge_id)
-                .order_by(Assignment.position)
-            )
-        )
-        done = set(s.scalars(select(Judgment.assignment_id).where(Judgment.judge_id == judge_id)))
+        mine = queue(s, judge_id)
     judged = 0
-    console.print(f"{len(done)} of {len(queue)} items done.")
-    for n, a in enumerate(queue, start=1):
-        if a.id in done:
+    console.print(f"{sum(d for _, d in mine)} of {len(mine)} items done.")
+    for n, (a, done) in enumerate(mine, start=1):
+        if done:
             continue
         with sessions.begin() as s:
             row = s.get(Assignment, a.id)
@@ -147,7 +145,7 @@ def run_terminal(
             assert row is not None
             study = study_settings(s)
             view = view_for(waiting[a.debate_id], row, study)
-        _show(console, view, n, len(queue))
+        _show(console, view, n, len(mine))
         start = time.monotonic()
         while True:
             try:
