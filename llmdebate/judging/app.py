@@ -160,6 +160,11 @@ class Study:
         status, title, default = MESSAGES[key]
         return self.page("message.html", status, title=title, text=text or default, **ctx)
 
+    def bad_form(self, exc: BadForm) -> HTMLResponse:
+        page = self.message("bad_form", str(exc))
+        page.status_code = exc.status
+        return page
+
     def too_many(self, wait: float) -> HTMLResponse:
         page = self.message("too_many")
         page.headers["Retry-After"] = str(math.ceil(wait))
@@ -278,7 +283,7 @@ async def confirm_login(request: Request) -> Response:
     try:
         form = await read_form(request)
     except BadForm as exc:
-        return study.message("bad_form", str(exc))
+        return study.bad_form(exc)
     if cross_site(request) or not _same(
         form.get("csrf"), csrf_token(study.secret, "login:" + token)
     ):
@@ -409,7 +414,7 @@ async def post_item(request: Request) -> Response:
     try:
         form = await read_form(request)
     except BadForm as exc:
-        return study.message("bad_form", str(exc))
+        return study.bad_form(exc)
     if not _same(form.get("csrf"), who.csrf):
         return study.message("expired")
     if form.get("action") == "reveal":
