@@ -25,6 +25,7 @@ SCRIPTED = {
     "options": {"responder": f"{FIXTURE}:responder", "probabilities": f"{FIXTURE}:probabilities"},
 }
 DIVISORS = REPO / "datasets" / "divisors.jsonl"
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE
 HOSTILE = "<script>alert('x')</script> {{ 7*7 }} {% if 1 %}J{% endif %}"
 
 
@@ -67,6 +68,24 @@ def hostile_dataset(tmp: Path, n: int = 3) -> Path:
             "choices": [f"yes {HOSTILE}", "no"],
             "answer": f"yes {HOSTILE}",
             "context": f"Passage {HOSTILE}",
+        }
+        for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def rlo_dataset(tmp: Path, n: int = 3) -> Path:
+    """Items whose passage, question and answers each carry an unclosed RIGHT-TO-LEFT OVERRIDE
+    (and one a stray POP DIRECTIONAL ISOLATE, which would close an isolate it sits in)."""
+    path = tmp / "rlo.jsonl"
+    rows = [
+        {
+            "id": f"r{i}",
+            "question": f"Is {RLO}this question\u2069 reversed {i}?",
+            "choices": [f"yes {RLO}indeed", "no"],
+            "answer": f"yes {RLO}indeed",
+            "context": f"A passage {RLO}that overrides the page",
         }
         for i in range(n)
     ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,7 +14,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from judging_study import assign, free_port, make_run, start_server, write_judges
+from judging_study import RLO, assign, free_port, make_run, rlo_dataset, start_server, write_judges
 from rich.console import Console
 from sqlalchemy import select
 from starlette.testclient import TestClient
@@ -30,26 +29,7 @@ from llmdebate.judging.terminal import _show
 from llmdebate.rundir import JUDGED_FILE
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
-RLO = "\u202e"
 CROSS = {"sec-fetch-site": "cross-site"}
-
-
-def rlo_dataset(tmp: Path, n: int = 3) -> Path:
-    """Items whose passage, question and answers each carry an unclosed RIGHT-TO-LEFT OVERRIDE
-    (and one a stray POP DIRECTIONAL ISOLATE, which would close an isolate it sits in)."""
-    path = tmp / "rlo.jsonl"
-    rows = [
-        {
-            "id": f"r{i}",
-            "question": f"Is {RLO}this question{PDI} reversed {i}?",
-            "choices": [f"yes {RLO}indeed", "no"],
-            "answer": f"yes {RLO}indeed",
-            "context": f"A passage {RLO}that overrides the page",
-        }
-        for i in range(n)
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 @pytest.fixture(scope="module")
