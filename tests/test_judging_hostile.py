@@ -218,7 +218,7 @@ def test_files_multipart_bad_utf8_and_nul_are_refused(run_dir: Path, tmp_path: P
             body = f"csrf={csrf}&verdict=1&p=40&explanation=".encode() + bad
             r = c.post(f"/a/{aid}", content=body, headers=urlenc)
             assert r.status_code == 400 and why in r.text, bad
-        assert c.post(f"/a/{aid}", content=b"x=" + b"a" * 70000, headers=urlenc).status_code == 413
+        assert c.post(f"/a/{aid}", content=b"x=" + b"a" * 140000, headers=urlenc).status_code == 413
         assert _judgments(run_dir) == 0
         ok = c.post(f"/a/{aid}", data={**base, "explanation": "café ✓"}, follow_redirects=False)
         assert ok.status_code == 303
