@@ -168,13 +168,13 @@ def test_numbers_out_of_range_answer_404_or_400(run_dir: Path, tmp_path: Path) -
             assert c.post(f"/a/{aid}", data={"csrf": csrf}).status_code == 404, aid[:30]
         speech = [a for a in _aids(run_dir, "a") if "Show the next turn" in c.get(f"/a/{a}").text]
         assert speech
-        aid = speech[0]
+        speech_id = speech[0]
         for seen in ("²", "9" * 5000, "-1", "99999999999999999999999", "1.5"):
             form = {"csrf": csrf, "action": "reveal", "seen": seen, "p": "50"}
-            r = c.post(f"/a/{aid}", data=form)
+            r = c.post(f"/a/{speech_id}", data=form)
             assert r.status_code == 400 and "seen must be a whole number" in r.text, seen[:30]
         form = {"csrf": csrf, "action": "reveal", "seen": "1", "p": "50"}
-        assert c.post(f"/a/{aid}", data=form).status_code == 200
+        assert c.post(f"/a/{speech_id}", data=form).status_code == 200
 
 
 def test_every_response_carries_the_security_headers(run_dir: Path, tmp_path: Path) -> None:

@@ -347,7 +347,7 @@ async def home(request: Request) -> Response:
 async def next_item(request: Request) -> Response:
     who = await _signed(request)
     if not isinstance(who, Signed):
-        return RedirectResponse("/", status_code=303)
+        return who
     q = await run_in_threadpool(_queue, _study(request), who.judge.id)
     nxt = _next_open(q)
     return RedirectResponse(f"/a/{nxt}" if nxt else "/", status_code=303)
