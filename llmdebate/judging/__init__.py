@@ -3,7 +3,9 @@
 Needs the ``judge`` extra (``pip install 'llmdebate[judge]'``): :func:`require` names it when
 a module is missing. The parts: :mod:`.db` (judges, assignments, judgments), :mod:`.assign`,
 :mod:`.view` (what a judge is shown), :mod:`.complete` (a verdict → a scored transcript),
-:mod:`.app` (the web app), :mod:`.terminal` (the terminal judge) and :mod:`.machine` (a model
+:mod:`.app` (the web app, with :mod:`.guard` against hostile clients and :mod:`.lead` for the
+study lead's progress and export), :mod:`.bidi` (direction isolation of model- and
+dataset-written text), :mod:`.terminal` (the terminal judge) and :mod:`.machine` (a model
 judge and the oracle on the same debates, for comparison).
 """
 
