@@ -138,7 +138,8 @@ class _Parser:
             idx = int(tok[1:])
             if not 1 <= idx <= self.q:
                 raise self.error(f"names subclaim {tok}, but the decomposition has y1..y{self.q}")
-            return self.bits[:, idx - 1].copy()
+            col: np.ndarray = self.bits[:, idx - 1].copy()
+            return col
         if tok == "true":
             return np.ones(n, dtype=bool)
         if tok == "false":
@@ -154,11 +155,13 @@ class _Parser:
                 raise self.error(f"atleast needs a whole number first, found {k_tok!r}")
             self.take(",")
             vals = self.args()
-            return np.sum(vals, axis=0) >= int(k_tok)
+            at_least: np.ndarray = np.sum(vals, axis=0) >= int(k_tok)
+            return at_least
         if tok == "maj":
             self.take("(")
             vals = self.args()
-            return 2 * np.sum(vals, axis=0) > len(vals)
+            majority: np.ndarray = 2 * np.sum(vals, axis=0) > len(vals)
+            return majority
         raise self.error(f"unexpected {tok!r}")
 
 
@@ -181,7 +184,8 @@ class CompiledRule:
 
     def evaluate_many(self, index: np.ndarray) -> np.ndarray:
         """M_D for an array of outcome indices (vectorised Monte Carlo)."""
-        return self.table[index]
+        picked: np.ndarray = self.table[index]
+        return picked
 
 
 @lru_cache(maxsize=4096)

@@ -64,7 +64,8 @@ def total(rewards: Iterable[T]) -> T:
     acc: Any = 0.0
     for v in rewards:
         acc = acc + v
-    return acc
+    result: T = acc
+    return result
 
 
 def normalized(payoff: Any, r: float, depth: int) -> Any:
