@@ -58,13 +58,15 @@ class MatchOptions:
     ``case_sensitive=False`` compares lower-cased text; ``ignore_punctuation=True`` drops
     ASCII punctuation after the typographic mapping, as Khan et al.'s ``verify_strict`` does
     (their check also lower-cases). ``ellipsis_gaps`` lets ``a ... b`` match ``a`` then ``b``
-    further on, at most ``max_gap`` normalised characters apart.
+    further on, at most ``max_gap`` normalised characters apart, when every part has at least
+    ``min_part_words`` words (a part of one short word would match almost anywhere).
     """
 
     case_sensitive: bool = True
     ignore_punctuation: bool = False
     ellipsis_gaps: bool = True
     max_gap: int = 2000
+    min_part_words: int = 3
 
 
 STRICT = MatchOptions()
@@ -133,7 +135,7 @@ class Passage:
     def _find_elided(self, quote: str) -> tuple[Span, ...] | None:
         parts = [normalise(p, self.options) for p in _ELLIPSIS.split(quote)]
         parts = [p for p in parts if p]
-        if len(parts) < 2:
+        if len(parts) < 2 or any(len(p.split()) < self.options.min_part_words for p in parts):
             return None
         start = self._norm.find(parts[0])
         while start >= 0:
