@@ -30,7 +30,7 @@ _QUOTE_TAG = re.compile(r"</?(?:quote|v_quote|u_quote)>")
 _THINK_BLOCK = re.compile(r"<thinking>.*?</thinking>", re.DOTALL | re.IGNORECASE)
 _ARG_BLOCK = re.compile(r"<argument>(.*?)(?:</argument>|\Z)", re.DOTALL | re.IGNORECASE)
 _ANY_TAG = re.compile(r"</?(?:thinking|argument)>", re.IGNORECASE)
-_WORD = re.compile(r"\S+")
+_WORD = re.compile(r"\S*\w\S*")  # a lone dash or full stop is not a word
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*$")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -109,7 +109,8 @@ def _masked(text: str) -> str:
 
 
 def count_words(text: str) -> int:
-    """Whitespace-separated words of ``text``, quote tags not counted."""
+    """Whitespace-separated words of ``text`` (with a letter or digit in them), quote tags
+    not counted."""
     return len(_WORD.findall(_masked(text)))
 
 
