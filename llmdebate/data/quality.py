@@ -52,34 +52,13 @@ DISTRACTORS: tuple[str, ...] = ("best", "random")
 # ---------------------------------------------------------------- HTML to text
 
 _BLOCK = frozenset(
-    [
-        "p",
-        "div",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "li",
-        "ul",
-        "ol",
-        "blockquote",
-        "pre",
-        "table",
-        "tr",
-        "hr",
-        "section",
-        "article",
-        "header",
-        "footer",
-        "dl",
-        "dt",
+    {
+        *("p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "li", "ul", "ol", "blockquote"),
+        *("pre", "table", "tr", "hr", "section", "article", "header", "footer", "dl", "dt"),
         "dd",
-        "center",
-    ]
+    }
 )
-_SKIP = frozenset(["head", "script", "style", "title"])
+_SKIP = frozenset({"head", "script", "style", "title"})
 _LINE = "\x00"  # a <br/> inside a paragraph, until whitespace is collapsed
 _HTML_HINT = re.compile(r"<(?:!DOCTYPE|html|body|p|br|hr|h[1-6]|div)\b", re.IGNORECASE)
 
