@@ -3,7 +3,8 @@ passage, and showing a speech to a judge with verified and unverified quotes tol
 
 A debater quotes the passage as ``<quote>text</quote>`` (:data:`QUOTE_OPEN`,
 :data:`QUOTE_CLOSE`). A quote is *verified* when its normalised text occurs in the normalised
-passage (:func:`normalise`: runs of whitespace become one space; typographic quotes and
+passage (:func:`normalise`: runs of whitespace become one space, and none is kept beside a
+dash, so ``hide - even`` matches ``hide—even``; typographic quotes and
 primes, dashes and the ellipsis character become their ASCII forms; optionally case and
 ASCII punctuation are ignored). A quote with an ellipsis (``a ... b``) that does not occur as
 written is also verified when its parts occur in order with gaps of at most
@@ -86,15 +87,19 @@ def _char_form(ch: str, options: MatchOptions) -> str:
 
 def normalised_with_offsets(text: str, options: MatchOptions = STRICT) -> tuple[str, list[int]]:
     """The normalised text and, for each of its characters, the index in ``text`` of the
-    character it came from (whitespace runs become one space; leading and trailing spaces go).
+    character it came from (whitespace runs become one space, none is kept beside a dash, and
+    leading and trailing spaces go).
     """
     chars: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):
         form = _char_form(ch, options)
         for c in form:
-            if c == " " and (not chars or chars[-1] == " "):
+            if c == " " and (not chars or chars[-1] in " -"):
                 continue
+            if c == "-" and chars and chars[-1] == " ":
+                chars.pop()
+                origin.pop()
             chars.append(c)
             origin.append(i)
     if chars and chars[-1] == " ":

@@ -62,9 +62,7 @@ def restyle(text: str, draw: st.DrawFn) -> str:
 
 
 passages = st.text(
-    alphabet=st.sampled_from(
-        [*"abcde fgh.,;\n", "\u201c", "\u201d", "\u2019", "\u2014", "'"]
-    ),
+    alphabet=st.sampled_from([*"abcde fgh.,;\n", "\u201c", "\u201d", "\u2019", "\u2014", "'"]),
     min_size=1,
     max_size=200,
 )
@@ -130,6 +128,8 @@ def test_normalisation_of_typography_and_case() -> None:
     assert normalise("He SAID", MatchOptions(case_sensitive=False)) == "he said"
     assert normalise("Wait\u2014what? \u201cNo.\u201d", KHAN_2024) == "waitwhat no"
     assert normalise("soft\u00adhyphen") == "softhyphen"
+    assert normalise("hide \u2014 even") == normalise("hide\u2014even") == "hide-even"
+    assert normalise("a -\n b - c") == "a-b-c"
 
 
 def test_statuses_and_spans_in_the_original_text() -> None:
