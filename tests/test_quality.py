@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from llmdebate.data.quality import (
+    FILTERS,
+    QualityFilter,
     choose_distractor,
     html_to_text,
     load_quality,
@@ -92,12 +94,42 @@ def test_filters_follow_the_published_definitions() -> None:
     questions = read_questions(SAMPLE)
     assert [q.speed_accuracy for q in questions] == [0.2, 0.2, 0.4, 0.2, 0.6]
     assert all(q.untimed_accuracy == 1.0 and q.answerable for q in questions)
-    hard = load_quality(hard=True)
+    hard = load_quality(filters="hard")
     assert [it.id[-1] for it in hard] == ["1", "2", "3", "4"]
     assert all(it.meta["hard"] for it in hard)
-    assert [it.id[-1] for it in load_quality(max_speed_accuracy=0.2)] == ["1", "2", "4"]
-    assert len(load_quality(answerable=True)) == 5
-    assert len(load_quality(hard=True, limit=2)) == 2
+    assert [it.id[-1] for it in load_quality(filters=QualityFilter(max_speed_accuracy=0.2))] == [
+        "1",
+        "2",
+        "4",
+    ]
+    assert len(load_quality(filters="answerable")) == 5
+    assert len(load_quality(filters="hard", limit=2)) == 2
+
+
+def test_published_presets_on_the_official_format(tmp_path: Path) -> None:
+    record = official_record(LINES)
+    qs = record["questions"]
+    qs[0]["writer_label"] = 1  # the writer disagrees with the gold label (2)
+    for v in qs[1]["validation"]:
+        v["untimed_eval2_context"] = 4  # most of the article needed
+    qs[2]["validation"][0]["untimed_answer"] = 1  # one untimed annotator wrong
+    for v in qs[3]["validation"]:
+        v["untimed_eval1_answerability"] = 3  # judged unclear
+    qs[3]["validation"][0]["untimed_eval1_answerability"] = 1
+    path = write_jsonl(tmp_path / "dev", record)
+    ids = {name: [it.id[-1] for it in load_quality(path, filters=name)] for name in FILTERS}
+    assert ids["all"] == ["1", "2", "3", "4", "5"]
+    assert ids["hard"] == ["1", "2", "3"]  # 4 judged unclear, 5 fast-answerable
+    assert ids["khan2024"] == ["1", "2", "3"]  # mean answerability of 4 is 2.33 > 2
+    # untimed accuracy 1.0, the writer agreeing, mean context required 3 or more
+    assert ids["michael2023"] == ["2"]
+    with pytest.raises(DatasetError, match="no question passes the filters"):
+        load_quality(path, filters=QualityFilter(sources=("Slate",)))
+    # the bundled example records no source: a filter on sources keeps none of it
+    with pytest.raises(DatasetError, match="no question passes the filters"):
+        load_quality(filters="khan2024")
+    with pytest.raises(DatasetError, match="filters: 'easy' is not one of all, answerable"):
+        load_quality(filters="easy")
 
 
 def test_the_best_distractor_is_the_most_voted_wrong_option() -> None:
@@ -180,7 +212,7 @@ def test_the_official_format_reads_as_the_common_schema_does(tmp_path: Path) -> 
     for v in record["questions"][0]["validation"]:
         v["untimed_eval1_answerability"] = 2
     unanswerable = write_jsonl(tmp_path / "unanswerable", record)
-    kept = load_quality(unanswerable, answerable=True)
+    kept = load_quality(unanswerable, filters="answerable")
     assert [it.id[-1] for it in kept] == ["2", "3", "4", "5"]
 
 
@@ -188,7 +220,7 @@ def test_a_hugging_face_folder_in_the_official_format(tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets", reason="the hf extra is not installed")
     table = datasets.Dataset.from_list([official_record(LINES)])
     table.save_to_disk(str(tmp_path / "quality_hf"))
-    items = load_quality(tmp_path / "quality_hf", hard=True)
+    items = load_quality(tmp_path / "quality_hf", filters="hard")
     assert [it.id[-1] for it in items] == ["1", "2", "3", "4"]
     assert items[0].meta["distractor"] == LINES[0]["choices"][2]
 
@@ -223,7 +255,7 @@ def test_missing_file_and_empty_selection(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"nowhere\.jsonl: no such dataset file"):
         load_quality(tmp_path / "nowhere.jsonl")
     with pytest.raises(DatasetError, match="no question passes the filters"):
-        load_quality(max_speed_accuracy=0.0)
+        load_quality(filters=QualityFilter(max_speed_accuracy=0.0))
 
 
 def test_html_to_text() -> None:

@@ -17,10 +17,12 @@ from a local file, or from ``hf:<name>``, a parquet file or a ``save_to_disk`` f
 the official columns. HTML articles become text with :func:`html_to_text` (a real HTML
 parser; paragraphs kept, entities decoded). Labels in the sources are 1-based.
 
-Options follow the published filters: ``answerable`` keeps the questions most untimed
-annotators answered correctly (and, where recorded, most judged answerable); ``hard`` keeps
-QuALITY's ``difficult`` subset (fewer than half of the speed annotators correct), which Khan
-et al. use; ``max_speed_accuracy`` sets the bound another way. The dishonest answer is chosen
+:class:`QualityFilter` holds the published filters: ``answerable`` keeps the questions most
+untimed annotators answered correctly (and, where recorded, most judged answerable);
+``hard`` keeps QuALITY's ``difficult`` subset (fewer than half of the speed annotators
+correct); bounds on the annotators' accuracies and judgments, the writer's agreement and the
+article's source; :data:`FILTERS` names the presets (``hard``, and the defaults of Khan et
+al.'s and Michael et al.'s code as ``khan2024`` and ``michael2023``). The dishonest answer is chosen
 by ``distractor``: ``best`` takes the option most validators named best distractor (the gold
 option's votes left out; ties, or no votes, drawn from ``seed`` and the question id),
 ``random`` a wrong option drawn the same way. It is recorded in ``meta["distractor"]`` (with
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -142,6 +144,7 @@ class Question:
     writer: int | None = None
     untimed_answers: list[int] = field(default_factory=list)
     answerability: list[int] = field(default_factory=list)  # 1: answerable, unambiguous
+    context_required: list[int] = field(default_factory=list)  # 1: a sentence .. 4: all of it
     distractor_votes: list[int] = field(default_factory=list)
     speed_answers: list[int] = field(default_factory=list)
     difficult: bool | None = None
@@ -154,6 +157,14 @@ class Question:
     @property
     def speed_accuracy(self) -> float | None:
         return _share(a == self.gold for a in self.speed_answers)
+
+    @property
+    def mean_answerability(self) -> float | None:
+        return _mean(self.answerability)
+
+    @property
+    def mean_context_required(self) -> float | None:
+        return _mean(self.context_required)
 
     @property
     def answerable(self) -> bool:
@@ -177,6 +188,10 @@ def _share(flags: Iterable[bool]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _mean(values: list[int]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def _label(value: Any, n_options: int, where: str) -> int:
     """A 1-based label (int or numeric string) as a 0-based index."""
     try:
@@ -194,6 +209,17 @@ def _labels(values: Any, n: int, where: str) -> list[int]:
     if not isinstance(values, list | tuple):
         raise DatasetError(f"{where}: expected a list, got {type(values).__name__}")
     return [_label(v, n, f"{where}[{i}]") for i, v in enumerate(values) if v is not None]
+
+
+def _ints(validation: list[Mapping[str, Any]], key: str, where: str) -> list[int]:
+    out: list[int] = []
+    for i, v in enumerate(validation):
+        if v.get(key) is not None:
+            try:
+                out.append(int(v[key]))
+            except (TypeError, ValueError):
+                raise DatasetError(f"{where}.validation[{i}].{key}: expected a number") from None
+    return out
 
 
 def _text(record: Mapping[str, Any], key: str, where: str) -> str:
@@ -259,11 +285,8 @@ def _official_question(
         untimed_answers=_labels(
             [v.get("untimed_answer") for v in validation], n, f"{at}.validation.untimed_answer"
         ),
-        answerability=[
-            int(v["untimed_eval1_answerability"])
-            for v in validation
-            if v.get("untimed_eval1_answerability") is not None
-        ],
+        answerability=_ints(validation, "untimed_eval1_answerability", at),
+        context_required=_ints(validation, "untimed_eval2_context", at),
         distractor_votes=_labels(votes, n, f"{at}.validation.untimed_best_distractor"),
         speed_answers=_labels(
             [v.get("speed_answer") for v in speed], n, f"{at}.speed_validation.speed_answer"
@@ -364,21 +387,91 @@ def choose_distractor(q: Question, distractor: Distractor, seed: int) -> Distrac
 
 @dataclass(frozen=True)
 class QualityFilter:
-    """Which questions to keep (see the module docstring)."""
+    """Which questions to keep. A question lacking the annotation a criterion reads (no
+    speed answers for ``max_speed_accuracy``, no recorded source for ``sources``…) is left
+    out by that criterion.
+
+    ``answerable``: QuALITY's validation criteria (:attr:`Question.answerable`); ``hard``:
+    QuALITY's ``difficult`` subset (:attr:`Question.hard`); the bounds compare the share of
+    untimed and speed annotators who chose the gold answer, and the mean answerability (1
+    best, 3 worst) and context-required (1: a sentence or two, 4: most of the article)
+    judgments; ``writer_agrees``: the writer's label is the gold label; ``sources``: the
+    article's ``source`` is one of these (e.g. ``("Gutenberg",)``).
+    """
 
     answerable: bool = False
     hard: bool = False
+    min_untimed_accuracy: float | None = None
     max_speed_accuracy: float | None = None
+    max_mean_answerability: float | None = None
+    min_mean_context: float | None = None
+    writer_agrees: bool = False
+    sources: tuple[str, ...] | None = None
+
+    def _checks(self) -> list[Callable[[Question], bool]]:
+        checks: list[Callable[[Question], bool]] = []
+        if self.answerable:
+            checks.append(lambda q: q.answerable)
+        if self.hard:
+            checks.append(lambda q: q.hard)
+        if self.min_untimed_accuracy is not None:
+            checks.append(lambda q: _at_least(q.untimed_accuracy, self.min_untimed_accuracy))
+        if self.max_speed_accuracy is not None:
+            checks.append(lambda q: _at_most(q.speed_accuracy, self.max_speed_accuracy))
+        if self.max_mean_answerability is not None:
+            checks.append(lambda q: _at_most(q.mean_answerability, self.max_mean_answerability))
+        if self.min_mean_context is not None:
+            checks.append(lambda q: _at_least(q.mean_context_required, self.min_mean_context))
+        if self.writer_agrees:
+            checks.append(lambda q: q.writer == q.gold)
+        if self.sources is not None:
+            checks.append(lambda q: q.meta.get("source") in (self.sources or ()))
+        return checks
 
     def keeps(self, q: Question) -> bool:
-        if self.answerable and not q.answerable:
-            return False
-        if self.hard and not q.hard:
-            return False
-        if self.max_speed_accuracy is not None:
-            acc = q.speed_accuracy
-            return acc is not None and acc <= self.max_speed_accuracy
-        return True
+        return all(check(q) for check in self._checks())
+
+
+def _at_least(value: float | None, bound: float | None) -> bool:
+    return value is not None and bound is not None and value >= bound
+
+
+def _at_most(value: float | None, bound: float | None) -> bool:
+    return value is not None and bound is not None and value <= bound
+
+
+FILTERS: dict[str, QualityFilter] = {
+    "all": QualityFilter(),
+    "answerable": QualityFilter(answerable=True),
+    # QuALITY's hard subset: validated questions most speed annotators got wrong
+    "hard": QualityFilter(answerable=True, hard=True),
+    # ucl-dark/llm_debate core/load/quality.py filter_question defaults (Khan et al. 2024);
+    # their per-story cap, excluded stories and questions are not applied here
+    "khan2024": QualityFilter(
+        hard=True,
+        min_untimed_accuracy=0.5,
+        max_speed_accuracy=0.5,
+        max_mean_answerability=2.0,
+        min_mean_context=1.0,
+        sources=("Gutenberg",),
+    ),
+    # julianmichael/debate StoryAndQuestionFilters defaults (Michael et al. 2023)
+    "michael2023": QualityFilter(
+        min_untimed_accuracy=1.0,
+        max_speed_accuracy=0.5,
+        min_mean_context=3.0,
+        writer_agrees=True,
+        sources=("Gutenberg",),
+    ),
+}
+
+
+def quality_filter(name: str) -> QualityFilter:
+    """The :class:`QualityFilter` named ``name`` (:data:`FILTERS`)."""
+    try:
+        return FILTERS[name]
+    except KeyError:
+        raise DatasetError(f"filters: {name!r} is not one of {', '.join(FILTERS)}") from None
 
 
 def question_row(q: Question, *, distractor: Distractor, seed: int, pair: bool) -> dict[str, Any]:
@@ -392,6 +485,8 @@ def question_row(q: Question, *, distractor: Distractor, seed: int, pair: bool) 
         "writer_label": None if q.writer is None else q.writer + 1,
         "untimed_accuracy": q.untimed_accuracy,
         "speed_accuracy": q.speed_accuracy,
+        "mean_answerability": q.mean_answerability,
+        "mean_context_required": q.mean_context_required,
         "answerable": q.answerable,
         "hard": q.hard,
         "distractor": options[pick.index],
@@ -444,9 +539,7 @@ def read_questions(source: str | Path, *, split: str | None = None) -> list[Ques
 def load_quality(
     source: str | Path = "datasets/quality/sample.jsonl",
     *,
-    answerable: bool = False,
-    hard: bool = False,
-    max_speed_accuracy: float | None = None,
+    filters: QualityFilter | str = "all",
     distractor: Distractor = "best",
     pair: bool = False,
     seed: int = 0,
@@ -455,11 +548,13 @@ def load_quality(
     limit: int | None = None,
 ) -> list[Item]:
     """QuALITY questions as :class:`~llmdebate.data.loader.Item` objects (the article's text
-    in ``context``), filtered, with the distractor chosen and recorded, choices shuffled with
-    ``shuffle_seed`` as :func:`~llmdebate.data.loader.load_items` does."""
+    in ``context``): those ``filters`` keeps (a :class:`QualityFilter` or the name of one of
+    :data:`FILTERS`), the first ``limit`` of them, with the distractor chosen from ``seed``
+    and recorded, choices shuffled with ``shuffle_seed`` as
+    :func:`~llmdebate.data.loader.load_items` does."""
     if distractor not in DISTRACTORS:
         raise DatasetError(f"distractor: {distractor!r} is not one of {', '.join(DISTRACTORS)}")
-    keep = QualityFilter(answerable, hard, max_speed_accuracy)
+    keep = quality_filter(filters) if isinstance(filters, str) else filters
     questions = [q for q in read_questions(source, split=split) if keep.keeps(q)]
     if not questions:
         raise DatasetError(f"{source}: no question passes the filters ({keep})")
