@@ -263,11 +263,12 @@ def segments(speech: str, passage: str | Passage, options: MatchOptions = STRICT
 
 def render_for_judge(speech: str, passage: str | Passage, options: MatchOptions = STRICT) -> str:
     """``speech`` with each quote tagged ``<v_quote>…</v_quote>`` (verified) or
-    ``<u_quote>…</u_quote>`` (unverified); an unclosed quote is closed."""
+    ``<u_quote>…</u_quote>`` (unverified); an unclosed quote is closed. Tags a debater wrote
+    are never passed on: a ``<v_quote>`` in a speech is checked like any quote."""
     parts: list[str] = []
     for seg in segments(speech, passage, options):
-        if seg.kind == "text":
-            parts.append(seg.text)
+        if seg.kind == "text":  # a stray closing tag goes: only the check writes the tags
+            parts.append(strip_quote_tags(seg.text))
         elif seg.status == "verified":
             parts.append(f"{VERIFIED_OPEN}{seg.text}{VERIFIED_CLOSE}")
         else:

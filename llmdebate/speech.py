@@ -26,7 +26,8 @@ THINKING_OPEN, THINKING_CLOSE = "<thinking>", "</thinking>"
 ARGUMENT_OPEN, ARGUMENT_CLOSE = "<argument>", "</argument>"
 Markup = Literal["tags", "json"]
 
-_QUOTE_TAG = re.compile(r"</?(?:quote|v_quote|u_quote)>")
+# quote tags and the truncation marker: not words
+_NOT_WORDS = re.compile(r"</?(?:quote|v_quote|u_quote)>|\[… truncated at \d+ words\]")
 _THINK_BLOCK = re.compile(r"<thinking>.*?</thinking>", re.DOTALL | re.IGNORECASE)
 _ARG_BLOCK = re.compile(r"<argument>(.*?)(?:</argument>|\Z)", re.DOTALL | re.IGNORECASE)
 _ANY_TAG = re.compile(r"</?(?:thinking|argument)>", re.IGNORECASE)
@@ -104,13 +105,14 @@ def parse_reply(reply: str, markup: Markup = "tags") -> Reply:
 
 
 def _masked(text: str) -> str:
-    """``text`` with quote tags blanked out, lengths kept (offsets stay valid)."""
-    return _QUOTE_TAG.sub(lambda m: " " * len(m.group(0)), text)
+    """``text`` with quote tags and the truncation marker blanked out, lengths kept (offsets
+    stay valid)."""
+    return _NOT_WORDS.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def count_words(text: str) -> int:
-    """Whitespace-separated words of ``text`` (with a letter or digit in them), quote tags
-    not counted."""
+    """Whitespace-separated words of ``text`` (with a letter or digit in them); quote tags and
+    the truncation marker are not counted."""
     return len(_WORD.findall(_masked(text)))
 
 

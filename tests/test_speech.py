@@ -118,6 +118,8 @@ def test_enforcing_a_word_limit() -> None:
     cut = enforce_word_limit(long, limit, reasks_used=1)
     assert cut.decision == "truncated" and cut.kept_words == 4
     assert cut.text == f"a b c d. {truncation_marker(5)}"
+    assert count_words(cut.text) == 4  # the marker is not counted: a second check passes
+    assert enforce_word_limit(cut.text, limit, reasks_used=1).decision == "within"
     assert cut.record() == {
         "decision": "truncated",
         "words": 7,
