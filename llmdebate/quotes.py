@@ -144,24 +144,27 @@ class Passage:
             return None
         start = self._norm.find(parts[0])
         while start >= 0:
-            spans = self._rest(parts, start)
-            if spans is not None:
-                return spans
+            rest = self._place(parts[1:], start + len(parts[0]))
+            if rest is not None:
+                return (self._span(start, start + len(parts[0])), *rest)
             start = self._norm.find(parts[0], start + 1)
         return None
 
-    def _rest(self, parts: list[str], start: int) -> tuple[Span, ...] | None:
-        """Spans of ``parts`` with the first at ``start`` and each next one the nearest after
-        the previous (nearest is best: a later one only widens the gap)."""
-        spans = [self._span(start, start + len(parts[0]))]
-        end = start + len(parts[0])
-        for part in parts[1:]:
-            at = self._norm.find(part, end, end + self.options.max_gap + len(part) + 1)
-            if at < 0:
-                return None
-            spans.append(self._span(at, at + len(part)))
-            end = at + len(part)
-        return tuple(spans)
+    def _place(self, parts: list[str], end: int) -> tuple[Span, ...] | None:
+        """Spans of ``parts`` in order, the first starting at most ``max_gap`` characters
+        after ``end`` and each next one as close after the one before; every place of a part
+        within its window is tried (the nearest can leave the next part out of reach)."""
+        if not parts:
+            return ()
+        part = parts[0]
+        limit = end + self.options.max_gap + len(part)
+        at = self._norm.find(part, end, limit)
+        while at >= 0:
+            rest = self._place(parts[1:], at + len(part))
+            if rest is not None:
+                return (self._span(at, at + len(part)), *rest)
+            at = self._norm.find(part, at + 1, limit)
+        return None
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,18 @@ def test_an_elided_quote_matches_its_parts_in_order_with_a_gap() -> None:
     assert Passage(PASSAGE).find("...") is not None
     assert Passage(PASSAGE).find(" ... ") is not None
     assert Passage("no dots here").find("...") is None
+    # the nearest place of a middle part can leave the next part out of reach: a later one
+    # is tried (gaps here: 1 and 45 by the first "four five six", 26 and 20 by the second)
+    text = "one two three four five six " + "x" * 10 + " four five six " + "y" * 18 + " seven eight"
+    far = Passage(text + " nine", MatchOptions(max_gap=26))
+    found = far.find("one two three ... four five six ... seven eight nine")
+    assert found is not None and found[1] == (39, 52) and text[39:52] == "four five six"
+    assert (
+        Passage(text + " nine", MatchOptions(max_gap=25)).find(
+            "one two three ... four five six ... seven eight nine"
+        )
+        is None
+    )
     # every part needs three words: a short one would match almost anywhere
     assert Passage(PASSAGE).find('as ... " Blake') is None
     assert Passage(PASSAGE).find("the rubber plantations ... was slightly thick") is not None
