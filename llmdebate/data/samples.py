@@ -74,8 +74,9 @@ EXCLUDED: dict[str, str] = {
     "online unencrypted. Tests build their own encrypted zip of invented questions.",
     "strategyqa": "the dataset's licence is unclear (the repository's MIT covers its code; "
     "no licence file covers the data, and mirrors disagree), so it is not redistributed.",
-    "quality": "each question needs a ~25 KB article, the copy at hand is a repackaging in a "
-    "GPL-3.0 repository (LEval), and two of its questions are not QuALITY's.",
+    "quality": "not drawn here: each question needs a ~25 KB article; `datasets/quality/` "
+    "holds QuALITY's own CC BY 4.0 example (5 questions, one article) with its source. The "
+    "LEval repackaging is in a GPL-3.0 repository and two of its questions are not QuALITY's.",
     "folio_logiclm": "the same 204 FOLIO questions as `folio`, reformatted.",
 }
 
