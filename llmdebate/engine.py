@@ -20,12 +20,14 @@ from llmdebate import scoring
 from llmdebate.agents.base import (
     Challenger,
     DebateContext,
+    DirectionChoice,
     Estimator,
     Judge,
     NaiveProver,
     Prover,
     as_direction,
 )
+from llmdebate.decisions import deciding, tagged
 from llmdebate.errors import ProtocolViolation
 from llmdebate.rules import (
     CondProbs,
@@ -83,27 +85,6 @@ def _check_decomposition(dec: Decomposition, config: DebateConfig, k: int) -> No
         )
 
 
-def tag_calls(
-    calls: list[ModelCallRecord],
-    start: int,
-    decision: str,
-    k: int | None,
-    *,
-    index: int | None = None,
-    prefix: list[int] | None = None,
-) -> None:
-    """Mark the calls logged since ``start`` (not yet marked) as serving ``decision`` of round
-    ``k``; a batch of ``independent`` asks gets its subclaim indices in order."""
-    fresh = [c for c in calls[start:] if c.decision is None]
-    batch = [c for c in fresh if c.act == "independent"]
-    for c in fresh:
-        c.decision, c.round = decision, k
-        if index is not None:
-            c.index, c.prefix = index, prefix
-    for j, c in enumerate(batch):
-        c.index, c.prefix = j, []
-
-
 async def _estimator_table(
     estimator: Estimator,
     claim: Claim,
@@ -111,31 +92,198 @@ async def _estimator_table(
     ctx: DebateContext,
     k: int = 0,
 ) -> tuple[CondProbs, list[list[Estimate]]]:
-    """B's conditional probabilities at every prefix, asked concurrently; each ask logs into a
-    list of its own, appended to the debate's log in ask order (marked with its i and prefix)."""
+    """B's conditional probabilities at every prefix, asked concurrently, each under its own
+    tag (its i and prefix); each ask logs into a list of its own, appended to the debate's log
+    in ask order."""
     q = dec.width
     bits = outcome_bits(q)
     asks = []
     index: list[tuple[int, int]] = []
-    logs: list[tuple[list[ModelCallRecord], int, list[int]]] = []
+    logs: list[list[ModelCallRecord]] = []
     for i in range(q):
         step = 1 << (q - i)
         for t, row in enumerate(bits[::step, :i]):
             own: list[ModelCallRecord] = []
             prefix = [int(v) for v in row]
             sub = dataclasses.replace(ctx, calls=own)
-            asks.append(estimator.conditional(claim, dec, i, tuple(prefix), sub))
+            ask = estimator.conditional(claim, dec, i, tuple(prefix), sub)
+            asks.append(tagged(ask, "estimate", k, index=i, prefix=prefix))
             index.append((i, t))
-            logs.append((own, i, prefix))
+            logs.append(own)
     got = await asyncio.gather(*asks)
-    for own, i, prefix in logs:
-        tag_calls(own, 0, "estimate", k, index=i, prefix=prefix)
+    for own in logs:
         ctx.calls.extend(own)
     levels: list[list[Estimate]] = [[None] * (1 << i) for i in range(q)]  # type: ignore[list-item]
     for (i, t), est in zip(index, got, strict=True):
         levels[i][t] = est
     table = CondProbs.from_levels([[e.value for e in lv] for lv in levels])
     return table, levels
+
+
+async def _independent_table(
+    estimator: Estimator, claim: Claim, dec: Decomposition, ctx: DebateContext, k: int
+) -> tuple[CondProbs, list[list[Estimate]]]:
+    """The ``independent`` variant: each b_i asked once with no earlier outcome stated,
+    concurrently; the table repeats b_i at every prefix of level i."""
+    own: list[list[ModelCallRecord]] = [[] for _ in range(dec.width)]
+    flat = await asyncio.gather(
+        *(
+            tagged(
+                estimator.conditional(claim, dec, i, (), dataclasses.replace(ctx, calls=own[i])),
+                "estimate",
+                k,
+                index=i,
+                prefix=(),
+            )
+            for i in range(dec.width)
+        )
+    )
+    for calls_i in own:
+        ctx.calls.extend(calls_i)
+    return CondProbs.independent([e.value for e in flat]), [
+        [e] * (1 << i) for i, e in enumerate(flat)
+    ]
+
+
+@dataclasses.dataclass
+class _ProverEstimatorDebate:
+    """One prover-estimator debate in progress: its agents, the protocol's draws, the
+    transcript being written and the rewards so far."""
+
+    prover: Prover
+    estimator: Estimator
+    judge: Judge
+    config: DebateConfig
+    ctx: DebateContext
+    t: Transcript
+    draw: np.random.Generator
+    r: float
+    rewards: list[float] = dataclasses.field(default_factory=list)
+    expected: list[float] = dataclasses.field(default_factory=list)
+
+    def _played(self, rec: RoundRecord, reward: float, expected: float) -> None:
+        self.t.rounds.append(rec)
+        self.ctx.rounds.append(rec)
+        self.rewards.append(reward)
+        self.expected.append(expected)
+
+    async def init(self, claim: Claim) -> float:
+        """A's answer a, B's p_d and the draw ẑ (the initialisation record); returns p_d."""
+        d = self.config.depth
+        with deciding("answer"):
+            a = self.ctx.answer = await _answer(self.prover, claim, self.ctx)
+        with deciding("estimate"):
+            est = await self.estimator.estimate(claim, self.ctx)
+        p = est.value
+        u = float(self.draw.random())
+        zhat = int(u < p)
+        init = self.t.init = InitRecord(
+            claim=claim,
+            answer=a,
+            estimate=est,
+            u=u,
+            zhat=zhat,
+            reward=scoring.init_reward(self.r, d, zhat, a),
+            expected_reward=scoring.expected_init_reward(self.r, d, p, a),
+        )
+        self.rewards.append(init.reward)
+        self.expected.append(init.expected_reward)
+        return p
+
+    async def direction(self, claim: Claim, p: float, k: int) -> DirectionChoice:
+        with deciding("direction", k):
+            return as_direction(await self.prover.direction(claim, p, k, self.ctx))
+
+    async def leaf(self, claim: Claim, p: float, s: int) -> bool:
+        """Evidence in a fresh context and the judge's verdict (round 0); False when the judge
+        defers its verdict."""
+        fresh = self.ctx.fresh()
+        with deciding("evidence", 0):
+            ev = await self.prover.evidence(claim, fresh)
+        rec = RoundRecord(k=0, claim=claim, p=p, direction=s, evidence=ev)
+        self.t.rounds.append(rec)
+        self.ctx.rounds.append(rec)
+        with deciding("verdict", 0):
+            verdict = await self.judge.verdict(claim, ev, fresh)
+        if verdict is None:
+            return False
+        rew, exp = _set_leaf(rec, verdict, self.r)
+        self.rewards.append(rew)
+        self.expected.append(exp)
+        return True
+
+    async def _table(
+        self, claim: Claim, dec: Decomposition, k: int
+    ) -> tuple[CondProbs | None, list[list[Estimate]]]:
+        """B's whole table of conditionals where the variant or the expected rewards need it
+        (None: asked along the drawn path only)."""
+        variant = self.config.variant
+        if variant == "independent":
+            return await _independent_table(self.estimator, claim, dec, self.ctx, k)
+        if self.config.expected_rewards or variant != "figure2":
+            return await _estimator_table(self.estimator, claim, dec, self.ctx, k)
+        return None, []
+
+    async def _draw(
+        self, claim: Claim, dec: Decomposition, k: int, by_prefix: list[list[Estimate]]
+    ) -> tuple[list[Estimate], list[float], list[int]]:
+        """B's b_i along the drawn path (from the table, or asked in order) and the draws
+        z_i = 1[u_i < b_i]."""
+        ests: list[Estimate] = []
+        us: list[float] = []
+        z: list[int] = []
+        for i in range(dec.width):
+            if by_prefix:
+                e = by_prefix[i][outcome_index(z)]
+            else:
+                with deciding("estimate", k, index=i, prefix=z):
+                    e = await self.estimator.conditional(claim, dec, i, tuple(z), self.ctx)
+            ests.append(e)
+            u = float(self.draw.random())
+            us.append(u)
+            z.append(int(u < e.value))
+        return ests, us, z
+
+    async def _recurse(
+        self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], k: int
+    ) -> int:
+        with deciding("recurse", k):
+            return await _choose(self.prover, claim, dec, b, z, self.ctx, k)
+
+    async def round(self, claim: Claim, p: float, s: int, k: int) -> tuple[Claim, float]:
+        """Round k > 0 after A's direction s: decomposition, B's b_i, the draws, A's recursion
+        index j; returns the subclaim y_j and the probability handed on."""
+        with deciding("decompose", k):
+            dec = await self.prover.decompose(claim, k, self.ctx)
+        _check_decomposition(dec, self.config, k)
+        rule = compile_rule(dec.rule, dec.width)
+        table, by_prefix = await self._table(claim, dec, k)
+        committed: int | None = None
+        if self.config.variant in ("commit", "commit-marginal"):
+            assert table is not None
+            marg = scoring.marginals_of(table.to_lists())
+            committed = await self._recurse(claim, dec, marg, [], k)
+        ests, us, z = await self._draw(claim, dec, k, by_prefix)
+        b = [e.value for e in ests]
+        rec = RoundRecord(
+            k=k,
+            claim=claim,
+            p=p,
+            direction=s,
+            decomposition=dec,
+            estimates=ests,
+            b=b,
+            u=us,
+            z=z,
+            m=rule(z),
+            table=table.to_lists() if table is not None else None,
+            expected_m=probability_true(rule, table) if table is not None else None,
+        )
+        rew, exp = rec.reward, rec.expected_reward = scoring.round_rewards(self.r, rec)
+        self._played(rec, rew, exp)
+        j = committed if committed is not None else await self._recurse(claim, dec, b, z, k)
+        rec.recurse = j
+        return dec.subclaims[j], scoring.next_probability(rec, self.config.variant)
 
 
 async def run_prover_estimator(
@@ -158,141 +306,31 @@ async def run_prover_estimator(
     ``marginal``, ``commit`` and ``commit-marginal`` always ask the whole table (they need B's
     marginals); ``independent`` asks each b_i once with no earlier outcome stated (an empty
     prefix) and draws the z_i independently.
+
+    Every model call is recorded with the decision it served (:mod:`llmdebate.decisions`).
     """
     seed = config.seed if seed is None else seed
-    r = scoring.ratio_for(config)
-    variant = config.variant
-    d = config.depth
-    draw = protocol_rng(seed)
     roles = {"prover": prover, "estimator": estimator, "judge": judge}
     ctx, t = _start("prover-estimator", claim, roles, config, seed, debate_id, item, calls)
-    log = ctx.calls
-    tag_calls(log, 0, "answer", None)
-    a = ctx.answer = await _answer(prover, claim, ctx)
-    tag_calls(log, 0, "answer", None)
-    mark = len(log)
-    est = await estimator.estimate(claim, ctx)
-    tag_calls(log, mark, "estimate", None)
-    p = est.value
-    u = float(draw.random())
-    zhat = int(u < p)
-    t.init = InitRecord(
-        claim=claim,
-        answer=a,
-        estimate=est,
-        u=u,
-        zhat=zhat,
-        reward=scoring.init_reward(r, d, zhat, a),
-        expected_reward=scoring.expected_init_reward(r, d, p, a),
+    debate = _ProverEstimatorDebate(
+        prover, estimator, judge, config, ctx, t, protocol_rng(seed), scoring.ratio_for(config)
     )
-    rewards: list[float] = [t.init.reward]
-    expected: list[float] = [t.init.expected_reward]
-
+    p = await debate.init(claim)
     current = claim
-    for k in range(d, -1, -1):
-        mark = len(log)
-        choice = as_direction(await prover.direction(current, p, k, ctx))
-        tag_calls(log, mark, "direction", k)
+    for k in range(config.depth, -1, -1):
+        choice = await debate.direction(current, p, k)
         if config.early_stop and choice.rest_zero and choice.value == 0:
             t.stopped_early, t.stop_round = True, k
             break
-        s = choice.value
         if k == 0:
-            fresh = ctx.fresh()
-            mark = len(log)
-            ev = await prover.evidence(current, fresh)
-            tag_calls(log, mark, "evidence", 0)
-            rec = RoundRecord(k=0, claim=current, p=p, direction=s, evidence=ev)
-            t.rounds.append(rec)
-            ctx.rounds.append(rec)
-            mark = len(log)
-            verdict = await judge.verdict(current, ev, fresh)
-            tag_calls(log, mark, "verdict", 0)
-            if verdict is None:
+            if not await debate.leaf(current, p, choice.value):
                 t.status = "awaiting_verdict"
                 t.calls = ctx.calls
                 return t
-            rew, exp = _set_leaf(rec, verdict, r)
-            rewards.append(rew)
-            expected.append(exp)
             break
-
-        mark = len(log)
-        dec = await prover.decompose(current, k, ctx)
-        tag_calls(log, mark, "decompose", k)
-        _check_decomposition(dec, config, k)
-        rule = compile_rule(dec.rule, dec.width)
-        b: list[float] = []
-        us: list[float] = []
-        z: list[int] = []
-        ests: list[Estimate] = []
-        table: CondProbs | None = None
-        by_prefix: list[list[Estimate]] = []
-        if variant == "independent":
-            own: list[list[ModelCallRecord]] = [[] for _ in range(dec.width)]
-            flat = await asyncio.gather(
-                *(
-                    estimator.conditional(
-                        current, dec, i, (), dataclasses.replace(ctx, calls=own[i])
-                    )
-                    for i in range(dec.width)
-                )
-            )
-            for i, calls_i in enumerate(own):
-                tag_calls(calls_i, 0, "estimate", k, index=i, prefix=[])
-                log.extend(calls_i)
-            table = CondProbs.independent([e.value for e in flat])
-            by_prefix = [[e] * (1 << i) for i, e in enumerate(flat)]
-        elif config.expected_rewards or variant != "figure2":
-            table, by_prefix = await _estimator_table(estimator, current, dec, ctx, k)
-        committed: int | None = None
-        if variant in ("commit", "commit-marginal"):
-            assert table is not None
-            marg = scoring.marginals_of(table.to_lists())
-            mark = len(log)
-            committed = await _choose(prover, current, dec, marg, [], ctx, k)
-            tag_calls(log, mark, "recurse", k)
-        for i in range(dec.width):
-            if table is not None:
-                e = by_prefix[i][outcome_index(z)]
-            else:
-                mark = len(log)
-                e = await estimator.conditional(current, dec, i, tuple(z), ctx)
-                tag_calls(log, mark, "estimate", k, index=i, prefix=list(z))
-            ests.append(e)
-            b.append(e.value)
-            ui = float(draw.random())
-            us.append(ui)
-            z.append(int(ui < e.value))
-        rec = RoundRecord(
-            k=k,
-            claim=current,
-            p=p,
-            direction=s,
-            decomposition=dec,
-            estimates=ests,
-            b=b,
-            u=us,
-            z=z,
-            m=rule(z),
-            table=table.to_lists() if table is not None else None,
-            expected_m=probability_true(rule, table) if table is not None else None,
-        )
-        rew, exp = rec.reward, rec.expected_reward = scoring.round_rewards(r, rec)
-        t.rounds.append(rec)
-        ctx.rounds.append(rec)
-        rewards.append(rew)
-        expected.append(exp)
-        if committed is None:
-            mark = len(log)
-            committed = await _choose(prover, current, dec, b, z, ctx, k)
-            tag_calls(log, mark, "recurse", k)
-        j = committed
-        rec.recurse = j
-        current, p = dec.subclaims[j], scoring.next_probability(rec, variant)
-
-    t.total = scoring.total(rewards)
-    t.expected_total = scoring.total(expected)
+        current, p = await debate.round(current, p, choice.value, k)
+    t.total = scoring.total(debate.rewards)
+    t.expected_total = scoring.total(debate.expected)
     t.calls = ctx.calls
     _record_audits(prover, t)
     return t
@@ -412,18 +450,15 @@ async def run_naive_recursive(
     seed = config.seed if seed is None else seed
     roles = {"prover": prover, "challenger": challenger, "judge": judge}
     ctx, t = _start("naive-recursive", claim, roles, config, seed, debate_id, item, calls)
-    log = ctx.calls
-    claimed = ctx.answer = await _answer(prover, claim, ctx)
-    tag_calls(log, 0, "answer", None)
+    with deciding("answer"):
+        claimed = ctx.answer = await _answer(prover, claim, ctx)
     current = claim
     for k in range(config.depth, 0, -1):
-        mark = len(log)
-        dec = await prover.decompose(current, k, ctx)
-        tag_calls(log, mark, "decompose", k)
+        with deciding("decompose", k):
+            dec = await prover.decompose(current, k, ctx)
         _check_decomposition(dec, config, k)
-        mark = len(log)
-        values = [int(v) for v in await prover.claim_values(current, claimed, dec, ctx)]
-        tag_calls(log, mark, "value", k)
+        with deciding("value", k):
+            values = [int(v) for v in await prover.claim_values(current, claimed, dec, ctx)]
         rec = RoundRecord(
             k=k, claim=current, decomposition=dec, claimed=claimed, claimed_subclaims=values
         )
@@ -436,22 +471,19 @@ async def run_naive_recursive(
             t.meta["inconsistent_round"] = k
             t.calls = ctx.calls
             return t
-        mark = len(log)
-        j = int(await challenger.challenge(current, dec, values, ctx))
-        tag_calls(log, mark, "recurse", k)
+        with deciding("recurse", k):
+            j = int(await challenger.challenge(current, dec, values, ctx))
         if not 0 <= j < dec.width:
             raise ProtocolViolation(f"round {k}: challenge index {j} outside 0..{dec.width - 1}")
         rec.recurse = j
         current, claimed = dec.subclaims[j], values[j]
     fresh = ctx.fresh()
-    mark = len(log)
-    ev = await prover.evidence(current, fresh)
-    tag_calls(log, mark, "evidence", 0)
+    with deciding("evidence", 0):
+        ev = await prover.evidence(current, fresh)
     leaf = RoundRecord(k=0, claim=current, claimed=claimed, evidence=ev)
     t.rounds.append(leaf)
-    mark = len(log)
-    verdict = await judge.verdict(current, ev, fresh)
-    tag_calls(log, mark, "verdict", 0)
+    with deciding("verdict", 0):
+        verdict = await judge.verdict(current, ev, fresh)
     t.calls = ctx.calls
     if verdict is None:
         t.status = "awaiting_verdict"

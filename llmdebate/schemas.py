@@ -17,7 +17,8 @@ from typing_extensions import Self
 
 from llmdebate.rule_grammar import compile_table
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a call record's decision, round, index and prefix are one ``tag`` (1: flat; still read)."""
 
 Protocol = Literal["prover-estimator", "naive-recursive", "two-sided", "consultancy", "direct"]
 RuleKind = Literal["and", "or", "at_least", "majority", "expr"]
@@ -262,8 +263,35 @@ class DebateConfig(_Model):
         return self
 
 
+class DecisionTag(_Model):
+    """The protocol decision a model call served, stated by the protocol before the call
+    (:func:`llmdebate.decisions.deciding`) and recorded with the call when it is made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decision: str
+    """answer, estimate, direction, decompose, recurse, evidence, verdict, value (the protocol's
+    decisions); ``scoring`` for the calls that score a best-of-n candidate."""
+    round: int | None = None
+    """The round k the decision belongs to (None: initialisation)."""
+    index: int | None = None
+    """For an estimator's b_i: the subclaim index i (0-based)."""
+    prefix: list[int] | None = None
+    """For an estimator's b_i: the earlier outcomes z_<i it was asked under."""
+
+
+_FLAT_TAG = ("decision", "round", "index", "prefix")
+"""The tag's fields as schema version 1 kept them, flat on the record."""
+
+
 class ModelCallRecord(_Model):
-    """One call to a model, as recorded in a transcript (never with an API key)."""
+    """One call to a model, as recorded in a transcript (never with an API key).
+
+    The transport fields say what was sent and what came back; ``tag`` says which protocol
+    decision the call served (None for calls outside a recursive debate). ``decision``,
+    ``round``, ``index`` and ``prefix`` read the tag's fields. Records of schema version 1,
+    which kept those four fields flat on the record, load into ``tag``.
+    """
 
     role: str
     act: str = ""
@@ -279,24 +307,55 @@ class ModelCallRecord(_Model):
     latency_s: float = 0.0
     error: str | None = None
     retries: int = 0
-    decision: str | None = None
-    """The protocol decision the call served (answer, estimate, direction, decompose, recurse,
-    evidence, verdict, value; ``scoring`` for a best-of-n candidate's scoring), set by the
-    engine; None for calls outside a recursive debate."""
-    round: int | None = None
-    """The round k the decision belongs to (None: initialisation)."""
-    index: int | None = None
-    """For an estimator's b_i: the subclaim index i (0-based)."""
-    prefix: list[int] | None = None
-    """For an estimator's b_i: the earlier outcomes z_<i it was asked under."""
-    notes: dict[str, Any] = Field(default_factory=dict)
-    """Extra facts about the call (e.g. a best-of-n candidate's expected reward)."""
     constrained: bool | None = None
     """Whether the backend enforced the reply's schema (None: no schema was asked for)."""
     invalid: str | None = None
     """Why the reply failed validation (structured acts; None: valid or not checked)."""
     batch_size: int | None = None
     """Prompts in the request that answered this call, when more than one."""
+    notes: dict[str, Any] = Field(default_factory=dict)
+    """Extra facts about the call (e.g. a best-of-n candidate's expected reward)."""
+    tag: DecisionTag | None = None
+    """The protocol decision the call served, set when the call was made."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_flat_tag(cls, data: Any) -> Any:
+        """``decision``, ``round``, ``index``, ``prefix`` given flat (schema version 1, or a
+        caller's keywords) become the ``tag``."""
+        if not isinstance(data, dict) or not any(k in data for k in _FLAT_TAG):
+            return data
+        data = dict(data)
+        flat = {k: data.pop(k) for k in _FLAT_TAG if k in data}
+        if data.get("tag") is not None:
+            raise ValueError(f"{', '.join(flat)} given beside the tag that holds them")
+        if flat.get("decision") is None:
+            stray = sorted(k for k, v in flat.items() if v is not None)
+            if stray:
+                raise ValueError(f"{', '.join(stray)} given without the decision it belongs to")
+            return data
+        data["tag"] = flat
+        return data
+
+    @property
+    def decision(self) -> str | None:
+        """The decision the call served (the tag's), None outside a recursive debate."""
+        return None if self.tag is None else self.tag.decision
+
+    @property
+    def round(self) -> int | None:
+        """The round of the decision the call served (None: initialisation, or no tag)."""
+        return None if self.tag is None else self.tag.round
+
+    @property
+    def index(self) -> int | None:
+        """For an estimator's b_i: the subclaim index i."""
+        return None if self.tag is None else self.tag.index
+
+    @property
+    def prefix(self) -> list[int] | None:
+        """For an estimator's b_i: the earlier outcomes z_<i it was asked under."""
+        return None if self.tag is None else self.tag.prefix
 
 
 class InitRecord(_Model):

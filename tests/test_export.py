@@ -197,7 +197,7 @@ def test_a_transcript_that_does_not_rescore_is_refused(pe_run: Path, tmp_path: P
         export_run(bad, tmp_path / "x.jsonl", role="prover")
     data = t.model_dump(mode="json")
     for c in data["calls"]:
-        c["decision"] = None
+        c["tag"] = None
     (bad / TRANSCRIPTS_FILE).write_text(json.dumps(data) + "\n")
     with pytest.raises(Exception, match="not marked with their decision"):
         export_run(bad, tmp_path / "x.jsonl", role="prover")

@@ -36,6 +36,7 @@ from llmdebate import scoring
 from llmdebate.agents.base import DebateContext, DirectionChoice, Estimator
 from llmdebate.agents.llm import LLMProver, ask_structured
 from llmdebate.agents.parsing import parse_direction
+from llmdebate.decisions import deciding, tagged
 from llmdebate.models import Model
 from llmdebate.models.base import GenerateConfig
 from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
@@ -122,17 +123,13 @@ class BestOfNProver(LLMProver):
                 config=config, max_attempts=self.max_attempts, calls=ctx.calls,
             ))
             candidates.append((s, ctx.calls[mark:]))
-        mark = len(ctx.calls)
         self._round[k] = (0, p)  # decompositions scored by max over s (see the module doc)
-        dec = await self.decompose(claim, k, ctx)
-        for c in ctx.calls[mark:]:
-            if c.decision is None:
-                c.decision, c.round = "decompose", k
+        with deciding("decompose", k):
+            dec = await self.decompose(claim, k, ctx)
         self._planned[k] = dec
         own: list[ModelCallRecord] = []
-        e_m = await expected_m(self.scorer(), claim, dec, dataclasses.replace(ctx, calls=own))
-        for c in own:
-            c.decision, c.round = "scoring", k
+        with deciding("scoring", k):
+            e_m = await expected_m(self.scorer(), claim, dec, dataclasses.replace(ctx, calls=own))
         ctx.calls.extend(own)
         r = scoring.ratio_for(ctx.config)
         scores = [float(scoring.expected_round_reward(r, k, s, e_m, p)) for s, _ in candidates]
@@ -168,21 +165,25 @@ class BestOfNProver(LLMProver):
         scores = []
         for dec, _ in candidates:
             own: list[ModelCallRecord] = []
-            sub = dataclasses.replace(ctx, calls=own)
-            if s == 0 and k in self._round and self._directions(claim, k, ctx):
-                e_m = await expected_m(self.scorer(), claim, dec, sub)  # the best s follows
-                r = scoring.ratio_for(ctx.config)
-                scores.append(float(abs(scoring.expected_round_reward(r, k, 1, e_m, p))))
-            else:
-                scores.append(
-                    await expected_round_reward(self.scorer(), claim, dec, k, s, p, sub)
-                )
-            for c in own:
-                c.decision, c.round = "scoring", k
+            with deciding("scoring", k):
+                scores.append(await self._score(claim, dec, k, s, p, ctx, own))
             ctx.calls.extend(own)
         best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
         _mark_candidates([calls for _, calls in candidates], scores, best)
         return candidates[best][0]
+
+    async def _score(
+        self, claim: Claim, dec: Decomposition, k: int, s: int, p: float,
+        ctx: DebateContext, own: list[ModelCallRecord],
+    ) -> float:
+        """A candidate decomposition's expected reward (its calls logged in ``own``): with
+        direction s, or, before the direction is chosen, the best over s."""
+        sub = dataclasses.replace(ctx, calls=own)
+        if s == 0 and k in self._round and self._directions(claim, k, ctx):
+            e_m = await expected_m(self.scorer(), claim, dec, sub)  # the best s follows
+            r = scoring.ratio_for(ctx.config)
+            return float(abs(scoring.expected_round_reward(r, k, 1, e_m, p)))
+        return await expected_round_reward(self.scorer(), claim, dec, k, s, p, sub)
 
 
 SpeechScorer = Callable[[str, list[ModelCallRecord]], Awaitable[float]]
@@ -225,12 +226,14 @@ async def best_of_speech(
     owns: list[list[ModelCallRecord]] = [[] for _ in candidates]
     scores = [
         float(v) for v in await asyncio.gather(
-            *(score(text, own) for (text, _), own in zip(candidates, owns, strict=True))
+            *(
+                tagged(score(text, own), "scoring", rnd)
+                for (text, _), own in zip(candidates, owns, strict=True)
+            )
         )
     ]
     for i, own in enumerate(owns):
         for c in own:
-            c.decision, c.round = "scoring", rnd
             c.notes["scoring"] = {"speaker": role, "round": rnd, "candidate": i}
         log.extend(own)
     best = max(range(len(candidates)), key=lambda i: (scores[i], -i))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from llmdebate.agents.audit import audit_decomposition
@@ -33,12 +34,14 @@ from llmdebate.agents.replies import (
     direction_schema,
     index_schema,
 )
-from llmdebate.elicit import ProbMethod, estimate, estimates
+from llmdebate.decisions import deciding, narrowed
+from llmdebate.elicit import ProbMethod, estimate
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
 from llmdebate.models.structured import OutputSchema
+from llmdebate.models.wrapper import gather_logged
 from llmdebate.prompts import Prompts, rule_text
-from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence
+from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence, ModelCallRecord
 
 DirectionMode = Literal["belief", "model"]
 RecursionMode = Literal["belief", "model"]
@@ -183,7 +186,12 @@ class LLMProver:
 
     # ---------------------------------------------------------------- answers
     async def pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
-        """The prover's own answer to a QA item (``assignment: choose``): a choice or free text."""
+        """The prover's own answer to a QA item (``assignment: choose``): a choice or free text.
+        Its calls serve the debate's ``answer`` decision (asked before the debate starts)."""
+        with deciding("answer"):
+            return await self._pick_answer(item, calls)
+
+    async def _pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
         messages = self.prompts.render(
             "answer",
             question=item["question"],
@@ -446,6 +454,23 @@ class LLMEstimator:
     async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
         return await self._probability(claim_messages(self.prompts, claim, ctx), "estimate", ctx)
 
+    async def _alone(
+        self, messages: list[dict[str, str]], j: int, *, log: list[ModelCallRecord]
+    ) -> Estimate:
+        """b_j asked with no earlier outcome stated, one of a batch: its call serves the b_j
+        of the decision being asked for (:func:`~llmdebate.decisions.narrowed`)."""
+        with narrowed(j, ()):
+            return await estimate(
+                self.model,
+                messages,
+                self.method,
+                samples=self.samples,
+                temperature=self.temperature,
+                role="estimator",
+                act="independent",
+                log=log,
+            )
+
     def _messages(
         self,
         claim: Claim,
@@ -485,20 +510,10 @@ class LLMEstimator:
         fut = self._batches.get(key)
         if fut is None:
             batch = [
-                self._messages(claim, decomposition, j, (), ctx) for j in range(decomposition.width)
+                partial(self._alone, self._messages(claim, decomposition, j, (), ctx), j)
+                for j in range(decomposition.width)
             ]
-            fut = asyncio.ensure_future(
-                estimates(
-                    self.model,
-                    batch,
-                    self.method,
-                    samples=self.samples,
-                    temperature=self.temperature,
-                    role="estimator",
-                    act="independent",
-                    log=ctx.calls,
-                )
-            )
+            fut = asyncio.ensure_future(gather_logged(batch, ctx.calls))
             self._batches[key] = fut
         ests = await fut
         e = ests[i]

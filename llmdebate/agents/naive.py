@@ -15,7 +15,10 @@ import math
 from typing import Any
 
 from llmdebate.agents.base import DebateContext
+from llmdebate.agents.llm import LLMProver
 from llmdebate.elicit import estimates
+from llmdebate.models import Model
+from llmdebate.prompts import Prompts
 from llmdebate.rules import compile_rule
 from llmdebate.schemas import Claim, Decomposition, Evidence
 
@@ -60,9 +63,9 @@ class LLMNaiveProver:
 
     def __init__(
         self,
-        decomposer: Any,
-        model: Any,
-        prompts: Any,
+        decomposer: LLMProver,
+        model: Model,
+        prompts: Prompts,
         *,
         answer: int,
         method: str = "logprobs",
@@ -97,7 +100,7 @@ class LLMChallenger:
     """Challenges the subclaim whose stated value its model doubts most."""
 
     def __init__(
-        self, model: Any, prompts: Any, *, method: str = "logprobs", name: str | None = None
+        self, model: Model, prompts: Prompts, *, method: str = "logprobs", name: str | None = None
     ) -> None:
         self.model = model
         self.prompts = prompts

@@ -340,8 +340,7 @@ async def estimate(
         ):
             # one call that is the whole estimate (the usual logprobs case): its record, named
             # for the estimate, is the record, with the same fields as the one below
-            only.__dict__.update(role=role, act=act, latency_s=latency)
-            log.append(only)
+            log.append(only.model_copy(update={"role": role, "act": act, "latency_s": latency}))
         else:
             log.append(
                 model.record(

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from llmdebate.decisions import current_decision
 from llmdebate.errors import ModelError, UserError
 from llmdebate.models.base import (
     Backend,
@@ -314,8 +315,11 @@ class Model:
 
         Built without validation (:meth:`~llmdebate.schemas.ModelCallRecord.trusted`): every
         field comes from this package's own typed values, and a record is made for every
-        call (thousands a second)."""
-        return ModelCallRecord.trusted(role=role, act=act, model=self.name, **fields)
+        call (thousands a second). Tagged with the decision the protocol is asking for
+        (:func:`~llmdebate.decisions.current_decision`)."""
+        return ModelCallRecord.trusted(
+            role=role, act=act, model=self.name, tag=current_decision(), **fields
+        )
 
     async def aclose(self) -> None:
         """Close the backend's connections or worker; commit the cache's pending writes (the
