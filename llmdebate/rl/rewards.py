@@ -188,10 +188,10 @@ class DebateRewardBase:
         if new is None:
             return self.invalid_reward
         terms = pe_terms(new)
-        call = ModelCallRecord(
-            role=st["speaker"], model="", decision=DECISION_OF_ACT[act], round=k,
-            index=st.get("index"), prefix=prefix,
-        )
+        call = ModelCallRecord.model_validate({
+            "role": st["speaker"], "model": "", "decision": DECISION_OF_ACT[act], "round": k,
+            "index": st.get("index"), "prefix": prefix,
+        })
         credits = [c for _, c in pe_call_credits(new, terms, call)]
         credit = next((c for c in credits if c.term == st.get("term")), None)
         if credit is None:  # the decision's term vanished (the continuation stopped early)
