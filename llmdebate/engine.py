@@ -4,7 +4,9 @@ One asynchronous loop per protocol over the agent interfaces of :mod:`llmdebate.
 Randomness: a debate's seed gives two independent streams (NumPy ``SeedSequence`` spawn keys):
 the protocol stream draws ẑ and every z_i (recorded as the uniforms ``u`` with z = 1[u < b]);
 the strategy stream is handed to agents. Replaying a debate with the same seed and agents
-reproduces it bit for bit. Rewards come only from :mod:`llmdebate.scoring`.
+reproduces it bit for bit. Rewards come only from :mod:`llmdebate.scoring`. The engine states
+each decision before it asks for it (:func:`llmdebate.decisions.deciding`), so every model call
+is recorded with the decision, round and, for a b_i, the subclaim and prefix it served.
 """
 
 from __future__ import annotations
