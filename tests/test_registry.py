@@ -21,7 +21,8 @@ def test_register_get_and_choices_in_the_error() -> None:
     assert reg.entry("a").summary == "The first widget."
     assert reg.with_capability("fast") == ("a",)
     assert "a" in reg and "zzz" not in reg
-    with pytest.raises(UserError, match=r"run\.yaml: protocol: unknown widget 'c': choose from a, b"):
+    msg = r"run\.yaml: protocol: unknown widget .c.: choose from a, b"
+    with pytest.raises(UserError, match=msg):
         reg.get("c", where="run.yaml: protocol")
 
 
