@@ -86,9 +86,10 @@ def normalized_total(t: Transcript, *, expected: bool = False) -> float | None:
     value = t.expected_total if expected else t.total
     if t.status != "complete" or value is None:
         return None
-    if t.protocol == "naive-recursive":
+    scheme = reward_scheme(t)
+    if scheme == "plus-minus-one":
         return float(value)
-    if t.protocol != "prover-estimator":
+    if scheme != "discounted":
         return None
     return float(normalized(value, ratio_for(t.config), t.config.depth))
 
@@ -213,8 +214,15 @@ class Mismatch:
         )
 
 
-REWARDED_PROTOCOLS = ("prover-estimator", "naive-recursive")
-"""The protocols whose transcripts carry rewards that :func:`score_transcript` recomputes."""
+def reward_scheme(t: Transcript) -> str | None:
+    """Which rewards a transcript records, read from its records (never from its protocol's
+    name): ``discounted`` (prover-estimator debate: an initialisation record and
+    r-discounted round rewards), ``plus-minus-one`` (naive recursive debate: rounds down to a
+    leaf verdict, no initialisation record, a ±1 payoff), or None (a judge's choice between
+    two answers: no rewards, only the judgment)."""
+    if t.init is not None:
+        return "discounted"
+    return "plus-minus-one" if t.rounds else None
 
 
 @dataclass
@@ -250,9 +258,10 @@ def score_transcript(t: Transcript) -> Score:
         if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
             cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
             _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
-    if t.status != "complete" or t.protocol not in REWARDED_PROTOCOLS:
+    scheme = reward_scheme(t)
+    if t.status != "complete" or scheme is None:
         return s
-    if t.protocol == "naive-recursive":
+    if scheme == "plus-minus-one":
         payoff = _naive_payoff(t, s)
         s.rewards = [payoff]
         s.total = payoff
@@ -368,7 +377,7 @@ def judgment_scores(t: Transcript) -> dict[str, float | None]:
     }
     p_true: float | None = None
     truth: int | None = None
-    if t.protocol in REWARDED_PROTOCOLS:
+    if reward_scheme(t) is not None:  # a leaf verdict
         leaf = t.rounds[-1] if t.rounds else None
         if leaf is None or leaf.k != 0 or leaf.verdict is None or leaf.claim.truth is None:
             return out

@@ -28,6 +28,8 @@ from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.asymmetric import annotate_truth
 from llmdebate.protocols.base import DebateSpec
+from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.rules import outcome_index
 from llmdebate.schemas import (
     Claim,
@@ -304,12 +306,13 @@ async def fork(
 
     Prover-estimator and naive recursive debate: the fork point is round ``at`` (0 <= at <=
     depth) and, within it, ``act`` (the decisions of a round in order: direction, decompose,
-    estimate/value, recurse; evidence, verdict at the leaf). Two-sided debate and
-    consultancy: speeches of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and
-    within round ``at`` those of the speakers before ``speaker`` (None: the whole round is
-    live). Direct judge: only the judge plays (``at`` is ignored).
+    estimate/value, recurse; evidence, verdict at the leaf). A protocol with speeches
+    (two-sided debate, consultancy): speeches of rounds before ``at`` (1 <= at <= rounds + 1)
+    are replayed, and within round ``at`` those of the speakers before ``speaker`` (None: the
+    whole round is live). Any other protocol (direct judge): only the judge plays (``at`` is
+    ignored). Which applies is read from the protocol's capabilities.
     """
-    if t.protocol != "prover-estimator":
+    if not protocol_of(t).can(ESTIMATOR):
         return await _fork_protocol(t, team, at, act=act, speaker=speaker, swapped=swapped,
                                     inject=inject)
     if t.init is None:
@@ -383,25 +386,25 @@ async def _fork_protocol(
 ) -> Transcript:
     """:func:`fork` of naive recursive debate and the speech protocols, through the protocols'
     own code with a team that replays the recorded decisions."""
-    from llmdebate.protocols.registry import get_protocol
     from llmdebate.rl.replay_protocols import ReplayTeam, replayed_calls, settings_of, speech_point
 
+    protocol = protocol_of(t)
     point: Any
-    if t.protocol == "naive-recursive":
+    if protocol.can(RECURSIVE):
         d = t.config.depth
         if not 0 <= at <= d:
             raise UserError(f"fork round must be in 0..{d} (got {at})")
         if act not in ORDER:
             raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
         point = ForkPoint(at, act)
-    elif t.protocol == "direct":
-        point = None
-    else:
+    elif protocol.can(SPEECHES):
         point = speech_point(t, at, speaker)
+    else:  # only the judge plays
+        point = None
     spec = spec_of(t)
     log = replayed_calls(t, point)
     try:
-        out = await get_protocol(t.protocol)(
+        out = await protocol.run(
             spec, ReplayTeam(team, t, point, inject), settings_of(t), log
         )
     except ReplyError as exc:

@@ -32,6 +32,8 @@ from llmdebate.errors import UserError
 from llmdebate.export.credit import SPEAKERS, speech_round
 from llmdebate.models.base import GenerateConfig, ModelOutput
 from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.protocols.interface import RECURSIVE, SPEECHES
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
 
 
@@ -233,7 +235,7 @@ class ReplayTeam(Team):
 
     def __init__(self, team: Team, t: Transcript, point: Any, inject: Any) -> None:
         models = dict(team.models)
-        if t.protocol in ("two-sided", "consultancy"):
+        if protocol_of(t).can(SPEECHES):
             models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
         super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
         self.base, self.t, self.point, self.inject = team, t, point, inject
@@ -252,7 +254,7 @@ class ReplayTeam(Team):
 def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
     """Copies of the recorded calls of a naive debate's replayed decisions (the speech
     protocols' are copied by :class:`ReplayModel` as the protocol asks for them)."""
-    if t.protocol != "naive-recursive":
+    if not protocol_of(t).can(RECURSIVE):
         return []
     return [
         c.model_copy(deep=True)
