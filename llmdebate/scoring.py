@@ -77,19 +77,23 @@ def normalizer(config: DebateConfig) -> float:
     return ratio_for(config) ** (config.depth + 1)
 
 
-def normalized_total(t: Transcript, *, expected: bool = False) -> float | None:
+def normalized_total(
+    t: Transcript, *, expected: bool = False, scheme: str | None = None
+) -> float | None:
     """A complete debate's payoff R_A (or its expectation) in the unit a report shows.
 
-    Prover-estimator debate: in units of r^(d+1). Naive recursive debate: the ±1 payoff as is
-    (it has no r). ``None`` for a debate that is not complete or has no such total.
+    ``scheme`` (the protocol's :func:`reward_scheme`; read from the records when not given):
+    ``discounted`` (prover-estimator debate) in units of r^(d+1), ``plus-minus-one`` (naive
+    recursive debate) the ±1 payoff as is (it has no r). ``None`` for a debate that is not
+    complete or has no such total.
     """
     value = t.expected_total if expected else t.total
     if t.status != "complete" or value is None:
         return None
-    scheme = reward_scheme(t)
-    if scheme == "plus-minus-one":
+    scheme = scheme or reward_scheme(t)
+    if scheme == PLUS_MINUS_ONE:
         return float(value)
-    if scheme != "discounted":
+    if scheme != DISCOUNTED:
         return None
     return float(normalized(value, ratio_for(t.config), t.config.depth))
 
@@ -214,6 +218,10 @@ class Mismatch:
         )
 
 
+DISCOUNTED = "discounted"
+PLUS_MINUS_ONE = "plus-minus-one"
+
+
 def reward_scheme(t: Transcript) -> str | None:
     """Which rewards a transcript records, read from its records (never from its protocol's
     name): ``discounted`` (prover-estimator debate: an initialisation record and
@@ -221,8 +229,8 @@ def reward_scheme(t: Transcript) -> str | None:
     leaf verdict, no initialisation record, a ±1 payoff), or None (a judge's choice between
     two answers: no rewards, only the judgment)."""
     if t.init is not None:
-        return "discounted"
-    return "plus-minus-one" if t.rounds else None
+        return DISCOUNTED
+    return PLUS_MINUS_ONE if t.rounds else None
 
 
 @dataclass
@@ -241,10 +249,11 @@ def _check(score: Score, tid: str, where: str, recorded: Any, recomputed: Any) -
         score.mismatches.append(Mismatch(tid, where, recorded, recomputed))
 
 
-def score_transcript(t: Transcript) -> Score:
+def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     """Recompute every reward (and the draws z = 1[u < b], M_D(z), E[M_D], and the chain of
     probabilities p_k of the transcript's protocol variant) from the transcript's records.
 
+    ``scheme``: the transcript's :func:`reward_scheme` (read from its records when not given).
     Protocols without rewards (two-sided, consultancy, direct) have nothing to re-score: their
     Score is empty."""
     s = Score()
@@ -258,10 +267,10 @@ def score_transcript(t: Transcript) -> Score:
         if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
             cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
             _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
-    scheme = reward_scheme(t)
+    scheme = scheme or reward_scheme(t)
     if t.status != "complete" or scheme is None:
         return s
-    if scheme == "plus-minus-one":
+    if scheme == PLUS_MINUS_ONE:
         payoff = _naive_payoff(t, s)
         s.rewards = [payoff]
         s.total = payoff

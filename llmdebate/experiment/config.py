@@ -8,7 +8,7 @@ Field descriptions (the attribute docstrings below) are what ``--help`` shows.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 

@@ -98,6 +98,9 @@ class Protocol(ABC):
     """Place in a comparison (reports, judge assignments): lower first; ties by name."""
     opens_in_report: ClassVar[bool] = False
     """Whether the report's debate section of a transcript starts open."""
+    reward_scheme: ClassVar[str | None] = None
+    """The rewards its transcripts record (:func:`llmdebate.scoring.reward_scheme`): None (the
+    judge's choice only), ``discounted`` or ``plus-minus-one``."""
 
     def can(self, capability: str) -> bool:
         return capability in self.capabilities
@@ -155,7 +158,7 @@ class Protocol(ABC):
     # -- scoring --------------------------------------------------------------------------
     def rescore(self, t: Transcript) -> scoring.Score:
         """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.scoring`."""
-        return scoring.score_transcript(t)
+        return scoring.score_transcript(t, self.reward_scheme)
 
     def judgment_scores(self, t: Transcript) -> dict[str, float | None]:
         """How well the judge of a complete debate did against the gold truth."""
@@ -164,7 +167,7 @@ class Protocol(ABC):
     # -- reports --------------------------------------------------------------------------
     def payoff(self, t: Transcript) -> float | None:
         """The debater's payoff in the unit a report shows (None: the protocol has none)."""
-        return scoring.normalized_total(t)
+        return scoring.normalized_total(t, scheme=self.reward_scheme)
 
     def expected_payoff(self, t: Transcript) -> float | None:
         """The expected payoff over the protocol's own draws (None: not recorded)."""

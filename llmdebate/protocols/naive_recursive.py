@@ -3,6 +3,7 @@ the payoff is ±1 by the judge's verdict on the leaf claim."""
 
 from __future__ import annotations
 
+from llmdebate import scoring
 from llmdebate.agents.factory import Team
 from llmdebate.engine import run_naive_recursive
 from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
@@ -20,6 +21,7 @@ class NaiveRecursive(RecursiveProtocol):
 
     title = "Naive recursive debate"
     rank = 3
+    reward_scheme = scoring.PLUS_MINUS_ONE
 
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log

@@ -26,6 +26,7 @@ class ProverEstimator(RecursiveProtocol):
     title = "Prover-estimator debate"
     rank = 4
     opens_in_report = True
+    reward_scheme = scoring.DISCOUNTED
 
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
@@ -48,7 +49,7 @@ class ProverEstimator(RecursiveProtocol):
         return t
 
     def expected_payoff(self, t: Transcript) -> float | None:
-        return scoring.normalized_total(t, expected=True)
+        return scoring.normalized_total(t, expected=True, scheme=self.reward_scheme)
 
     def calibration_point(self, t: Transcript) -> tuple[str, float, int] | None:
         if t.init is None or t.init.claim.truth is None:

@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from llmdebate import scoring
 from llmdebate.agents.audit import DecompositionTally
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Transcript
@@ -50,7 +49,7 @@ def decision_correct(t: Transcript) -> float | None:
 
 def normalized_payoff(t: Transcript) -> float | None:
     """The prover's payoff R_A in units of r^(d+1) (prover-estimator) or as is (naive: ±1)."""
-    return scoring.normalized_total(t)
+    return protocol_of(t).payoff(t)
 
 
 def normalized_expected_payoff(t: Transcript) -> float | None:
