@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -64,7 +64,7 @@ def total(rewards: Iterable[T]) -> T:
     acc: Any = 0.0
     for v in rewards:
         acc = acc + v
-    return acc
+    return cast(T, acc)
 
 
 def normalized(payoff: Any, r: float, depth: int) -> Any:

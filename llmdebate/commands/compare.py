@@ -23,8 +23,8 @@ def command(
     **fields: Any,
 ) -> int:
     """Run several protocols on the same items and write the report (protocols: every
-    registered one unless the config or --protocols names them). The same as `llmdebate run` followed by
-    `llmdebate report RUN_DIR`."""
+    registered one unless the config or --protocols names them). The same as `llmdebate
+    run` followed by `llmdebate report RUN_DIR`."""
     from llmdebate.experiment.loading import read_yaml
     from llmdebate.report.build import build_report
 

@@ -19,6 +19,7 @@ from llmdebate.protocols.registry import get_protocol
 from llmdebate.rundir import CONFIG_FILE, load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
+
 def injectable(r: Row) -> bool:
     """A decision that a reply can stand for, by the row's protocol
     (:meth:`llmdebate.protocols.interface.Protocol.injectable`)."""

@@ -4,7 +4,8 @@ The judgment is committed first (one per assignment: a second submission is a
 :class:`Conflict`), then the debate is completed by its protocol
 (:meth:`llmdebate.protocols.interface.Protocol.complete`: a verdict on the leaf claim for a
 ``recursive`` protocol, P(first option) for a ``two-answer`` one), scored by
-:meth:`~llmdebate.protocols.interface.Protocol.judgment_scores`, and appended with id ``<debate id>#<judgment id>``.
+:meth:`~llmdebate.protocols.interface.Protocol.judgment_scores`, and appended with id
+``<debate id>#<judgment id>``.
 A crash between the commit and the append is repaired by :func:`sync`, which every server
 and terminal session runs at start: completion is a pure function of the waiting transcript
 and the judgment, so the repaired line is the one that would have been written.

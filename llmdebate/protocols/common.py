@@ -24,7 +24,13 @@ from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.interface import JUDGE_DEFERRABLE, SPEECHES, TWO_ANSWER, Decision, Protocol
+from llmdebate.protocols.interface import (
+    JUDGE_DEFERRABLE,
+    SPEECHES,
+    TWO_ANSWER,
+    DecisionRow,
+    Protocol,
+)
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import ModelCallRecord, Transcript, Turn
 
@@ -269,6 +275,6 @@ class ChoiceProtocol(Protocol):
             raise ProtocolViolation(f"debate {t.id}: P(first option) is needed")
         return complete_choice(t, p_first, judge, method=method)
 
-    def injectable(self, d: Decision) -> bool:
+    def injectable(self, d: DecisionRow) -> bool:
         """A debater's speech (protocols with speeches)."""
         return self.can(SPEECHES) and d.act == "speech" and d.round_k is not None

@@ -61,15 +61,21 @@ JUDGE_DEFERRABLE = "judge-deferrable"
 CAPABILITIES = (RECURSIVE, ESTIMATOR, TWO_ANSWER, SPEECHES, ASSIGNED, JUDGE_DEFERRABLE)
 
 
-class Decision(TypingProtocol):
+class DecisionRow(TypingProtocol):
     """The fields of a decision row that say whether a reply can be injected into it."""
 
-    speaker: str
-    role: str
-    act: str
-    call_act: str | None
-    source: str
-    round_k: int | None
+    @property
+    def speaker(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def act(self) -> str: ...
+    @property
+    def call_act(self) -> str | None: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def round_k(self) -> int | None: ...
 
 
 def assignment_variants(assignment: str, index: int) -> tuple[str, ...]:
@@ -178,7 +184,7 @@ class Protocol(ABC):
         return None
 
     # -- training -------------------------------------------------------------------------
-    def injectable(self, d: Decision) -> bool:
+    def injectable(self, d: DecisionRow) -> bool:
         """Whether a policy's reply can stand for decision ``d`` in a replay (online RL)."""
         return False
 

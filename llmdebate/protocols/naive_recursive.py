@@ -8,7 +8,7 @@ from llmdebate.agents.factory import Team
 from llmdebate.engine import run_naive_recursive
 from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.interface import Decision
+from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
 
@@ -43,6 +43,6 @@ class NaiveRecursive(RecursiveProtocol):
         t.meta.update(claimed_answer=claim.data["answer"])
         return t
 
-    def injectable(self, d: Decision) -> bool:
+    def injectable(self, d: DecisionRow) -> bool:
         """A debater's decomposition, subclaim probability or evidence; the challenger's pick."""
         return d.act in INJECTABLE.get(d.speaker, ())

@@ -11,7 +11,7 @@ from llmdebate.agents.factory import Team
 from llmdebate.engine import run_prover_estimator
 from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.interface import ESTIMATOR, Decision
+from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
 
@@ -56,7 +56,7 @@ class ProverEstimator(RecursiveProtocol):
             return None
         return (t.init.claim.text, float(t.init.estimate.value), int(t.init.claim.truth))
 
-    def injectable(self, d: Decision) -> bool:
+    def injectable(self, d: DecisionRow) -> bool:
         """A decision of the prover or the estimator (not a belief probe feeding a rule, not
         an assigned answer)."""
         return (

@@ -14,6 +14,7 @@ Config validation, ``--help`` and error messages take their choices from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from llmdebate.protocols.interface import Protocol
@@ -35,7 +36,7 @@ PROTOCOLS: Registry[Protocol] = Registry(
 P = TypeVar("P", bound=type[Protocol])
 
 
-def register(name: str, *, replace: bool = False) -> object:
+def register(name: str, *, replace: bool = False) -> Callable[[P], P]:
     """Class decorator: register an instance of the class as protocol ``name``, with the
     class's capabilities on the registry entry."""
 

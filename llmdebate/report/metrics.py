@@ -39,7 +39,7 @@ from llmdebate.report.records import (
 )
 from llmdebate.schemas import Transcript
 
-__all__ = [
+__all__ = [  # noqa: F822 (ASYMMETRIC, PROTOCOL_ORDER: module __getattr__)
     "ASYMMETRIC", "PROTOCOL_ORDER", "Calibration", "CalibrationBin", "Cost", "DebateRecord",
     "Pair", "RunTally", "bootstrap_ci", "calibration", "calibration_points", "compute",
     "costs", "decision_correct", "failure_kind", "gold", "item_id", "item_scores",

@@ -151,7 +151,8 @@ class ReplayProver:
         got = self._injected("direction", k)
         if got is not None:
             return parse_direction(got)
-        return await self.live.direction(claim, p, k, ctx)
+        out: DirectionChoice | int = await self.live.direction(claim, p, k, ctx)
+        return out
 
     async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
         if self.at.replayed(k, "decompose"):
@@ -169,7 +170,8 @@ class ReplayProver:
         dec = await self.live.decompose(claim, k, ctx)
         if own is not None:
             self.audits.extend(own[before:])
-        return dec
+        out: Decomposition = dec
+        return out
 
     async def choose(
         self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], ctx: DebateContext
@@ -188,7 +190,8 @@ class ReplayProver:
         got = self._injected("evidence", 0)
         if got is not None:
             return Evidence(text=got.strip())
-        return await self.live.evidence(claim, ctx)
+        out: Evidence = await self.live.evidence(claim, ctx)
+        return out
 
 
 class ReplayEstimator:
@@ -223,7 +226,8 @@ class ReplayEstimator:
             "estimator", "estimate", k, i, tuple(prefix)
         ):
             return Estimate(value=self.inject.probability(), method="injected")
-        return await self.live.conditional(claim, dec, i, prefix, ctx)
+        out: Estimate = await self.live.conditional(claim, dec, i, prefix, ctx)
+        return out
 
 
 def spec_of(t: Transcript) -> DebateSpec:

@@ -100,9 +100,10 @@ class ReplayModel:
                         completion=inj.completion, notes={"injected": True},
                     ))
                 return ModelOutput(text=inj.completion, model=self.live.name)
-        return await self.live.generate(
+        out: ModelOutput = await self.live.generate(
             messages, config, sample_index=sample_index, role=role, act=act, log=log
         )
+        return out
 
     def _recorded(
         self, role: str, act: str, rnd: int, log: list[ModelCallRecord] | None
@@ -176,7 +177,8 @@ class ReplayNaiveProver:
         inj = self._inj("decompose", k)
         if inj is not None:
             return parse_decomposition(inj.completion, claim, ctx.config.width)
-        return await self.live.decompose(claim, k, ctx)
+        out: Decomposition = await self.live.decompose(claim, k, ctx)
+        return out
 
     async def claim_values(
         self, claim: Claim, claimed: int, dec: Decomposition, ctx: DebateContext
@@ -200,7 +202,8 @@ class ReplayNaiveProver:
         inj = self._inj("evidence", 0)
         if inj is not None:
             return Evidence(text=inj.completion.strip())
-        return await self.live.evidence(claim, ctx)
+        out: Evidence = await self.live.evidence(claim, ctx)
+        return out
 
 
 class ReplayChallenger:
