@@ -71,7 +71,8 @@ class ExperimentConfig(_Section):
     seed: int = Field(default=0, ge=0)
     """Seed of every draw: answers, shown order, protocol draws, strategies."""
     protocols: list[str] = Field(default_factory=lambda: ["prover-estimator"])
-    """Protocols to run on every item (JSON list)."""
+    """Protocols to run on every item (JSON list of registered protocol names: the five
+    built-in ones and any a plugin adds; an unknown name is refused with the list)."""
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     debate: DebateConfig = Field(default_factory=DebateConfig)
     rounds: int = Field(default=1, ge=1, le=20)
