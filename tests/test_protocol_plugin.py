@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Iterator
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from llmdebate.judging.view import build_view
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
+from llmdebate.registry import Registry
 from llmdebate.rl import fork, team_for
 from llmdebate.rundir import JUDGED_FILE, load_transcripts, read_run_config
 from llmdebate.schemas import Transcript, Turn
@@ -201,3 +204,33 @@ def test_a_protocol_defined_in_a_test_waits_for_a_person_and_is_judged(
         assert t.meta["judgment"]["scores"] == get_protocol(NAME).judgment_scores(t)
     res = score_file(run_dir / JUDGED_FILE)
     assert res.ok and res.mismatches == []
+
+
+def test_a_protocol_plugin_is_loaded_from_its_entry_point(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A package names a module under the ``llmdebate.protocols`` group; reading the
+    registry imports it, and its import registers the protocol with its capabilities."""
+    (tmp_path / "my_protocol.py").write_text(
+        "from llmdebate.protocols.common import ChoiceProtocol\n"
+        "from llmdebate.protocols.registry import register\n"
+        "@register('my-judge')\n"
+        "class MyJudge(ChoiceProtocol):\n"
+        "    judge_act = 'direct_judge'\n"
+        "    async def run(self, spec, team, settings, log):\n"
+        "        raise NotImplementedError\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_protocol", raising=False)
+    ep = EntryPoint(name="my-judge", value="my_protocol", group="llmdebate.protocols")
+
+    def entry_points(*, group: str) -> list[EntryPoint]:
+        return [ep] if group == "llmdebate.protocols" else []
+
+    monkeypatch.setattr("llmdebate.registry.entry_points", entry_points)
+    reg: Registry[Any] = Registry("protocol", group="llmdebate.protocols")
+    monkeypatch.setattr("llmdebate.protocols.registry.PROTOCOLS", reg)
+    assert reg.names() == ("my-judge",)
+    assert reg.entry("my-judge").capabilities == {"two-answer", "judge-deferrable"}
+    assert reg.get("my-judge").variants("paired", 0) == ("my-judge",)
+    monkeypatch.delitem(sys.modules, "my_protocol")
