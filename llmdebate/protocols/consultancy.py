@@ -53,12 +53,12 @@ class Consultancy(ChoiceProtocol):
             )
             text = await speak(
                 team, spec, msgs, role="consultant", position=position, rnd=rnd, seen=turns,
-                options=spec.shown, judge_act="consultancy_judge", log=log,
+                options=spec.shown, judge_act=self.judge_act, log=log,
             )
             turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
         decision = await judge_choice(
             team,
-            "consultancy_judge",
+            self.judge_act,
             spec.shown,
             log,
             question=spec.item.question,

@@ -24,7 +24,7 @@ class Direct(ChoiceProtocol):
         """One direct-judge decision between the item's gold answer and its distractor."""
         decision = await judge_choice(
             team,
-            "direct_judge",
+            self.judge_act,
             spec.shown,
             log,
             question=spec.item.question,

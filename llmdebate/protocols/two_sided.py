@@ -22,6 +22,7 @@ from llmdebate.protocols.interface import SPEECHES
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
 
+JUDGE_ACT = "two_sided_judge"
 
 async def _speech(
     team: Team,
@@ -48,7 +49,7 @@ async def _speech(
     )
     text = await speak(
         team, spec, msgs, role=who, position=position, rnd=rnd, seen=seen, options=options,
-        judge_act="two_sided_judge", log=log,
+        judge_act=JUDGE_ACT, log=log,
     )
     return Turn(role=who, round=rnd, text=text, position=position)
 
@@ -60,7 +61,7 @@ class TwoSided(ChoiceProtocol):
     capabilities = ChoiceProtocol.capabilities | {SPEECHES}
     title = "Two-sided debate"
     rank = 2
-    judge_act = "two_sided_judge"
+    judge_act = JUDGE_ACT
 
     def variants(self, assignment: str, index: int) -> tuple[str, ...]:
         return ("order-0", "order-1")
@@ -83,7 +84,7 @@ class TwoSided(ChoiceProtocol):
             turns += [a, b]
         decision = await judge_choice(
             team,
-            "two_sided_judge",
+            self.judge_act,
             shown,
             log,
             question=spec.item.question,
