@@ -415,7 +415,7 @@ def complete_with_verdict(transcript: Transcript, verdict: Verdict) -> Transcrip
     t = transcript.model_copy(deep=True)
     leaf = t.rounds[-1]
     r = scoring.ratio_for(t.config)
-    if t.protocol == "naive-recursive":
+    if scoring.reward_scheme(t) == scoring.PLUS_MINUS_ONE:  # naive recursive debate
         leaf.verdict = verdict
         payoff = scoring.naive_round_payoff(leaf)
         assert payoff is not None

@@ -20,7 +20,6 @@ from llmdebate.rule_grammar import compile_table
 SCHEMA_VERSION = 2
 """2: a call record's decision, round, index and prefix are one ``tag`` (1: flat; still read)."""
 
-Protocol = Literal["prover-estimator", "naive-recursive", "two-sided", "consultancy", "direct"]
 RuleKind = Literal["and", "or", "at_least", "majority", "expr"]
 Variant = Literal["figure2", "marginal", "independent", "commit", "commit-marginal"]
 """How a round of prover-estimator debate hands a probability to the next (docs/protocol.md):
@@ -425,7 +424,8 @@ class Transcript(_Model):
 
     schema_version: int = SCHEMA_VERSION
     id: str
-    protocol: Protocol = "prover-estimator"
+    protocol: str = "prover-estimator"
+    """A name in :data:`llmdebate.protocols.registry.PROTOCOLS` (checked where a config is read)."""
     config: DebateConfig
     seed: int
     agents: dict[str, str] = Field(default_factory=dict)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -64,8 +64,7 @@ def total(rewards: Iterable[T]) -> T:
     acc: Any = 0.0
     for v in rewards:
         acc = acc + v
-    result: T = acc
-    return result
+    return cast(T, acc)
 
 
 def normalized(payoff: Any, r: float, depth: int) -> Any:
@@ -78,18 +77,23 @@ def normalizer(config: DebateConfig) -> float:
     return ratio_for(config) ** (config.depth + 1)
 
 
-def normalized_total(t: Transcript, *, expected: bool = False) -> float | None:
+def normalized_total(
+    t: Transcript, *, expected: bool = False, scheme: str | None = None
+) -> float | None:
     """A complete debate's payoff R_A (or its expectation) in the unit a report shows.
 
-    Prover-estimator debate: in units of r^(d+1). Naive recursive debate: the ±1 payoff as is
-    (it has no r). ``None`` for a debate that is not complete or has no such total.
+    ``scheme`` (the protocol's :func:`reward_scheme`; read from the records when not given):
+    ``discounted`` (prover-estimator debate) in units of r^(d+1), ``plus-minus-one`` (naive
+    recursive debate) the ±1 payoff as is (it has no r). ``None`` for a debate that is not
+    complete or has no such total.
     """
     value = t.expected_total if expected else t.total
     if t.status != "complete" or value is None:
         return None
-    if t.protocol == "naive-recursive":
+    scheme = scheme or reward_scheme(t)
+    if scheme == PLUS_MINUS_ONE:
         return float(value)
-    if t.protocol != "prover-estimator":
+    if scheme != DISCOUNTED:
         return None
     return float(normalized(value, ratio_for(t.config), t.config.depth))
 
@@ -214,8 +218,19 @@ class Mismatch:
         )
 
 
-REWARDED_PROTOCOLS = ("prover-estimator", "naive-recursive")
-"""The protocols whose transcripts carry rewards that :func:`score_transcript` recomputes."""
+DISCOUNTED = "discounted"
+PLUS_MINUS_ONE = "plus-minus-one"
+
+
+def reward_scheme(t: Transcript) -> str | None:
+    """Which rewards a transcript records, read from its records (never from its protocol's
+    name): ``discounted`` (prover-estimator debate: an initialisation record and
+    r-discounted round rewards), ``plus-minus-one`` (naive recursive debate: rounds down to a
+    leaf verdict, no initialisation record, a ±1 payoff), or None (a judge's choice between
+    two answers: no rewards, only the judgment)."""
+    if t.init is not None:
+        return DISCOUNTED
+    return PLUS_MINUS_ONE if t.rounds else None
 
 
 @dataclass
@@ -234,10 +249,11 @@ def _check(score: Score, tid: str, where: str, recorded: Any, recomputed: Any) -
         score.mismatches.append(Mismatch(tid, where, recorded, recomputed))
 
 
-def score_transcript(t: Transcript) -> Score:
+def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     """Recompute every reward (and the draws z = 1[u < b], M_D(z), E[M_D], and the chain of
     probabilities p_k of the transcript's protocol variant) from the transcript's records.
 
+    ``scheme``: the transcript's :func:`reward_scheme` (read from its records when not given).
     Protocols without rewards (two-sided, consultancy, direct) have nothing to re-score: their
     Score is empty."""
     s = Score()
@@ -251,9 +267,10 @@ def score_transcript(t: Transcript) -> Score:
         if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
             cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
             _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
-    if t.status != "complete" or t.protocol not in REWARDED_PROTOCOLS:
+    scheme = scheme or reward_scheme(t)
+    if t.status != "complete" or scheme is None:
         return s
-    if t.protocol == "naive-recursive":
+    if scheme == PLUS_MINUS_ONE:
         payoff = _naive_payoff(t, s)
         s.rewards = [payoff]
         s.total = payoff
@@ -369,7 +386,7 @@ def judgment_scores(t: Transcript) -> dict[str, float | None]:
     }
     p_true: float | None = None
     truth: int | None = None
-    if t.protocol in REWARDED_PROTOCOLS:
+    if reward_scheme(t) is not None:  # a leaf verdict
         leaf = t.rounds[-1] if t.rounds else None
         if leaf is None or leaf.k != 0 or leaf.verdict is None or leaf.claim.truth is None:
             return out

@@ -93,17 +93,18 @@ def test_the_largest_allowed_depth_keeps_the_normalizer_representable() -> None:
     unit = scoring.normalizer(cfg)
     assert unit > 0 and math.isfinite(1.0 / unit)
     t = Transcript(id="t", config=cfg, seed=0, total=1.0, expected_total=0.5)
-    assert scoring.normalized_total(t) == pytest.approx(1.0 / unit)
-    assert scoring.normalized_total(t, expected=True) == pytest.approx(0.5 / unit)
-    assert math.isfinite(scoring.normalized_total(t) or math.inf)
+    pe = scoring.DISCOUNTED
+    assert scoring.normalized_total(t, scheme=pe) == pytest.approx(1.0 / unit)
+    assert scoring.normalized_total(t, expected=True, scheme=pe) == pytest.approx(0.5 / unit)
+    assert math.isfinite(scoring.normalized_total(t, scheme=pe) or math.inf)
 
 
 def test_normalized_total_for_each_protocol_and_status() -> None:
     cfg = DebateConfig(depth=1)
     naive = Transcript(id="n", protocol="naive-recursive", config=cfg, seed=0, total=-1.0)
-    assert scoring.normalized_total(naive) == -1.0
+    assert scoring.normalized_total(naive, scheme=scoring.PLUS_MINUS_ONE) == -1.0
     failed = Transcript(id="f", config=cfg, seed=0, status="failed", total=1.0)
-    assert scoring.normalized_total(failed) is None
+    assert scoring.normalized_total(failed, scheme=scoring.DISCOUNTED) is None
     direct = Transcript(id="d", protocol="direct", config=cfg, seed=0, total=1.0)
     assert scoring.normalized_total(direct) is None
 

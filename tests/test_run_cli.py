@@ -91,7 +91,7 @@ def test_run_id_under_runs_dir(tmp_path: Path) -> None:
         ({}, ["--prover-model", "nosuch/model"], r"unknown model 'nosuch/model'"),
         ({}, ["--estimator-method", "telepathy"], r"--estimator-method: must be one of"),
         ({}, ["--prover-options", "{bad"], r"--prover-options: not valid JSON"),
-        ({}, ["--protocols", "debate"], r"--protocols: must be one of .*'direct'"),
+        ({}, ["--protocols", "debate"], r"--protocols: unknown protocol 'debate': choose from"),
         ({}, ["--protocols", "prover-estimator,direct"], r"direct need judge\.kind llm"),
         ({}, ["--prover-options", '{"api_key": "x"}'], r"--prover-options: .*secret"),
     ],

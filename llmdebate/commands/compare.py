@@ -1,4 +1,4 @@
-"""``llmdebate compare``: a run whose protocols default to all five, then its report."""
+"""``llmdebate compare``: a run of every registered protocol by default, then its report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from llmdebate.commands.run import run_from_flags, run_options
-from llmdebate.experiment.config import PROTOCOL_NAMES
+from llmdebate.protocols.registry import PROTOCOLS
 
 
 @click.command("compare")
@@ -22,16 +22,16 @@ def command(
     allow_server_change: bool,
     **fields: Any,
 ) -> int:
-    """Run several protocols on the same items and write the report (protocols: all five
-    unless the config or --protocols names them). The same as `llmdebate run` followed by
-    `llmdebate report RUN_DIR`."""
+    """Run several protocols on the same items and write the report (protocols: every
+    registered one unless the config or --protocols names them). The same as `llmdebate
+    run` followed by `llmdebate report RUN_DIR`."""
     from llmdebate.experiment.loading import read_yaml
     from llmdebate.report.build import build_report
 
     extra: dict[str, Any] = {}
     named = config_path is not None and "protocols" in read_yaml(config_path)
     if not named and fields.get("cfg__protocols") is None:
-        extra["protocols"] = list(PROTOCOL_NAMES)
+        extra["protocols"] = list(PROTOCOLS.names())
     result = run_from_flags(
         config_path, run_dir, run_id, limit, no_cache, quiet, allow_server_change, fields, extra
     )

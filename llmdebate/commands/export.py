@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from llmdebate.commands.choices import RegistryChoice
 from llmdebate.export import FORMATS, PLAYERS, export_run
 from llmdebate.export.writers import KINDS
 
@@ -27,7 +28,7 @@ def _baseline(value: str) -> str | float:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--role", type=click.Choice(PLAYERS), required=True, help="Whose decisions.")
 @click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="trl-prompt-completion",
+    "--format", "fmt", type=RegistryChoice(FORMATS), default="trl-prompt-completion",
     show_default=True, help="Layout of the rows.",
 )
 @click.option("--out", type=click.Path(), required=True, help="Output file or directory.")

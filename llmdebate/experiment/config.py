@@ -8,7 +8,7 @@ Field descriptions (the attribute docstrings below) are what ``--help`` shows.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -18,17 +18,16 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
+from llmdebate.protocols.interface import RECURSIVE
+from llmdebate.protocols.registry import PROTOCOLS, can
 from llmdebate.schemas import DebateConfig
 
-ProtocolName = Literal["prover-estimator", "naive-recursive", "two-sided", "consultancy", "direct"]
-PROTOCOL_NAMES: tuple[str, ...] = (
-    "prover-estimator",
-    "naive-recursive",
-    "two-sided",
-    "consultancy",
-    "direct",
-)
-ASYMMETRIC = ("prover-estimator", "naive-recursive")
+
+def __getattr__(name: str) -> Any:
+    """``PROTOCOL_NAMES``: every registered protocol (read from the registry when asked)."""
+    if name == "PROTOCOL_NAMES":
+        return PROTOCOLS.names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Section(BaseModel):
@@ -71,8 +70,9 @@ class ExperimentConfig(_Section):
     """Name of the run (the run directory is <name>-<timestamp> unless --run-id is given)."""
     seed: int = Field(default=0, ge=0)
     """Seed of every draw: answers, shown order, protocol draws, strategies."""
-    protocols: list[ProtocolName] = Field(default_factory=lambda: ["prover-estimator"])  # type: ignore[arg-type]
-    """Protocols to run on every item (JSON list)."""
+    protocols: list[str] = Field(default_factory=lambda: ["prover-estimator"])
+    """Protocols to run on every item (JSON list of registered protocol names: the five
+    built-in ones and any a plugin adds; an unknown name is refused with the list)."""
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     debate: DebateConfig = Field(default_factory=DebateConfig)
     rounds: int = Field(default=1, ge=1, le=20)
@@ -107,11 +107,14 @@ class ExperimentConfig(_Section):
             raise ValueError("name at least one protocol")
         if len(set(v)) != len(v):
             raise ValueError("a protocol is listed twice")
+        for name in v:
+            if name not in PROTOCOLS:
+                raise ValueError(PROTOCOLS.unknown(name))
         return v
 
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
-        symmetric = [p for p in self.protocols if p not in ASYMMETRIC]
+        symmetric = [p for p in self.protocols if not can(p, RECURSIVE)]
         if symmetric and self.judge.kind == "oracle":
             raise ValueError(
                 f"judge.kind {self.judge.kind!r} rules on leaf claims only; "

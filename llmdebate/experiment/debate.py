@@ -77,7 +77,7 @@ def failed_transcript(
     spec = job.spec
     return Transcript(
         id=spec.debate_id,
-        protocol=spec.protocol,  # type: ignore[arg-type]
+        protocol=spec.protocol,
         config=settings.debate,
         seed=spec.seed,
         item=spec.item_dict,

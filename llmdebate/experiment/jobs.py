@@ -8,7 +8,8 @@ the run holds, whatever else is in the dataset, and whichever command ran it.
 
 Debate ids are ``<protocol>/<item id>/<variant>``; variants: ``honest`` / ``dishonest`` (the
 prover or consultant defends the gold answer / the distractor), ``chosen`` (the prover picks),
-``order-0`` / ``order-1`` (two-sided: which answer debater A defends), ``direct``.
+``order-0`` / ``order-1`` (two-sided: which answer debater A defends), ``direct``; each
+protocol says which (:meth:`llmdebate.protocols.interface.Protocol.variants`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from llmdebate.data.loader import Item
 from llmdebate.engine import debate_seed
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.protocols.base import DebateSpec
-
-ASSIGNED = ("prover-estimator", "naive-recursive", "consultancy")
+from llmdebate.protocols.registry import get_protocol
 
 
 def item_key(item_id: str) -> int:
@@ -79,18 +79,9 @@ def draws(item: Item, seed: int) -> ItemDraws:
 
 
 def variants(protocol: str, assignment: str, index: int) -> tuple[str, ...]:
-    """The debates a protocol runs on item number ``index`` under a prover assignment."""
-    if protocol == "two-sided":
-        return ("order-0", "order-1")
-    if protocol == "direct":
-        return ("direct",)
-    if assignment == "paired":
-        return ("honest", "dishonest")
-    if assignment == "alternate":
-        return ("honest",) if index % 2 == 0 else ("dishonest",)
-    if assignment == "choose":
-        return ("chosen",)
-    return (assignment,)
+    """The debates a protocol runs on item number ``index`` under a prover assignment
+    (:meth:`llmdebate.protocols.interface.Protocol.variants`)."""
+    return get_protocol(protocol).variants(assignment, index)
 
 
 @dataclass(frozen=True)
@@ -108,8 +99,9 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
         dr = draws(item, config.seed)
         seed = debate_seed(config.seed, item_key(item.id))
         for protocol in config.protocols:
-            for variant in variants(protocol, config.prover.assignment, index):
-                answer = {"honest": dr.gold, "dishonest": dr.distractor}.get(variant)
+            proto = get_protocol(protocol, where="protocols")
+            for variant in proto.variants(config.prover.assignment, index):
+                answer = proto.assigned_answer(variant, dr.gold, dr.distractor)
                 spec = DebateSpec(
                     debate_id=f"{protocol}/{item.id}/{variant}",
                     protocol=protocol,
@@ -122,6 +114,6 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
                     shown=dr.shown,
                     answer=answer,
                 )
-                needs_wrong = variant != "honest" and variant != "chosen"
-                jobs.append(Job(spec, dr.problem if needs_wrong else None))
+                problem = dr.problem if proto.needs_wrong_answer(variant) else None
+                jobs.append(Job(spec, problem))
     return jobs

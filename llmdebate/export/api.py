@@ -10,35 +10,20 @@ from typing import Any
 from llmdebate import scoring
 from llmdebate.errors import UserError
 from llmdebate.export import formats
+from llmdebate.export.registry import FORMATS, ONLINE, FormatContext
 from llmdebate.export.rows import PLAYERS, Row, RunInfo, config_digest, transcript_rows
 from llmdebate.export.writers import kind_for, write_rows
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.registry import get_protocol
 from llmdebate.rundir import CONFIG_FILE, load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
-ONLINE = ("trl-prompt-only", "verl", "openrlhf")
-INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
-
-
-NAIVE_INJECTABLE = {"prover": ("decompose", "value", "evidence"), "challenger": ("recurse",)}
-
 
 def injectable(r: Row) -> bool:
-    """A decision that a reply can stand for: a prover-estimator decision of the prover or
-    the estimator (not a belief probe feeding a rule, not an assigned answer), a naive
-    debater's decomposition, subclaim probability or evidence, a debater's speech."""
-    if r.protocol == "naive-recursive":
-        return r.act in NAIVE_INJECTABLE.get(r.speaker, ())
-    if r.protocol in ("two-sided", "consultancy"):
-        return r.act == "speech" and r.round_k is not None
-    return (
-        r.protocol == "prover-estimator"
-        and r.role in ("prover", "estimator")
-        and r.act in INJECTABLE_ACTS
-        and r.call_act != "belief"
-        and r.source != "assigned"
-    )
+    """A decision that a reply can stand for, by the row's protocol
+    (:meth:`llmdebate.protocols.interface.Protocol.injectable`)."""
+    return get_protocol(r.protocol).injectable(r)
 
 
 @dataclass
@@ -100,21 +85,10 @@ def build(
     def state(r: Row) -> str:
         return states(r, by_id[id(r)])
 
-    if fmt == "trl-prompt-completion":
-        return formats.prompt_completion(rows, text)
-    if fmt == "trl-preference":
-        return formats.preference(rows, text)
-    if fmt == "trl-unpaired":
-        return formats.unpaired(rows, text, baseline)
-    if fmt in ONLINE:  # rows whose decision a reply can be injected into (llmdebate.rl)
+    entry = FORMATS.entry(fmt, where="--format")
+    if entry.can(ONLINE):  # rows whose decision a reply can be injected into (llmdebate.rl)
         rows = [r for r in rows if injectable(r)]
-    if fmt == "trl-prompt-only":
-        return formats.prompt_only(rows, text, state)
-    if fmt == "verl":
-        return formats.verl(rows, text, state)
-    if fmt == "openrlhf":
-        return formats.openrlhf(rows, text, state)
-    raise UserError(f"--format {fmt!r}: choose from {', '.join(formats.FORMATS)}")
+    return entry.value(rows, FormatContext(text=text, baseline=baseline, state=state))
 
 
 def export_run(

@@ -44,7 +44,6 @@ PLAYER_OF_ROLE = {
     "debater B": "debater",
     "consultant": "debater",
 }
-SYMMETRIC = ("two-sided", "consultancy", "direct")
 SPEAKERS = ("debater A", "debater B", "consultant")
 _ARGUE = re.compile(r"argue round (\d+)$")
 

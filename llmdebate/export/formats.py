@@ -12,6 +12,9 @@
   online RL, where :mod:`llmdebate.rl` plays the rest of the debate from the state;
 * ``verl``: data_source, prompt, ability, reward_model {style, ground_truth: state},
   extra_info; ``openrlhf``: input and label (the state).
+
+Each is registered in :data:`llmdebate.export.registry.FORMATS` (the last three with
+capability ``online``).
 """
 
 from __future__ import annotations
@@ -21,18 +24,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from llmdebate.export.registry import FORMATS, ONLINE, FormatContext
 from llmdebate.export.rows import Row
 from llmdebate.models.hf_backend import format_prompt
 from llmdebate.schemas import Transcript
 
-FORMATS = (
-    "trl-prompt-completion",
-    "trl-preference",
-    "trl-unpaired",
-    "trl-prompt-only",
-    "verl",
-    "openrlhf",
-)
 META_DROP = ("prompt", "completion")
 
 
@@ -196,3 +192,39 @@ def verl(rows: list[Row], text: bool, state: Callable[[Row], str]) -> list[dict[
 
 def openrlhf(rows: list[Row], text: bool, state: Callable[[Row], str]) -> list[dict[str, Any]]:
     return [{"input": render(r.prompt, text), "label": state(r), **meta(r)} for r in rows]
+
+
+@FORMATS.register("trl-prompt-completion")
+def _prompt_completion(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """Every row: TRL's conversational prompt-completion."""
+    return prompt_completion(rows, ctx.text)
+
+
+@FORMATS.register("trl-preference")
+def _preference(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """Prompt, chosen, rejected from sibling rows."""
+    return preference(rows, ctx.text)
+
+
+@FORMATS.register("trl-unpaired")
+def _unpaired(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """Prompt, completion, label for KTO."""
+    return unpaired(rows, ctx.text, ctx.baseline)
+
+
+@FORMATS.register("trl-prompt-only", capabilities={ONLINE})
+def _prompt_only(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """Prompt and state for online RL."""
+    return prompt_only(rows, ctx.text, ctx.state)
+
+
+@FORMATS.register("verl", capabilities={ONLINE})
+def _verl(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """verl's parquet layout."""
+    return verl(rows, ctx.text, ctx.state)
+
+
+@FORMATS.register("openrlhf", capabilities={ONLINE})
+def _openrlhf(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """OpenRLHF's input and label."""
+    return openrlhf(rows, ctx.text, ctx.state)

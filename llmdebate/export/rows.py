@@ -26,6 +26,8 @@ from llmdebate.export.credit import (
     term_credit,
 )
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import ModelCallRecord, Transcript
 
 PLAYERS = ("prover", "estimator", "judge", "debater")
@@ -121,6 +123,7 @@ def _answer(text: str) -> list[dict[str, str]]:
 class _Builder:
     def __init__(self, t: Transcript, info: RunInfo) -> None:
         self.t, self.info = t, info
+        self.protocol = protocol = protocol_of(t)
         item_id = str(t.meta.get("item_id") or (t.item or {}).get("id") or t.id)
         truth = t.init.claim.truth if t.init is not None else None
         self.common: dict[str, Any] = dict(
@@ -129,8 +132,7 @@ class _Builder:
             item_id=item_id,
             seed=t.seed,
             config_digest=info.config_digest,
-            judge_kind=judge_kind_of(info.judge_kind, t) if t.protocol in (
-                "prover-estimator", "naive-recursive") else "llm",
+            judge_kind=judge_kind_of(info.judge_kind, t) if protocol.can(RECURSIVE) else "llm",
             gold=t.meta.get("gold"),
             claim_truth=truth,
             split=split_of(item_id, info.test_fraction),
@@ -362,11 +364,11 @@ def transcript_rows(t: Transcript, info: RunInfo | None = None) -> list[Row]:
     if t.status == "failed":
         return []
     b = _Builder(t, info or RunInfo())
-    if t.protocol == "prover-estimator":
+    if b.protocol.can(ESTIMATOR):  # prover-estimator rewards, term by term
         _pe_rows(b)
-    elif t.protocol == "naive-recursive":
+    elif b.protocol.can(RECURSIVE):  # the ±1 payoff of a recursive debate
         _naive_rows(b)
-    else:
+    else:  # the judge's choice: debaters credited with its probability of their answer
         _judged_rows(b)
     b.mark_carriers()
     return b.rows

@@ -1,10 +1,11 @@
 """A person's verdict → a judgment row → a completed, scored transcript in ``judged.jsonl``.
 
 The judgment is committed first (one per assignment: a second submission is a
-:class:`Conflict`), then the debate is completed through the function of its protocol family
-(:func:`llmdebate.engine.complete_with_verdict` for the recursive protocols,
-:func:`llmdebate.protocols.common.complete_choice` for the speech protocols), scored by
-:func:`llmdebate.scoring.judgment_scores`, and appended with id ``<debate id>#<judgment id>``.
+:class:`Conflict`), then the debate is completed by its protocol
+(:meth:`llmdebate.protocols.interface.Protocol.complete`: a verdict on the leaf claim for a
+``recursive`` protocol, P(first option) for a ``two-answer`` one), scored by
+:meth:`~llmdebate.protocols.interface.Protocol.judgment_scores`, and appended with id
+``<debate id>#<judgment id>``.
 A crash between the commit and the append is repaired by :func:`sync`, which every server
 and terminal session runs at start: completion is a pure function of the waiting transcript
 and the judgment, so the repaired line is the one that would have been written.
@@ -26,13 +27,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from llmdebate import scoring
-from llmdebate.engine import complete_with_verdict
 from llmdebate.judging.db import Assignment, Judgment, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
-from llmdebate.protocols.common import complete_choice
-from llmdebate.report.metrics import ASYMMETRIC
+from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.rundir import append_judged, load_transcripts
-from llmdebate.schemas import ModelCallRecord, Transcript, Verdict
+from llmdebate.schemas import ModelCallRecord, Transcript
 
 STUDY_DEFAULTS: dict[str, Any] = {
     "require_explanation": True,
@@ -219,15 +219,16 @@ def record_machine(
     if kind not in ("llm", "oracle"):
         raise ValueError(f"a machine judgment is of kind llm or oracle (got {kind!r})")
     now = utcnow()
+    leaf = protocol_of(t).can(RECURSIVE)  # a verdict on the leaf claim, else P(first option)
     with sessions.begin() as s:
         j = Judgment(
             assignment_id=None,
             kind=kind,
             judge_id=judge_id,
             debate_id=t.id,
-            verdict=verdict if t.protocol in ASYMMETRIC else None,
-            probability=probability if t.protocol in ASYMMETRIC else None,
-            p_first=p_first if t.protocol not in ASYMMETRIC else None,
+            verdict=verdict if leaf else None,
+            probability=probability if leaf else None,
+            p_first=None if leaf else p_first,
             explanation="",
             shown_digest=shown_digest,
             started_at=now,
@@ -254,18 +255,16 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     """Waiting debate ``t`` completed with judgment ``j`` and scored (a pure function)."""
     kind = j.kind or "human"
     who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
-    if t.protocol in ASYMMETRIC:
-        if j.verdict is None:
-            raise ValueError(f"judgment {j.id} has no verdict")
-        verdict = Verdict(
-            value=j.verdict, probability=j.probability, judge=who, rationale=j.explanation or None
-        )
-        done = complete_with_verdict(t, verdict)
-    else:
-        if j.p_first is None:
-            raise ValueError(f"judgment {j.id} has no probability")
-        method = "human" if kind == "human" else str(j.settings.get("method", kind))
-        done = complete_choice(t, j.p_first, who, method=method)
+    protocol = protocol_of(t)
+    if protocol.can(RECURSIVE) and j.verdict is None:
+        raise ValueError(f"judgment {j.id} has no verdict")
+    if protocol.can(TWO_ANSWER) and j.p_first is None:
+        raise ValueError(f"judgment {j.id} has no probability")
+    method = "human" if kind == "human" else str(j.settings.get("method", kind))
+    done = protocol.complete(
+        t, judge=who, verdict=j.verdict, probability=j.probability, p_first=j.p_first,
+        rationale=j.explanation or None, method=method,
+    )
     if j.calls:
         done.calls = [*done.calls, *(ModelCallRecord.model_validate(c) for c in j.calls)]
     done.id = f"{t.id}#{j.id}"
@@ -293,7 +292,7 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
             "turn_cost": cost,
             "cost": scoring.reveal_cost(cost, j.turns_revealed),
         }
-    done.meta["judgment"]["scores"] = scoring.judgment_scores(done)
+    done.meta["judgment"]["scores"] = protocol.judgment_scores(done)
     return done
 
 

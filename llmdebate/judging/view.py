@@ -25,16 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate.report.metrics import ASYMMETRIC
+from llmdebate.protocols.interface import RECURSIVE
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Transcript
-
-PROTOCOL_NAMES = {
-    "prover-estimator": "Prover-estimator debate",
-    "naive-recursive": "Naive recursive debate",
-    "two-sided": "Two-sided debate",
-    "consultancy": "Consultancy",
-    "direct": "Direct judging",
-}
 
 
 def flipped(seed: int) -> bool:
@@ -60,7 +53,7 @@ def build_view(
     """The judge's view of waiting debate ``t`` (a JSON-able mapping); see the module doc."""
     view = _view(t, seed, context, reveal, revealed, turn_cost)
     if show_protocol:
-        view["protocol"] = PROTOCOL_NAMES.get(t.protocol, t.protocol)
+        view["protocol"] = protocol_of(t).title or t.protocol
     return view
 
 
@@ -75,7 +68,7 @@ def _view(
     item = t.item or {}
     passage = item.get("context") or None
     flip = flipped(seed)
-    if t.protocol in ASYMMETRIC:
+    if protocol_of(t).can(RECURSIVE):
         leaf = t.rounds[-1]
         view: dict[str, Any] = {
             "kind": "leaf",

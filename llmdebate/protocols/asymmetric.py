@@ -1,4 +1,7 @@
-"""The asymmetric protocols on QA items: prover-estimator debate and naive recursive debate.
+"""What the recursive protocols share: the top claim, gold truths, the deferred verdict.
+
+Prover-estimator debate (:mod:`.prover_estimator`) and naive recursive debate
+(:mod:`.naive_recursive`) on QA items.
 
 The prover defends (a = 1) the claim "the answer to Q is X": the item's own statement for X
 when it has one (``meta.claims``), else ``prompts/claim.j2``. X is the answer the spec assigns
@@ -15,10 +18,12 @@ from typing import Any
 from llmdebate.agents.factory import Team
 from llmdebate.agents.llm import LLMProver
 from llmdebate.data.problems import claim_truth
-from llmdebate.engine import run_naive_recursive, run_prover_estimator
+from llmdebate.engine import complete_with_verdict
+from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.schemas import Claim, Transcript
+from llmdebate.protocols.base import DebateSpec, Log
+from llmdebate.protocols.interface import ASSIGNED, JUDGE_DEFERRABLE, RECURSIVE, Protocol
+from llmdebate.schemas import Claim, Transcript, Verdict
 
 
 def same_answer(a: str, b: str) -> bool:
@@ -52,50 +57,30 @@ def annotate_truth(t: Transcript, meta: dict[str, Any]) -> None:
                 c.truth = claim_truth(c.text, meta)
 
 
-async def _claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log) -> Claim:
+async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log) -> Claim:
     answer = spec.answer
     if answer is None:  # assignment "choose": the prover answers the question itself
         answer = await prover.pick_answer(spec.item_dict, log)
     return top_claim(spec, answer, team.prompts)
 
 
-async def run_pe(spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log) -> Transcript:
-    """Prover-estimator debate (Figure 2) with the spec's assigned (or the chosen) answer."""
-    prover = team.make_prover()
-    claim = await _claim(spec, prover, team, log)
-    t = await run_prover_estimator(
-        claim,
-        prover,
-        team.make_estimator(),
-        team.make_judge(),
-        settings.debate,
-        seed=spec.seed,
-        debate_id=spec.debate_id,
-        item=spec.item_dict,
-        calls=log,
-    )
-    annotate_truth(t, spec.item.meta)
-    t.meta.update(claimed_answer=claim.data["answer"], prover_beliefs=dict(prover.beliefs))
-    return t
+class RecursiveProtocol(Protocol):
+    """A protocol of rounds of claims down to a leaf claim the judge rules on."""
 
+    capabilities = frozenset({RECURSIVE, ASSIGNED, JUDGE_DEFERRABLE})
 
-async def run_naive(
-    spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
-) -> Transcript:
-    """Naive recursive debate: the prover states subclaim values, an LLM challenger picks one."""
-    prover = team.make_prover()
-    claim = await _claim(spec, prover, team, log)
-    t = await run_naive_recursive(
-        claim,
-        team.make_naive_prover(answer=1),
-        team.make_challenger(),
-        team.make_judge(),
-        settings.debate,
-        seed=spec.seed,
-        debate_id=spec.debate_id,
-        item=spec.item_dict,
-        calls=log,
-    )
-    annotate_truth(t, spec.item.meta)
-    t.meta.update(claimed_answer=claim.data["answer"])
-    return t
+    def complete(
+        self,
+        t: Transcript,
+        *,
+        judge: str,
+        verdict: int | None = None,
+        probability: float | None = None,
+        p_first: float | None = None,
+        rationale: str | None = None,
+        method: str = "human",
+    ) -> Transcript:
+        if verdict is None:
+            raise ProtocolViolation(f"debate {t.id}: a verdict on the leaf claim is needed")
+        v = Verdict(value=verdict, probability=probability, judge=judge, rationale=rationale)
+        return complete_with_verdict(t, v)

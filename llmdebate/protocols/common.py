@@ -14,7 +14,7 @@ candidate (:func:`llmdebate.scoring.judged_reward`; a one-step look-ahead).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from llmdebate import scoring
 from llmdebate.agents.best_of_n import best_of_speech
@@ -24,6 +24,14 @@ from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.interface import (
+    JUDGE_DEFERRABLE,
+    SPEECHES,
+    TWO_ANSWER,
+    DecisionRow,
+    Protocol,
+)
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import ModelCallRecord, Transcript, Turn
 
 LETTERS = "AB"
@@ -159,26 +167,10 @@ async def speak(
     )
 
 
-JUDGE_ACTS = {
-    "two-sided": "two_sided_judge",
-    "consultancy": "consultancy_judge",
-    "direct": "direct_judge",
-}
-
-
 def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
-    """The judge prompt (act, variables) of a speech-protocol debate awaiting its verdict: what
-    the protocol would have shown its model judge."""
-    if t.protocol not in JUDGE_ACTS:
-        raise ProtocolViolation(f"{t.protocol} does not end with a choice between two options")
-    item = t.item or {}
-    variables: dict[str, Any] = {
-        "question": item.get("question", ""),
-        "context": item.get("context"),
-    }
-    if t.protocol != "direct":
-        variables["transcript"] = transcript_text([x for x in t.turns if x.role != "judge"])
-    return JUDGE_ACTS[t.protocol], variables
+    """The judge prompt (act, variables) of a debate awaiting its verdict: what the protocol
+    would have shown its model judge (:meth:`Protocol.judge_prompt`)."""
+    return protocol_of(t).judge_prompt(t)
 
 
 def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:
@@ -213,7 +205,7 @@ def decided(
     """
     t = Transcript(
         id=spec.debate_id,
-        protocol=spec.protocol,  # type: ignore[arg-type]
+        protocol=spec.protocol,
         config=settings.debate,
         seed=spec.seed,
         agents=agents,
@@ -246,3 +238,43 @@ def complete_choice(
     _record_choice(t, (choice, prob, {**base, **raw}), int(t.meta.get("judge_round", 0)))
     t.status = "complete"
     return t
+
+
+class ChoiceProtocol(Protocol):
+    """A protocol that ends with the judge's choice between the gold answer and the
+    distractor (prompt :attr:`judge_act`); speeches, if any, are ``turns``."""
+
+    capabilities = frozenset({TWO_ANSWER, JUDGE_DEFERRABLE})
+    judge_act: ClassVar[str] = ""
+    """The prompt of the judge's choice."""
+    shows_transcript: ClassVar[bool] = True
+    """Whether the judge prompt holds the transcript of the speeches."""
+
+    def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
+        item = t.item or {}
+        variables: dict[str, Any] = {
+            "question": item.get("question", ""),
+            "context": item.get("context"),
+        }
+        if self.shows_transcript:
+            variables["transcript"] = transcript_text([x for x in t.turns if x.role != "judge"])
+        return self.judge_act, variables
+
+    def complete(
+        self,
+        t: Transcript,
+        *,
+        judge: str,
+        verdict: int | None = None,
+        probability: float | None = None,
+        p_first: float | None = None,
+        rationale: str | None = None,
+        method: str = "human",
+    ) -> Transcript:
+        if p_first is None:
+            raise ProtocolViolation(f"debate {t.id}: P(first option) is needed")
+        return complete_choice(t, p_first, judge, method=method)
+
+    def injectable(self, d: DecisionRow) -> bool:
+        """A debater's speech (protocols with speeches)."""
+        return self.can(SPEECHES) and d.act == "speech" and d.round_k is not None

@@ -11,56 +11,68 @@ from llmdebate.agents.factory import Team
 from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import (
+    ChoiceProtocol,
     decided,
     judge_choice,
     options_text,
     speak,
     transcript_text,
 )
+from llmdebate.protocols.interface import ASSIGNED, SPEECHES
+from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
 
 
-async def run_consultancy(
-    spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
-) -> Transcript:
-    if spec.answer is None:
-        raise ProtocolViolation("consultancy needs an assigned answer")
-    position = spec.answer
-    model = team.models["prover"]
-    turns: list[Turn] = []
-    for rnd in range(1, settings.rounds + 1):
-        msgs = team.prompts.render(
-            "consultancy_consultant",
+@register("consultancy")
+class Consultancy(ChoiceProtocol):
+    """Consultancy: one consultant argues for an assigned answer."""
+
+    capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED}
+    title = "Consultancy"
+    rank = 1
+    judge_act = "consultancy_judge"
+
+    async def run(
+        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+    ) -> Transcript:
+        if spec.answer is None:
+            raise ProtocolViolation("consultancy needs an assigned answer")
+        position = spec.answer
+        model = team.models["prover"]
+        turns: list[Turn] = []
+        for rnd in range(1, settings.rounds + 1):
+            msgs = team.prompts.render(
+                "consultancy_consultant",
+                question=spec.item.question,
+                context=spec.item.context,
+                options=options_text(spec.shown),
+                position=position,
+                round=rnd,
+                rounds=settings.rounds,
+                transcript=transcript_text(turns),
+            )
+            text = await speak(
+                team, spec, msgs, role="consultant", position=position, rnd=rnd, seen=turns,
+                options=spec.shown, judge_act=self.judge_act, log=log,
+            )
+            turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
+        decision = await judge_choice(
+            team,
+            self.judge_act,
+            spec.shown,
+            log,
             question=spec.item.question,
             context=spec.item.context,
-            options=options_text(spec.shown),
-            position=position,
-            round=rnd,
-            rounds=settings.rounds,
             transcript=transcript_text(turns),
         )
-        text = await speak(
-            team, spec, msgs, role="consultant", position=position, rnd=rnd, seen=turns,
-            options=spec.shown, judge_act="consultancy_judge", log=log,
+        return decided(
+            spec,
+            settings,
+            agents={"consultant": model.name, "judge": team.judge_name()},
+            turns=turns,
+            log=log,
+            decision=decision,
+            judge_round=settings.rounds + 1,
+            options=spec.shown,
+            rounds=settings.rounds,
         )
-        turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
-    decision = await judge_choice(
-        team,
-        "consultancy_judge",
-        spec.shown,
-        log,
-        question=spec.item.question,
-        context=spec.item.context,
-        transcript=transcript_text(turns),
-    )
-    return decided(
-        spec,
-        settings,
-        agents={"consultant": model.name, "judge": team.judge_name()},
-        turns=turns,
-        log=log,
-        decision=decision,
-        judge_round=settings.rounds + 1,
-        options=spec.shown,
-        rounds=settings.rounds,
-    )

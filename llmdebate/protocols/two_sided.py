@@ -11,14 +11,18 @@ from __future__ import annotations
 from llmdebate.agents.factory import Team
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import (
+    ChoiceProtocol,
     decided,
     judge_choice,
     options_text,
     speak,
     transcript_text,
 )
+from llmdebate.protocols.interface import SPEECHES
+from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
 
+JUDGE_ACT = "two_sided_judge"
 
 async def _speech(
     team: Team,
@@ -45,47 +49,59 @@ async def _speech(
     )
     text = await speak(
         team, spec, msgs, role=who, position=position, rnd=rnd, seen=seen, options=options,
-        judge_act="two_sided_judge", log=log,
+        judge_act=JUDGE_ACT, log=log,
     )
     return Turn(role=who, round=rnd, text=text, position=position)
 
 
-async def run_two_sided(
-    spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
-) -> Transcript:
-    shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
-    pos_a, pos_b = shown
-    turns: list[Turn] = []
-    for rnd in range(1, settings.rounds + 1):
-        before = list(turns)
-        a = await _speech(
-            team, spec, shown, "debater A", pos_a, pos_b, rnd, settings.rounds, before, log
+@register("two-sided")
+class TwoSided(ChoiceProtocol):
+    """Two-sided debate: both answers argued, every item in both orders."""
+
+    capabilities = ChoiceProtocol.capabilities | {SPEECHES}
+    title = "Two-sided debate"
+    rank = 2
+    judge_act = JUDGE_ACT
+
+    def variants(self, assignment: str, index: int) -> tuple[str, ...]:
+        return ("order-0", "order-1")
+
+    async def run(
+        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+    ) -> Transcript:
+        shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
+        pos_a, pos_b = shown
+        turns: list[Turn] = []
+        for rnd in range(1, settings.rounds + 1):
+            before = list(turns)
+            a = await _speech(
+                team, spec, shown, "debater A", pos_a, pos_b, rnd, settings.rounds, before, log
+            )
+            seen_b = [*before, a] if settings.mode == "sequential" else before
+            b = await _speech(
+                team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
+            )
+            turns += [a, b]
+        decision = await judge_choice(
+            team,
+            self.judge_act,
+            shown,
+            log,
+            question=spec.item.question,
+            context=spec.item.context,
+            transcript=transcript_text(turns),
         )
-        seen_b = [*before, a] if settings.mode == "sequential" else before
-        b = await _speech(
-            team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
+        debater = team.models["prover"].name
+        return decided(
+            spec,
+            settings,
+            agents={"debater A": debater, "debater B": debater, "judge": team.judge_name()},
+            turns=turns,
+            log=log,
+            decision=decision,
+            judge_round=settings.rounds + 1,
+            options=shown,
+            order=list(shown),
+            rounds=settings.rounds,
+            mode=settings.mode,
         )
-        turns += [a, b]
-    decision = await judge_choice(
-        team,
-        "two_sided_judge",
-        shown,
-        log,
-        question=spec.item.question,
-        context=spec.item.context,
-        transcript=transcript_text(turns),
-    )
-    debater = team.models["prover"].name
-    return decided(
-        spec,
-        settings,
-        agents={"debater A": debater, "debater B": debater, "judge": team.judge_name()},
-        turns=turns,
-        log=log,
-        decision=decision,
-        judge_round=settings.rounds + 1,
-        options=shown,
-        order=list(shown),
-        rounds=settings.rounds,
-        mode=settings.mode,
-    )

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.report import tables
 from llmdebate.schemas import Claim, RoundRecord, Transcript
 
@@ -210,7 +211,7 @@ def debate_html(t: Transcript) -> str:
         body.append(claim_tree(t))
     body.append(_turns(t))
     body.append(_calls(t))
-    opened = " open" if t.protocol == "prover-estimator" else ""
+    opened = " open" if protocol_of(t).opens_in_report else ""
     return f'<details class="debate"{opened}><summary>{summary}</summary>{"".join(body)}</details>'
 
 

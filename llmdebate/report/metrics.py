@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from llmdebate.protocols.interface import RECURSIVE
+from llmdebate.protocols.registry import PROTOCOLS, can, in_order
 from llmdebate.report.records import (
     Cost,
     DebateRecord,
@@ -37,7 +39,7 @@ from llmdebate.report.records import (
 )
 from llmdebate.schemas import Transcript
 
-__all__ = [
+__all__ = [  # noqa: F822 (ASYMMETRIC, PROTOCOL_ORDER: module __getattr__)
     "ASYMMETRIC", "PROTOCOL_ORDER", "Calibration", "CalibrationBin", "Cost", "DebateRecord",
     "Pair", "RunTally", "bootstrap_ci", "calibration", "calibration_points", "compute",
     "costs", "decision_correct", "failure_kind", "gold", "item_id", "item_scores",
@@ -45,9 +47,17 @@ __all__ = [
     "payoffs_by_side", "record_of", "run_summary", "side", "summary_of", "tally",
 ]
 
-ASYMMETRIC = ("prover-estimator", "naive-recursive")
-PROTOCOL_ORDER = ("direct", "consultancy", "two-sided", "naive-recursive", "prover-estimator")
 DEFAULT_BOOTSTRAP = 2000
+
+
+def __getattr__(name: str) -> Any:
+    """``ASYMMETRIC`` (the protocols with capability ``recursive``) and ``PROTOCOL_ORDER``
+    (every protocol in comparison order), read from the protocol registry when asked."""
+    if name == "ASYMMETRIC":
+        return PROTOCOLS.with_capability(RECURSIVE)
+    if name == "PROTOCOL_ORDER":
+        return tuple(in_order(PROTOCOLS.names()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 Debates = Iterable[Transcript] | Iterable[DebateRecord]
@@ -57,12 +67,20 @@ def _records(debates: Debates) -> list[DebateRecord]:
     return [d if isinstance(d, DebateRecord) else record_of(d) for d in debates]
 
 
+def _of_protocol(debates: Debates, protocol: str) -> list[DebateRecord]:
+    """The records of one protocol's debates, in order."""
+    groups: dict[str, list[DebateRecord]] = defaultdict(list)
+    for r in _records(debates):
+        groups[r.protocol].append(r)
+    return groups.get(protocol, [])
+
+
 def payoffs_by_side(debates: Debates, protocol: str) -> dict[str, Any]:
     """Mean normalised payoff (sampled and expected) of honest and dishonest provers."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
-    for r in _records(debates):
-        s = r.side if r.protocol == protocol else None
+    for r in _of_protocol(debates, protocol):
+        s = r.side
         if s is None or r.payoff is None:
             continue
         vals[s].append(r.payoff)
@@ -97,9 +115,7 @@ class Pair:
 def pairs(debates: Debates, protocol: str) -> list[Pair]:
     """Honest/dishonest pairs of one asymmetric protocol, by item, in item order of appearance."""
     by_item: dict[str, dict[str, float]] = defaultdict(dict)
-    for r in _records(debates):
-        if r.protocol != protocol:
-            continue
+    for r in _of_protocol(debates, protocol):
         if r.payoff is not None and r.variant in ("honest", "dishonest"):
             by_item[r.item_id][r.variant] = r.payoff
     return [
@@ -111,12 +127,12 @@ def pairs(debates: Debates, protocol: str) -> list[Pair]:
 
 def item_scores(debates: Debates, protocol: str) -> dict[str, float]:
     """Per item, the protocol's score in [0, 1] (see ``docs/metrics.md``, accuracy)."""
-    records = _records(debates)
-    if protocol in ASYMMETRIC:
+    records = _of_protocol(debates, protocol)
+    if can(protocol, RECURSIVE):
         return {p.item_id: p.score for p in pairs(records, protocol)}
     acc: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        if r.protocol == protocol and r.correct is not None:
+        if r.correct is not None:
             acc[r.item_id].append(r.correct)
     return {i: float(np.mean(v)) for i, v in acc.items()}
 
@@ -219,7 +235,7 @@ def metrics_of(
     records = run.records
     per: dict[str, Any] = {}
     present = {r.protocol for r in records}
-    for k, proto in enumerate(p for p in PROTOCOL_ORDER if p in present):
+    for k, proto in enumerate(in_order(present)):
         scores = item_scores(records, proto)
         vals = list(scores.values())
         ci = bootstrap_ci(vals, seed=seed + k, n_boot=n_boot)
@@ -231,7 +247,7 @@ def metrics_of(
             "item_scores": scores,
             "cost": asdict(run.costs.get(proto, Cost())),
         }
-        if proto in ASYMMETRIC:
+        if can(proto, RECURSIVE):
             entry["pairs"] = _pair_stats(pairs(records, proto), seed=seed + 100 + k, n=n_boot)
             entry["payoff"] = payoffs_by_side(records, proto)
         per[proto] = entry

@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from llmdebate import scoring
 from llmdebate.agents.audit import DecompositionTally
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Transcript
 
 
@@ -49,12 +49,13 @@ def decision_correct(t: Transcript) -> float | None:
 
 def normalized_payoff(t: Transcript) -> float | None:
     """The prover's payoff R_A in units of r^(d+1) (prover-estimator) or as is (naive: ±1)."""
-    return scoring.normalized_total(t)
+    return protocol_of(t).payoff(t)
 
 
 def normalized_expected_payoff(t: Transcript) -> float | None:
-    """E[R_A] over the protocol's own draws, in units of r^(d+1) (prover-estimator only)."""
-    return scoring.normalized_total(t, expected=True) if t.protocol == "prover-estimator" else None
+    """E[R_A] over the protocol's own draws, in units of r^(d+1), where the protocol records
+    it (:meth:`~llmdebate.protocols.interface.Protocol.expected_payoff`)."""
+    return protocol_of(t).expected_payoff(t)
 
 
 def side(t: Transcript) -> str | None:
@@ -78,16 +79,15 @@ class DebateRecord:
     payoff: float | None
     expected_payoff: float | None
     correct: float | None
-    # (claim text, p_d, truth) of a prover-estimator debate whose top claim has a gold truth
+    # (claim text, p_d, truth) of a forecast the protocol calibrates (prover-estimator debate:
+    # the estimator's p_d on a top claim with a gold truth)
     calibration: tuple[str, float, int] | None
     failure: str | None
 
 
 def record_of(t: Transcript) -> DebateRecord:
     """The :class:`DebateRecord` of a transcript."""
-    cal = None
-    if t.protocol == "prover-estimator" and t.init is not None and t.init.claim.truth is not None:
-        cal = (t.init.claim.text, float(t.init.estimate.value), int(t.init.claim.truth))
+    cal = protocol_of(t).calibration_point(t)
     variant = t.meta.get("variant")
     return DebateRecord(
         id=t.id,

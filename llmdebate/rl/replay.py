@@ -28,6 +28,8 @@ from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.asymmetric import annotate_truth
 from llmdebate.protocols.base import DebateSpec
+from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.rules import outcome_index
 from llmdebate.schemas import (
     Claim,
@@ -149,7 +151,8 @@ class ReplayProver:
         got = self._injected("direction", k)
         if got is not None:
             return parse_direction(got)
-        return await self.live.direction(claim, p, k, ctx)
+        out: DirectionChoice | int = await self.live.direction(claim, p, k, ctx)
+        return out
 
     async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
         if self.at.replayed(k, "decompose"):
@@ -167,7 +170,8 @@ class ReplayProver:
         dec = await self.live.decompose(claim, k, ctx)
         if own is not None:
             self.audits.extend(own[before:])
-        return dec
+        out: Decomposition = dec
+        return out
 
     async def choose(
         self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], ctx: DebateContext
@@ -186,7 +190,8 @@ class ReplayProver:
         got = self._injected("evidence", 0)
         if got is not None:
             return Evidence(text=got.strip())
-        return await self.live.evidence(claim, ctx)
+        out: Evidence = await self.live.evidence(claim, ctx)
+        return out
 
 
 class ReplayEstimator:
@@ -221,7 +226,8 @@ class ReplayEstimator:
             "estimator", "estimate", k, i, tuple(prefix)
         ):
             return Estimate(value=self.inject.probability(), method="injected")
-        return await self.live.conditional(claim, dec, i, prefix, ctx)
+        out: Estimate = await self.live.conditional(claim, dec, i, prefix, ctx)
+        return out
 
 
 def spec_of(t: Transcript) -> DebateSpec:
@@ -304,12 +310,13 @@ async def fork(
 
     Prover-estimator and naive recursive debate: the fork point is round ``at`` (0 <= at <=
     depth) and, within it, ``act`` (the decisions of a round in order: direction, decompose,
-    estimate/value, recurse; evidence, verdict at the leaf). Two-sided debate and
-    consultancy: speeches of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and
-    within round ``at`` those of the speakers before ``speaker`` (None: the whole round is
-    live). Direct judge: only the judge plays (``at`` is ignored).
+    estimate/value, recurse; evidence, verdict at the leaf). A protocol with speeches
+    (two-sided debate, consultancy): speeches of rounds before ``at`` (1 <= at <= rounds + 1)
+    are replayed, and within round ``at`` those of the speakers before ``speaker`` (None: the
+    whole round is live). Any other protocol (direct judge): only the judge plays (``at`` is
+    ignored). Which applies is read from the protocol's capabilities.
     """
-    if t.protocol != "prover-estimator":
+    if not protocol_of(t).can(ESTIMATOR):
         return await _fork_protocol(t, team, at, act=act, speaker=speaker, swapped=swapped,
                                     inject=inject)
     if t.init is None:
@@ -383,25 +390,25 @@ async def _fork_protocol(
 ) -> Transcript:
     """:func:`fork` of naive recursive debate and the speech protocols, through the protocols'
     own code with a team that replays the recorded decisions."""
-    from llmdebate.protocols.registry import get_protocol
     from llmdebate.rl.replay_protocols import ReplayTeam, replayed_calls, settings_of, speech_point
 
+    protocol = protocol_of(t)
     point: Any
-    if t.protocol == "naive-recursive":
+    if protocol.can(RECURSIVE):
         d = t.config.depth
         if not 0 <= at <= d:
             raise UserError(f"fork round must be in 0..{d} (got {at})")
         if act not in ORDER:
             raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
         point = ForkPoint(at, act)
-    elif t.protocol == "direct":
-        point = None
-    else:
+    elif protocol.can(SPEECHES):
         point = speech_point(t, at, speaker)
+    else:  # only the judge plays
+        point = None
     spec = spec_of(t)
     log = replayed_calls(t, point)
     try:
-        out = await get_protocol(t.protocol)(
+        out = await protocol.run(
             spec, ReplayTeam(team, t, point, inject), settings_of(t), log
         )
     except ReplyError as exc:

@@ -32,6 +32,8 @@ from llmdebate.errors import UserError
 from llmdebate.export.credit import SPEAKERS, speech_round
 from llmdebate.models.base import GenerateConfig, ModelOutput
 from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.protocols.interface import RECURSIVE, SPEECHES
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
 
 
@@ -98,9 +100,10 @@ class ReplayModel:
                         completion=inj.completion, notes={"injected": True},
                     ))
                 return ModelOutput(text=inj.completion, model=self.live.name)
-        return await self.live.generate(
+        out: ModelOutput = await self.live.generate(
             messages, config, sample_index=sample_index, role=role, act=act, log=log
         )
+        return out
 
     def _recorded(
         self, role: str, act: str, rnd: int, log: list[ModelCallRecord] | None
@@ -174,7 +177,8 @@ class ReplayNaiveProver:
         inj = self._inj("decompose", k)
         if inj is not None:
             return parse_decomposition(inj.completion, claim, ctx.config.width)
-        return await self.live.decompose(claim, k, ctx)
+        out: Decomposition = await self.live.decompose(claim, k, ctx)
+        return out
 
     async def claim_values(
         self, claim: Claim, claimed: int, dec: Decomposition, ctx: DebateContext
@@ -198,7 +202,8 @@ class ReplayNaiveProver:
         inj = self._inj("evidence", 0)
         if inj is not None:
             return Evidence(text=inj.completion.strip())
-        return await self.live.evidence(claim, ctx)
+        out: Evidence = await self.live.evidence(claim, ctx)
+        return out
 
 
 class ReplayChallenger:
@@ -233,7 +238,7 @@ class ReplayTeam(Team):
 
     def __init__(self, team: Team, t: Transcript, point: Any, inject: Any) -> None:
         models = dict(team.models)
-        if t.protocol in ("two-sided", "consultancy"):
+        if protocol_of(t).can(SPEECHES):
             models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
         super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
         self.base, self.t, self.point, self.inject = team, t, point, inject
@@ -252,7 +257,7 @@ class ReplayTeam(Team):
 def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
     """Copies of the recorded calls of a naive debate's replayed decisions (the speech
     protocols' are copied by :class:`ReplayModel` as the protocol asks for them)."""
-    if t.protocol != "naive-recursive":
+    if not protocol_of(t).can(RECURSIVE):
         return []
     return [
         c.model_copy(deep=True)

@@ -31,6 +31,8 @@ from llmdebate.elicit import estimate_from_samples, parse_bool
 from llmdebate.elicit import parse_probability as parse_stated
 from llmdebate.errors import InvalidOutputError, ProtocolViolation, RuleError
 from llmdebate.export.credit import judged, naive_payoff, pe_call_credits, pe_terms
+from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.rl.replay import Injection, fork, team_for
 from llmdebate.schemas import ModelCallRecord, Transcript
 
@@ -133,11 +135,12 @@ class DebateRewardBase:
         st = json.loads(state) if isinstance(state, str) else state
         t = Transcript.model_validate(st["transcript"])
         text = _completion_text(completion)
-        if t.protocol == "prover-estimator":
+        protocol = protocol_of(t)
+        if protocol.can(ESTIMATOR):
             return await self._score_pe(text, st, t)
-        if t.protocol == "naive-recursive":
+        if protocol.can(RECURSIVE):
             return await self._score_naive(text, st, t)
-        if t.protocol in ("two-sided", "consultancy"):
+        if protocol.can(SPEECHES):
             return await self._score_speech(text, st, t)
         raise ValueError(f"no reward for a decision of a {t.protocol} debate (no debater)")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from llmdebate.protocols.registry import protocol_of
 from llmdebate.report.metrics import (
     calibration,
     calibration_points,
@@ -29,7 +30,7 @@ def generation_metrics(transcripts: list[Transcript]) -> dict[str, Any]:
     """A's mean normalized payoff (sampled and expected), accuracy against gold (A's answer;
     B's p_d on the top claim), B's calibration (Brier, ECE over p_d), and the variance across
     debates of A's sampled and expected normalized payoffs."""
-    pe = [t for t in transcripts if t.protocol == "prover-estimator" and t.status == "complete"]
+    pe = [t for t in transcripts if protocol_of(t).in_generation_metrics(t)]
     sampled = [v for t in pe if (v := normalized_payoff(t)) is not None]
     expected = [v for t in pe if (v := normalized_expected_payoff(t)) is not None]
     answers = [

@@ -1,0 +1,45 @@
+"""The export format registry: name → a function from decision rows to a trainer's records.
+
+A format is a function ``(rows, context) -> list[dict]`` registered in :data:`FORMATS`
+(``@FORMATS.register(name, capabilities=...)``); the built-in ones are in
+:mod:`llmdebate.export.formats`, a third-party package adds its own through the entry-point
+group ``llmdebate.formats``::
+
+    [project.entry-points."llmdebate.formats"]
+    my-format = "my_package.my_format"   # a module whose import registers it
+
+Capability ``online``: the format feeds online RL, so it gets only the rows a policy's reply
+can be injected into (:func:`llmdebate.export.api.injectable`) and each row's ``state``
+(:attr:`FormatContext.state`: the debate, its config and the decision, as JSON) from which
+:mod:`llmdebate.rl` replays the rest of the debate. ``llmdebate export --format`` takes its
+choices from :meth:`FORMATS.names() <llmdebate.registry.Registry.names>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llmdebate.export.rows import Row
+from llmdebate.registry import Registry
+
+ONLINE = "online"
+"""Capability: rows a reply can be injected into, each with its replay ``state``."""
+
+
+@dataclass(frozen=True)
+class FormatContext:
+    """What a format may use besides the rows: ``text`` (plain-text prompts rather than
+    messages), the ``baseline`` of ``trl-unpaired`` and ``state`` (a row's replay state)."""
+
+    text: bool
+    baseline: str | float
+    state: Callable[[Row], str]
+
+
+Format = Callable[[list[Row], FormatContext], list[dict[str, Any]]]
+
+FORMATS: Registry[Format] = Registry(
+    "export format", group="llmdebate.formats", builtins=("llmdebate.export.formats",)
+)
