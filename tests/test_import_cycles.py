@@ -10,8 +10,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import llmdebate
 from import_graph import cycles, find_cycle, import_graph
+
+import llmdebate
 
 ROOT = Path(llmdebate.__file__).parent
 
