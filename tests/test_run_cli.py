@@ -53,7 +53,8 @@ def test_run_with_flags_then_score(tmp_path: Path, capsys: pytest.CaptureFixture
         "2",
     ]
     assert main(argv) == 0
-    assert "6 debates run" in capsys.readouterr().out  # 3 items, paired: honest and dishonest
+    out = capsys.readouterr().out  # 3 items, paired: honest and dishonest
+    assert ": 6 debates: 6 complete; 6 run now, 0 already done; " in out
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["debate"]["depth"] == 2 and saved["estimator"]["independent"] is True
     assert saved["dataset"]["limit"] == 3 and saved["max_concurrency"] == 2
