@@ -228,8 +228,8 @@ def test_a_stopped_run_cancels_its_debates_and_stops_its_workers(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--workers", "2"], "--workers needs --executor processes or ray"),
-        (["--executor", "dask"], "unknown executor 'dask': choose from local, processes, ray"),
+        (["--workers", "2"], "--workers needs --executor processes or --executor ray"),
+        (["--executor", "dask"], "--executor: unknown executor 'dask': choose from "),
         (["--executor", "processes", "--workers", "0"], "--workers must be >= 1 (got 0)"),
         (["--executor", "processes", "--ray-address", "auto"], "--ray-address needs --executor"),
     ],
