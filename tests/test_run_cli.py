@@ -90,7 +90,11 @@ def test_run_id_under_runs_dir(tmp_path: Path) -> None:
         ({"debate": {"epsilon": 0.7}}, [], r"c\.yaml:\d+:\d+: debate\.epsilon: epsilon must"),
         ({"debate": {"widht": 2}}, [], r"c\.yaml:\d+:\d+: debate\.widht: unknown field"),
         ({}, ["--prover-model", "nosuch/model"], r"unknown model 'nosuch/model'"),
-        ({}, ["--estimator-method", "telepathy"], r"--estimator-method: must be one of"),
+        (
+            {},
+            ["--estimator-method", "telepathy"],
+            r"--estimator-method: unknown probability method .telepathy.: choose from logprobs, ",
+        ),
         ({}, ["--prover-options", "{bad"], r"--prover-options: not valid JSON"),
         ({}, ["--protocols", "debate"], r"--protocols: must be one of .*'direct'"),
         ({}, ["--protocols", "prover-estimator,direct"], r"direct need judge\.kind llm"),
