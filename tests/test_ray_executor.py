@@ -159,7 +159,7 @@ def test_prebuilt_models_and_bad_options_are_refused(tmp_path: Path) -> None:
             executor=ExecutorOptions("ray"),
         )
     assert not (tmp_path / "r").exists()
-    with pytest.raises(UserError, match="--executor: unknown executor .dask.: choose from "):
+    with pytest.raises(UserError, match=r"--executor: unknown executor 'dask': choose from "):
         ExecutorOptions("dask")
     with pytest.raises(UserError, match="needs --executor ray"):
         ExecutorOptions("local", ray_address="auto")

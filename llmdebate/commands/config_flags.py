@@ -30,7 +30,7 @@ def config_fields(
     """(dotted name, annotation, default, description) of every leaf field."""
     out: list[tuple[str, Any, Any, str]] = []
     for name, field in model.model_fields.items():
-        ann = field.annotation
+        ann: Any = field.annotation
         registries = [m for m in field.metadata if isinstance(m, Registry)]
         if registries:  # a name of a registry (elicit.ProbMethod): --help lists its names
             ann = typing.Annotated[ann, registries[0]]

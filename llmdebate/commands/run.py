@@ -21,22 +21,9 @@ STATUS_WORDS = {
 }
 
 
-class ExecutorChoice(click.ParamType):
-    """``--executor``: a name of :data:`~llmdebate.experiment.executors.EXECUTORS`; the names
-    are read when help is shown or the run starts (so a broken executor plugin breaks ``run``
-    alone, not every verb)."""
-
-    name = "executor"
-
-    def get_metavar(self, *args: Any, **kwargs: Any) -> str:
-        return "[" + "|".join(EXECUTORS.names()) + "]"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        return str(value)  # ExecutorOptions names an unknown one in one line
-
-
 class ExecutorOption(click.Option):
-    """An option whose help names executors from the registry, filled in when help is shown:
+    """An option whose help names executors from the registry, filled in when help is shown
+    (so a broken executor plugin breaks ``run --help`` alone, not every verb):
     ``{executors}`` (each with its summary), ``{workers}``, ``{address}`` (those declaring
     that capability)."""
 
@@ -101,8 +88,8 @@ RUN_OPTIONS = [
     ),
     click.option(
         "--executor",
-        type=ExecutorChoice(),
         cls=ExecutorOption,
+        metavar="NAME",
         default="local",
         show_default=True,
         help="Where debates run: {executors}.",
