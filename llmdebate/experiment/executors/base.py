@@ -62,9 +62,10 @@ class Executor(ABC):
     before anything runs)."""
 
     @classmethod
-    @abstractmethod
     def create(cls, options: ExecutorOptions, run: RunContext) -> Executor:
-        """The executor for one invocation of a run (outside the event loop)."""
+        """The executor for one invocation of a run (outside the event loop); every
+        registered executor defines it."""
+        raise NotImplementedError(f"{cls.__name__}.create: how the executor is made")
 
     @classmethod
     def check(cls) -> None:
