@@ -22,7 +22,7 @@ def quiet_gc() -> None:
     are frozen out of the collector's scans, and the young generation is collected every
     20,000 allocations instead of 700. Debates make many short-lived objects that reference
     counting frees; the collector's scans cost about a fifth of the client's CPU at hundreds
-    of calls a second. A worker process calls this once, after building its models."""
+    of calls a second. A worker process calls this once, as it starts."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
