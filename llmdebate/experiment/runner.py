@@ -77,6 +77,10 @@ from llmdebate.transcripts import TranscriptWriter, iter_transcripts
 
 @dataclass
 class RunResult:
+    """What one invocation of a run came to: ``ran`` debates finished now (complete, awaiting
+    a verdict or failed), ``skipped`` already done before; the debates of the run with no
+    line yet (never started, or cancelled when the run stopped) are ``summary["missing"]``."""
+
     run_dir: Path
     ran: int
     skipped: int
