@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from llmdebate.errors import AuthenticationError
-from llmdebate.experiment.sink import TranscriptWriter
 from llmdebate.models import GenerateConfig, ModelOutput, ResponseCache, fast_http, get_model
 from llmdebate.models.base import RetriesExhausted
 from llmdebate.models.http1 import HTTP1Pool, HTTPConnectionError, HTTPTimeout
+from llmdebate.transcripts import TranscriptWriter
 
 try:
     from tests.fixtures.fake_server import FakeServer

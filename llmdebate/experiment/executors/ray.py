@@ -4,8 +4,9 @@ The driver (the ``llmdebate run`` process) keeps the run directory, as with one 
 starts ``workers`` Ray actors, each an asyncio process with its own models (and so its own
 connection pools and response cache handle), a
 :class:`~llmdebate.experiment.worker.DebateWorker`, and hands them jobs as every worker pool
-does (:mod:`llmdebate.experiment.pool`: at most ``max_concurrency`` debates in flight over the
-cluster, each new one to the worker with the fewest; a dead worker's debates sent again).
+does (:mod:`llmdebate.experiment.executors.pool`: at most ``max_concurrency`` debates in
+flight over the cluster, each new one to the worker with the fewest; a dead worker's debates
+sent again).
 
 Failures:
 
@@ -31,36 +32,42 @@ from typing import Any
 from llmdebate.errors import UserError, require
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished
-from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.pool import MAX_LOSSES, MAX_RESTARTS, WorkerPoolExecutor
-from llmdebate.experiment.worker import (
-    RATE_OPTIONS,
-    DebateWorker,
-    portable,
-    protocol_settings,
-    worker_config,
+from llmdebate.experiment.executors.base import (
+    ADDRESS,
+    EXECUTORS,
+    WORKERS,
+    ExecutorOptions,
+    RunContext,
 )
-
-__all__ = [
-    "MAX_LOSSES",
-    "MAX_RESTARTS",
-    "RATE_OPTIONS",
-    "DebateWorker",
-    "RayExecutor",
-    "portable",
-    "protocol_settings",
-    "worker_config",
-]
+from llmdebate.experiment.executors.pool import MAX_RESTARTS, WorkerPoolExecutor
+from llmdebate.experiment.jobs import Job
+from llmdebate.experiment.worker import DebateWorker, worker_config
 
 
 def _ray() -> Any:
     return require("ray", "ray")
 
 
+@EXECUTORS.register(
+    "ray", capabilities={WORKERS, ADDRESS}, summary="a Ray cluster, with the llmdebate[ray] extra"
+)
 class RayExecutor(WorkerPoolExecutor):
     """Spreads the jobs over Ray workers; see the module docstring."""
 
     worker_name = "Ray worker"
+    where = " on Ray workers"
+    extra = "ray"
+
+    @classmethod
+    def create(cls, options: ExecutorOptions, run: RunContext) -> RayExecutor:
+        return cls(
+            run.config,
+            run.servers,
+            address=options.ray_address,
+            workers=options.workers,
+            concurrency=run.config.max_concurrency,
+            say=run.say,
+        )
 
     def __init__(
         self,
@@ -79,9 +86,6 @@ class RayExecutor(WorkerPoolExecutor):
         self.actors: list[Any] = []
         self.started_ray = False
         self._start()  # in the main thread: Ray installs signal handlers there
-
-    def stats(self) -> dict[str, Any]:
-        return {**super().stats(), "ray_workers": self.n_workers}
 
     def _start(self) -> None:
         ray = self.ray
