@@ -134,12 +134,11 @@ def _prepare_models(models: dict[str, Model], progress: bool) -> None:
     """Load local weights before the clock starts, saying so (the first load takes a while)."""
     seen: set[int] = set()
     for m in models.values():
-        load = getattr(m.backend, "load", None)
-        if id(m) in seen or not callable(load):
+        if id(m) in seen or not m.backend.profile.load:
             continue
         seen.add(id(m))
-        weights = getattr(m.backend, "weights_dir", None)
-        first = isinstance(weights, Path) and not weights.exists()
+        weights = m.backend.weights_dir
+        first = weights is not None and not weights.exists()
         _say(
             f"preparing {m.name}: "
             + (
@@ -149,7 +148,7 @@ def _prepare_models(models: dict[str, Model], progress: bool) -> None:
             ),
             progress,
         )
-        load()
+        m.backend.load()
 
 
 def servers_of(models: dict[str, Model]) -> dict[str, str | None]:

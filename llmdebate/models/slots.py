@@ -9,16 +9,18 @@ built) before it waits: when a reply completes, the transport calls back synchro
 place goes straight to the next waiter, and a prepared request is written in that same
 callback. Places never wait for the event loop between one request and the next.
 
-A waiter that is not prepared (``async with slots:``) is woken as by a semaphore. Both kinds
-wait in one queue, in arrival order.
+A call that is not a single HTTP request (a local model, a test double, an SDK call) is a
+:class:`Call`: the coroutine starts as a task when the place is granted. A waiter that holds
+a place for a block (``async with slots:``) is woken as by a semaphore. Every kind waits in
+one queue, in arrival order.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -38,6 +40,38 @@ class Prepared(Protocol[T_co]):
     def finish(self, reply: Any) -> T_co:
         """The result of what ``done`` was given, or of the exception that ``send`` raised:
         raise for a failed request."""
+
+
+class Call(Generic[T]):
+    """A coroutine as a :class:`Prepared` request: made and started as a task when a place
+    is granted, cancelled with its caller."""
+
+    __slots__ = ("factory", "task")
+
+    def __init__(self, factory: Callable[[], Coroutine[Any, Any, T]]) -> None:
+        self.factory = factory
+        self.task: asyncio.Task[T] | None = None
+
+    def send(self, done: Done) -> None:
+        task = self.task = asyncio.get_running_loop().create_task(self.factory())
+
+        def over(t: asyncio.Task[T]) -> None:
+            if t.cancelled():
+                done(asyncio.CancelledError())
+            else:
+                done(t.exception() or t.result())
+
+        task.add_done_callback(over)
+
+    def finish(self, reply: Any) -> T:
+        if isinstance(reply, BaseException):
+            raise reply
+        result: T = reply
+        return result
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
 
 
 class Slots:
@@ -86,7 +120,13 @@ class Slots:
             start()
         else:
             self._waiters.append(start)
-        return request.finish(await fut)
+        try:
+            reply = await fut
+        except asyncio.CancelledError:
+            if isinstance(request, Call):  # a coroutine ends with its caller; a request runs on
+                request.cancel()
+            raise
+        return request.finish(reply)
 
     async def __aenter__(self) -> Slots:
         if self.used < self.limit:

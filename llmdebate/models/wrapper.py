@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -107,7 +106,7 @@ class Model:
             self.cache: ResponseCache | None = None
         elif cache is not None:
             self.cache = cache
-        elif getattr(backend, "persistent_cache", True):
+        elif backend.profile.persistent_cache:
             self.cache = ResponseCache.in_dir(cache_dir)
         else:
             self.cache = ResponseCache(Path(":memory:"))
@@ -121,6 +120,11 @@ class Model:
         ``$OPENAI_BASE_URL`` / ``$ANTHROPIC_BASE_URL``, else the provider's default); None
         for local and scripted backends."""
         return self.backend.server_url
+
+    @property
+    def http_requests(self) -> int:
+        """HTTP requests the backend has sent (a batch of prompts is one; retries count)."""
+        return self.backend.http_requests
 
     @property
     def supports_logprobs(self) -> bool:
@@ -160,28 +164,7 @@ class Model:
                 )
             raise
         if log is not None:
-            log.append(
-                self.record(
-                    role,
-                    act,
-                    messages=messages,
-                    completion=out.text,
-                    logprobs=[
-                        {"token": lp.token, "logprob": lp.logprob, "top": dict(lp.top)}
-                        for lp in out.logprobs
-                    ]
-                    if out.logprobs
-                    else None,
-                    tokens_in=out.tokens_in,
-                    tokens_out=out.tokens_out,
-                    cost=out.cost,
-                    cached=out.cached,
-                    latency_s=out.latency_s,
-                    retries=tries.retries,
-                    constrained=out.constrained if config.json_schema is not None else None,
-                    batch_size=out.batch_size if out.batch_size > 1 else None,
-                )
-            )
+            log.append(self.success_record(role, act, messages, config, out, tries.retries))
         return out
 
     async def generate_many(
@@ -224,9 +207,9 @@ class Model:
         check_messages(messages)
         key = None
         if self.cache is not None:
-            key = cache_key(self.backend.identity, messages, config, sample_index)
+            key = cache_key(self.backend.identity_for(config), messages, config, sample_index)
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None:  # ``constrained`` as it was when the reply was made
                 hit.cached, hit.cost, hit.latency_s, hit.batch_size = True, 0.0, 0.0, 1
                 self.usage.calls += 1
                 self.usage.cached_calls += 1
@@ -291,14 +274,8 @@ class Model:
             try:
                 if self.rate.active:
                     await self.rate.acquire(estimate_tokens(messages, config.max_tokens))
-                request = self.backend.prepare(messages, config, sample_index)
-                if request is not None:  # sent the instant a place frees up
-                    return await self._slots().run(request)
-                async with self._slots():
-                    start = time.perf_counter()
-                    out = await self.backend.generate(messages, config, sample_index)
-                    out.latency_s = time.perf_counter() - start
-                return out
+                # one path: the backend's request, sent the instant a place frees up
+                return await self._slots().run(self.backend.prepare(messages, config, sample_index))
             except TransientError as exc:
                 if attempt > self.max_retries:
                     raise RetriesExhausted(
@@ -309,6 +286,37 @@ class Model:
                 await asyncio.sleep(self.retry_delay(attempt, exc))
 
     # --------------------------------------------------------------------- plumbing
+    def success_record(
+        self,
+        role: str,
+        act: str,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        out: ModelOutput,
+        retries: int,
+    ) -> ModelCallRecord:
+        """The record of a call that returned ``out`` (the one place it is made)."""
+        return self.record(
+            role,
+            act,
+            messages=messages,
+            completion=out.text,
+            logprobs=[
+                {"token": lp.token, "logprob": lp.logprob, "top": dict(lp.top)}
+                for lp in out.logprobs
+            ]
+            if out.logprobs
+            else None,
+            tokens_in=out.tokens_in,
+            tokens_out=out.tokens_out,
+            cost=out.cost,
+            cached=out.cached,
+            latency_s=out.latency_s,
+            retries=retries,
+            constrained=out.constrained if config.json_schema is not None else None,
+            batch_size=out.batch_size if out.batch_size > 1 else None,
+        )
+
     def record(self, role: str = "", act: str = "", **fields: Any) -> ModelCallRecord:
         """A :class:`~llmdebate.schemas.ModelCallRecord` of a call to this model.
 
