@@ -61,6 +61,7 @@ from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.sink import TranscriptWriter
 from llmdebate.jsonl import first_error
 from llmdebate.models import Model
+from llmdebate.models.wrapper import requests_sent
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import ProtocolSettings
@@ -320,6 +321,7 @@ def run(
     stopped: RunStopped | None = None
     debates_s = 0.0
     executor_stats: dict[str, Any] = {}
+    sent_before = requests_sent(models.values())
     if todo:
         if executor.kind == "local":
             _prepare_models(models, progress)
@@ -370,6 +372,9 @@ def run(
         failed_retried=retried,
         executor=executor.kind,
         debates_s=round(debates_s, 3),
+        http_requests=requests_sent(models.values()) - sent_before
+        if executor.kind == "local"
+        else None,
         wall_s=round(time.perf_counter() - start, 3),
         **executor_stats,
     )

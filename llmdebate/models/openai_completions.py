@@ -146,7 +146,7 @@ class OpenAICompletionsBackend(OpenAIServer):
         if all(isinstance(r, BaseException) for r in results):
             raise refusal  # the server fails alone too: not the list's fault
         if self.profile.batched_prompts:
-            self.profile = self.profile.without(batched_prompts=False)
+            self.profile = self.profile.without("batched_prompts")
             log.warning(
                 "%s: the server at %s refuses a list of prompts (%s); each prompt goes in a "
                 "request of its own from now on (set batch_prompts: false for this server)",

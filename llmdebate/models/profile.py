@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ class BackendProfile:
     http: bool = False
     """Talks to a server over HTTP (``base_url`` applies; requests are counted)."""
 
-    def without(self, **changes: bool) -> BackendProfile:
-        """This profile with some capabilities switched (what the server showed)."""
+    def without(self, capability: str) -> BackendProfile:
+        """This profile without ``capability`` (a flag the server showed it lacks)."""
+        changes: dict[str, Any] = {capability: False}
         return dataclasses.replace(self, **changes)
 
     def without_structured(self, mode: str) -> BackendProfile:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -252,11 +252,11 @@ class Model:
     def retry_delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait before re-sending after failed attempt number ``attempt`` (1-based):
         the server's ``Retry-After`` (capped), else exponential backoff with full jitter."""
-        after = getattr(exc, "retry_after", None)
+        after = exc.retry_after if isinstance(exc, TransientError) else None
         if after is not None:
             return min(float(after), self.max_retry_after)
         # base * 2^(n-1), capped, plus U(0, base)
-        delay = self.retry_base_delay * 2 ** (attempt - 1)
+        delay: float = self.retry_base_delay * 2 ** (attempt - 1)
         return min(delay, self.retry_max_delay) + random.uniform(0, self.retry_base_delay)
 
     async def _send(
@@ -337,6 +337,11 @@ class Model:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def requests_sent(models: Iterable[Model]) -> int:
+    """HTTP requests sent by ``models`` (each model counted once)."""
+    return sum(m.http_requests for m in {id(m): m for m in models}.values())
 
 
 def worst_failure(results: Sequence[object]) -> BaseException | None:
