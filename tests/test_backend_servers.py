@@ -157,7 +157,9 @@ async def test_a_reply_cached_under_one_structured_mode_is_not_served_to_another
 ) -> None:
     config = GenerateConfig(max_tokens=16, json_schema=SCHEMA)
     cache = tmp_path / "one-cache"
-    by_grammar = get_model("openai/base", base_url=server.url, structured="grammar", cache_dir=cache)
+    by_grammar = get_model(
+        "openai/base", base_url=server.url, structured="grammar", cache_dir=cache
+    )
     first = await by_grammar.generate(ask(1), config)
     assert first.constrained and server.requests == 1
     await by_grammar.aclose()
