@@ -15,10 +15,21 @@ from typing import Any
 
 import pytest
 
+from llmdebate.elicit.methods import estimate_from_logprobs
+from llmdebate.errors import InvalidOutputError
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
-from llmdebate.models import GenerateConfig, get_model
+from llmdebate.models import GenerateConfig, TransientError, get_model
+from llmdebate.models.http1 import HTTPConnectionError
+from llmdebate.models.http_errors import reply_error
 from llmdebate.models.structured import OutputSchema
+from llmdebate.models.transport import (
+    HTTPRequest,
+    HttpxTransport,
+    RawTransport,
+    Transport,
+    loads,
+)
 from llmdebate.schemas import ModelCallRecord
 
 try:
@@ -201,3 +212,37 @@ def test_a_run_on_a_server_refusing_lists_completes_and_counts_its_requests(
     assert inv["http_requests"] == server.requests
     written = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert written["last_invocation"]["http_requests"] == server.requests
+
+
+async def test_a_base_model_on_the_chat_endpoint_is_told_to_use_completions(
+    server: FakeServer,
+) -> None:
+    server.top_logprobs = {"\n": -0.1, "The": -1.0, "Question": -2.0}  # a base model rambles
+    for endpoint, hinted in (("chat", True), ("completions", False)):
+        m = get_model("openai/base", base_url=server.url, endpoint=endpoint, use_cache=False)
+        out = await m.generate(ask(7), GenerateConfig(max_tokens=1, top_logprobs=3))
+        with pytest.raises(InvalidOutputError, match="no True/False token") as info:
+            estimate_from_logprobs(out)
+        assert ('"endpoint": "completions"' in str(info.value)) is hinted
+        await m.aclose()
+
+
+@pytest.mark.parametrize("lane", [RawTransport, HttpxTransport])
+async def test_both_lanes_carry_the_same_replies_and_the_same_failures(
+    server: FakeServer, lane: type[Transport]
+) -> None:
+    transport = lane(server.url, {"content-type": "application/json"}, 5.0)
+    body = {"model": "m", "messages": ask(1), "max_tokens": 4}
+    reply = await transport.post(HTTPRequest("/chat/completions", body))
+    assert reply.status == 200 and loads(reply.body)["choices"][0]["message"]["content"]
+    server.faults.append({"status": 429, "retry_after": "0.25", "code": "rate_limit"})
+    reply = await transport.post(HTTPRequest("chat/completions", body))
+    error = reply_error(reply.status, reply.headers, reply.body, "openai/m", None)
+    assert isinstance(error, TransientError) and error.retry_after == 0.25
+    assert str(error) == "HTTP 429: injected [rate_limit]" and error.status == 429
+    assert transport.sent == 2 and server.requests == 2
+    await transport.aclose()
+    closed = lane("http://127.0.0.1:9/v1", {}, 2.0)  # nothing listens on port 9
+    with pytest.raises(HTTPConnectionError):
+        await closed.post(HTTPRequest("/chat/completions", body))
+    await closed.aclose()

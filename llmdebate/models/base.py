@@ -21,6 +21,11 @@ ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 ROLES = ("system", "user", "assistant")
+BASE_MODEL_HINT = (
+    "a base model (one without a chat template) answers a chat prompt with anything: serve it "
+    'with the role option {"endpoint": "completions"}'
+)
+"""What a reply from a chat endpoint that misses the expected tokens may mean."""
 
 
 @dataclass
@@ -59,7 +64,8 @@ class ModelOutput:
 
     ``constrained``: the backend enforced the requested ``json_schema`` (structured outputs,
     a forced tool, or constrained decoding). ``batch_size``: how many prompts went in the
-    request that answered this call (1: a request of its own).
+    request that answered this call (1: a request of its own). ``endpoint``: the server
+    endpoint that answered (``chat``, ``completions``; '' for backends without one).
     """
 
     text: str
@@ -72,6 +78,7 @@ class ModelOutput:
     cost: float = 0.0
     constrained: bool = False
     batch_size: int = 1
+    endpoint: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -189,4 +189,5 @@ def _as_dict(output: ModelOutput) -> dict[str, Any]:
         "latency_s": output.latency_s,
         "cost": output.cost,
         "constrained": output.constrained,
+        "endpoint": output.endpoint,
     }

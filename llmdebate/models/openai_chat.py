@@ -28,10 +28,6 @@ from llmdebate.models.slots import Prepared
 from llmdebate.models.transport import HTTPRequest, PreparedPost
 
 PATH = "/chat/completions"
-BASE_MODEL_HINT = (
-    "a base model (one without a chat template) answers a chat prompt with anything; serve it "
-    'with the role option {"endpoint": "completions"}'
-)
 
 
 class OpenAIChatBackend(OpenAIServer):
@@ -139,6 +135,7 @@ class OpenAIChatBackend(OpenAIServer):
                 tokens_in=tokens_in,
                 tokens_out=tokens_out,
                 logprobs=logprobs,
+                endpoint="chat",
             )
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise _malformed(exc) from exc

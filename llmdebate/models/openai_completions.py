@@ -210,6 +210,7 @@ class OpenAICompletionsBackend(OpenAIServer):
                     tokens_in=share(total_in, n, i),
                     tokens_out=share(total_out, n, i),
                     logprobs=self._logprobs(choice) if want_logprobs else None,
+                    endpoint="completions",
                 )
                 for i, choice in enumerate(choices)
             ]
