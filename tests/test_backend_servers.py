@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ async def test_a_base_model_on_the_chat_endpoint_is_told_to_use_completions(
 
 @pytest.mark.parametrize("lane", [RawTransport, HttpxTransport])
 async def test_both_lanes_carry_the_same_replies_and_the_same_failures(
-    server: FakeServer, lane: type[Transport]
+    server: FakeServer, lane: Callable[[str, dict[str, str], float], Transport]
 ) -> None:
     transport = lane(server.url, {"content-type": "application/json"}, 5.0)
     body = {"model": "m", "messages": ask(1), "max_tokens": 4}
