@@ -101,11 +101,7 @@ class OpenAIServer(Backend):
 
     @property
     def http_requests(self) -> int:
-        return self.transport.sent
-
-    @property
-    def requests_sent(self) -> int:
-        """HTTP requests sent (a list of prompts is one)."""
+        """HTTP requests sent (a list of prompts is one; a re-sent call another)."""
         return self.transport.sent
 
     # -- structured outputs

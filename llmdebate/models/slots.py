@@ -10,9 +10,9 @@ place goes straight to the next waiter, and a prepared request is written in tha
 callback. Places never wait for the event loop between one request and the next.
 
 A call that is not a single HTTP request (a local model, a test double, an SDK call) is a
-:class:`Call`: the coroutine starts as a task when the place is granted. A waiter that holds
-a place for a block (``async with slots:``) is woken as by a semaphore. Every kind waits in
-one queue, in arrival order.
+:class:`Call`: its coroutine runs in the caller's task once the place is granted, woken as by
+a semaphore (as is a block under ``async with slots:``). Every kind waits in one queue, in
+arrival order.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ class Prepared(Protocol[T_co]):
 
 
 class Call(Generic[T]):
-    """A coroutine as a :class:`Prepared` request: made and started as a task when a place
-    is granted, cancelled with its caller."""
+    """A coroutine as a :class:`Prepared` request. :meth:`Slots.run` awaits it in the
+    caller's task once a place is granted (cancelled with its caller); elsewhere, ``send``
+    starts it as a task."""
 
     __slots__ = ("factory", "task")
 
@@ -69,11 +70,6 @@ class Call(Generic[T]):
         result: T = reply
         return result
 
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-
-
 class Slots:
     """At most ``limit`` requests in flight, granted in arrival order."""
 
@@ -97,7 +93,12 @@ class Slots:
 
     async def run(self, request: Prepared[T]) -> T:
         """Send ``request`` when a place is free and return its result. The place is freed
-        the moment its reply is complete (before this coroutine resumes)."""
+        the moment its reply is complete (before this coroutine resumes). A :class:`Call`
+        runs in the caller's task, holding its place as ``async with slots`` would."""
+        if isinstance(request, Call):
+            async with self:
+                result: T = await request.factory()
+            return result
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         def done(reply: Any) -> None:
@@ -120,13 +121,7 @@ class Slots:
             start()
         else:
             self._waiters.append(start)
-        try:
-            reply = await fut
-        except asyncio.CancelledError:
-            if isinstance(request, Call):  # a coroutine ends with its caller; a request runs on
-                request.cancel()
-            raise
-        return request.finish(reply)
+        return request.finish(await fut)
 
     async def __aenter__(self) -> Slots:
         if self.used < self.limit:
