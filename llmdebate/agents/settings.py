@@ -34,8 +34,10 @@ class _Section(BaseModel):
 
 
 def _declared(options: type[Any] | None) -> set[str]:
-    fields = getattr(options, "model_fields", None)
-    return set(fields) if isinstance(fields, dict) else set()
+    """The option names a backend's options model declares."""
+    if isinstance(options, type) and issubclass(options, BaseModel):
+        return set(options.model_fields)
+    return set()
 
 
 def _option_error(key: str, value: Any, message: str) -> ValidationError:
