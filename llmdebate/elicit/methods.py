@@ -37,7 +37,7 @@ from llmdebate.elicit.prompts import (
     with_instruction,
 )
 from llmdebate.errors import InvalidOutputError, UserError
-from llmdebate.models.base import GenerateConfig, ModelOutput
+from llmdebate.models.base import BASE_MODEL_HINT, GenerateConfig, ModelOutput
 from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import Model, describe_error, gather_logged
 from llmdebate.registry import Registry
@@ -101,6 +101,7 @@ def estimate_from_logprobs(output: ModelOutput) -> Estimate:
         shown = ", ".join(f"{t!r}" for t in list(top)[:5])
         raise InvalidOutputError(
             f"{output.model}: no True/False token among the top logprobs (top: {shown})"
+            + (f"; {BASE_MODEL_HINT}" if output.endpoint == "chat" else "")
         )
     value = p_true / (p_true + p_false)
     evidence: dict[str, Any] = {

@@ -57,6 +57,7 @@ from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
 from llmdebate.models import Model
+from llmdebate.models.wrapper import requests_sent
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.redact import is_protected
@@ -131,12 +132,11 @@ def _prepare_models(models: dict[str, Model], say: Callable[[str], None]) -> Non
     """Load local weights before the clock starts, saying so (the first load takes a while)."""
     seen: set[int] = set()
     for m in models.values():
-        load = getattr(m.backend, "load", None)
-        if id(m) in seen or not callable(load):
+        if id(m) in seen or not m.backend.profile.load:
             continue
         seen.add(id(m))
-        weights = getattr(m.backend, "weights_dir", None)
-        first = isinstance(weights, Path) and not weights.exists()
+        weights = m.backend.weights_dir
+        first = weights is not None and not weights.exists()
         say(
             f"preparing {m.name}: "
             + (
@@ -145,7 +145,7 @@ def _prepare_models(models: dict[str, Model], say: Callable[[str], None]) -> Non
                 else "loading the weights…"
             )
         )
-        load()
+        m.backend.load()
 
 
 def check_resume(
@@ -295,6 +295,7 @@ def run(
         say=say,
     )
     invocation = Invocation()
+    sent_before = requests_sent(models.values())
     if todo:
         if executor.in_process:
             _prepare_models(models, say)
@@ -319,6 +320,9 @@ def run(
         failed_retried=retried,
         executor=executor.kind,
         debates_s=round(invocation.debates_s, 3),
+        http_requests=requests_sent(models.values()) - sent_before
+        if executor.in_process
+        else None,
         wall_s=round(time.perf_counter() - start, 3),
         **invocation.stats,
     )
