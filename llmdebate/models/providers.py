@@ -12,6 +12,9 @@ model string           backend                                                  
 ``anthropic/<model>``  Anthropic's messages API                                   ``anthropic``
 ``hf/<dir or .gguf>``  a local transformers model                                 ``local``
 ``local``              the embedded Gemma 3 270M base model                       ``local``
+``inspect/<provider>/  any model provider of UK AISI's Inspect, through its       ``inspect``
+<model>``              ``get_model()`` (``inspect/openai/gpt-4o``,
+                       ``inspect/mockllm/model``)
 ``scripted``           the test double (``backend=ScriptedBackend(...)`` or its   --
                        keyword arguments)
 =====================  =========================================================  ============
@@ -20,7 +23,7 @@ model string           backend                                                  
 from __future__ import annotations
 
 import importlib.util
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -57,6 +60,13 @@ class AnthropicOptions(_Options):
     """tool: a forced tool carries the schema; none: the plain prompt."""
     strict: bool | None = None
     """Strict tools (the API guarantees the schema)."""
+
+
+class InspectOptions(_Options):
+    model_args: dict[str, Any] | None = None
+    """Keyword arguments of Inspect's get_model() (the provider's own model args)."""
+    timeout: float | None = None
+    """Seconds per request (Inspect's timeout)."""
 
 
 class LocalOptions(_Options):
@@ -115,6 +125,15 @@ def anthropic(spec: BackendSpec) -> Backend:
     from llmdebate.models.anthropic_backend import AnthropicBackend
 
     return construct(spec, AnthropicBackend, spec.model, spec.model_id, **_http_kwargs(spec))
+
+
+@BACKENDS.register("inspect", options=InspectOptions, capabilities={"http", "model-id"})
+def inspect(spec: BackendSpec) -> Backend:
+    """Any provider of UK AISI's Inspect: inspect/<provider>/<model> (its get_model())."""
+    _installed("inspect_ai", "inspect")
+    from llmdebate.models.inspect_backend import InspectBackend
+
+    return construct(spec, InspectBackend, spec.model, spec.model_id, **_http_kwargs(spec))
 
 
 @BACKENDS.register("hf", options=LocalOptions, capabilities={"model-id"})
