@@ -6,10 +6,14 @@ format or role, no rows to write).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import cast
+
 import click
 
 from llmdebate.commands.choices import RegistryChoice
 from llmdebate.export import FORMATS, PLAYERS, export_run
+from llmdebate.export.registry import WHOLE_RUN, RunWriter
 from llmdebate.export.writers import KINDS
 
 
@@ -26,7 +30,8 @@ def _baseline(value: str) -> str | float:
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--role", type=click.Choice(PLAYERS), required=True, help="Whose decisions.")
+@click.option("--role", type=click.Choice(PLAYERS), default=None,
+              help="Whose decisions (required except for whole-run formats: inspect-log).")
 @click.option(
     "--format", "fmt", type=RegistryChoice(FORMATS), default="trl-prompt-completion",
     show_default=True, help="Layout of the rows.",
@@ -53,7 +58,7 @@ def _baseline(value: str) -> str | float:
               help="Write only this split.")
 def command(
     run_dir: str,
-    role: str,
+    role: str | None,
     fmt: str,
     out: str,
     kind: str | None,
@@ -63,7 +68,15 @@ def command(
     test_fraction: float,
     split: str | None,
 ) -> None:
-    """Write RUN_DIR's decisions of one player as training rows."""
+    """Write RUN_DIR's decisions of one player as training rows (or, with a whole-run format
+    such as inspect-log, the whole run as one file)."""
+    entry = FORMATS.entry(fmt)
+    if entry.can(WHOLE_RUN):
+        wrote = cast(RunWriter, entry.value)(Path(run_dir), Path(out))
+        click.echo(f"{out}: {fmt}, {wrote}")
+        return
+    if role is None:
+        raise click.UsageError(f"--role is required for --format {fmt}")
     res = export_run(
         run_dir,
         out,

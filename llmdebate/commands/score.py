@@ -9,12 +9,14 @@ debate id. Exit status: 0 when everything re-scored exactly, 1 when anything was
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
+from llmdebate.schemas import Transcript
 from llmdebate.scoring import score_transcript
 from llmdebate.transcripts import BadLine, numbered_transcripts
 
@@ -42,7 +44,7 @@ def score_file(path: Path) -> FileScore:
     def note(bad: BadLine) -> None:
         res.bad_lines.append((bad.lineno, bad.detail))
 
-    for lineno, t in numbered_transcripts(path, note, torn="report"):
+    for lineno, t in _transcripts(path, note):
         res.transcripts += 1
         if t.id in seen:
             res.duplicates.append((lineno, t.id, seen[t.id]))
@@ -55,11 +57,22 @@ def score_file(path: Path) -> FileScore:
     return res
 
 
+def _transcripts(path: Path, note: Callable[[BadLine], None]) -> Iterator[tuple[int, Transcript]]:
+    """A transcript file's (line, transcript); an Inspect eval log's (``.eval``, ``.json``:
+    :mod:`llmdebate.inspect_ext.logs`) (number in the log, transcript)."""
+    if path.suffix in (".eval", ".json"):
+        from llmdebate.inspect_ext.logs import log_transcripts
+
+        return log_transcripts(path, note)
+    return numbered_transcripts(path, note, torn="report")
+
+
 @click.command("score")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(file: str, as_json: bool) -> None:
-    """Re-score every transcript in FILE and report mismatches, bad lines and duplicate ids."""
+    """Re-score every transcript in FILE (a run's transcripts.jsonl, or an Inspect eval log,
+    .eval or .json) and report mismatches, bad lines and duplicate ids."""
     res = score_file(Path(file))
     bad = [f"{file}:{n}: {why}" for n, why in res.bad_lines]
     dups = [

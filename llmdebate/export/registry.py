@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llmdebate.export.rows import Row
@@ -26,6 +27,10 @@ from llmdebate.registry import Registry
 
 ONLINE = "online"
 """Capability: rows a reply can be injected into, each with its replay ``state``."""
+WHOLE_RUN = "whole-run"
+"""Capability: not a layout of rows but a :data:`RunWriter` that writes the whole run
+directory as one file (``inspect-log``: an Inspect eval log); ``--role`` and the row options
+do not apply."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,11 @@ class FormatContext:
 
 
 Format = Callable[[list[Row], FormatContext], list[dict[str, Any]]]
+RunWriter = Callable[[Path, Path], str]
+"""``(run_dir, out) -> what it wrote``: the value of a :data:`WHOLE_RUN` format's entry."""
 
 FORMATS: Registry[Format] = Registry(
-    "export format", group="llmdebate.formats", builtins=("llmdebate.export.formats",)
+    "export format",
+    group="llmdebate.formats",
+    builtins=("llmdebate.export.formats", "llmdebate.inspect_ext.export_format"),
 )

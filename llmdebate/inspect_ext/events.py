@@ -10,6 +10,7 @@ are the sample's model events, each in a span named after the decision it served
 from __future__ import annotations
 
 from collections.abc import Iterator
+
 from llmdebate.schemas import RoundRecord, Transcript
 
 SOURCE = "llmdebate"

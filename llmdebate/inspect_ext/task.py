@@ -81,10 +81,15 @@ def items_of(dataset: str | Dataset | Sequence[Sample], cfg: ExperimentConfig) -
         if choices and len(target) == 1 and target.isalpha() and target not in choices:
             target = choices[ord(target.upper()) - ord("A")]  # Inspect's letter targets
         out.append(Item.model_validate({
-            "id": str(s.id if s.id is not None else n), "question": s.input_text,
+            "id": str(s.id if s.id is not None else n), "question": _text(s.input),
             "choices": choices, "answer": target, "meta": dict(s.metadata or {}),
         }))
     return out[: cfg.dataset.limit] if cfg.dataset.limit else out
+
+
+def _text(value: str | list[Any]) -> str:
+    """An Inspect sample's input as text (its messages' texts joined)."""
+    return value if isinstance(value, str) else "\n\n".join(m.text for m in value)
 
 
 def role_models(roles: Sequence[str]) -> dict[str, Model]:
@@ -166,7 +171,7 @@ def sample_score(transcripts: list[dict[str, Any]]) -> Score:
     return Score(
         value=value,
         answer=", ".join(str(t.meta.get("decision", t.meta.get("variant"))) for t in complete),
-        explanation="; ".join(f"{t.id}: correct={c}" for t, c in zip(complete, correct)),
+        explanation="; ".join(f"{t.id}: correct={c}" for t, c in zip(complete, correct, strict=True)),
         metadata={"debates": [t.id for t in ts], "failed": [t.id for t in ts if t.failure]},
     )
 
