@@ -171,7 +171,9 @@ def sample_score(transcripts: list[dict[str, Any]]) -> Score:
     return Score(
         value=value,
         answer=", ".join(str(t.meta.get("decision", t.meta.get("variant"))) for t in complete),
-        explanation="; ".join(f"{t.id}: correct={c}" for t, c in zip(complete, correct, strict=True)),
+        explanation="; ".join(
+            f"{t.id}: correct={c}" for t, c in zip(complete, correct, strict=True)
+        ),
         metadata={"debates": [t.id for t in ts], "failed": [t.id for t in ts if t.failure]},
     )
 
