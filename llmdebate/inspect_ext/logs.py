@@ -65,15 +65,11 @@ def _items(transcripts: list[Transcript]) -> dict[str, list[Transcript]]:
 
 
 def _scores(ts: list[Transcript], judged: dict[str, Transcript]) -> dict[str, Any]:
-    from inspect_ai.scorer import Score
-
     from llmdebate.inspect_ext.task import sample_score
 
     scores: dict[str, Any] = {}
-    try:
+    if any(t.status == "complete" for t in ts):  # else no score (awaiting a person, failed)
         scores["llmdebate"] = sample_score([_json(t) for t in ts])
-    except RuntimeError as exc:  # no debate of the item completed
-        scores["llmdebate"] = Score(value={"correct": 0.0}, explanation=str(exc))
     people = [judged[t.id] for t in ts if t.id in judged]
     if people:
         human = sample_score([_json(t) for t in people])

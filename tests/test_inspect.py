@@ -1,0 +1,297 @@
+"""llmdebate in UK AISI's Inspect: the task ``llmdebate/debate`` for every protocol (Inspect's
+mock model playing the roles), its log read back with Inspect's own log API and re-scored
+exactly, ``inspect eval`` on the command line against the fake OpenAI server, the
+``inspect/<provider>/<model>`` backend in ``llmdebate run``, and a run exported as an Inspect
+log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import inspect_ai
+import pytest
+import yaml
+from inspect_ai.log import read_eval_log
+
+from llmdebate.cli import main
+from llmdebate.commands.score import score_file
+from llmdebate.errors import UserError
+from llmdebate.inspect_ext.task import METADATA_KEY, debate
+from llmdebate.models import GenerateConfig, get_model
+from llmdebate.protocols.registry import PROTOCOLS
+from llmdebate.schemas import Transcript
+from llmdebate.scoring import score_transcript
+
+try:
+    from tests.fixtures.fake_server import FakeServer
+    from tests.inspect_mock import mock_roles
+except ImportError:  # run from inside tests/
+    from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
+    from inspect_mock import mock_roles  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[1]
+DIVISORS = str(REPO / "datasets" / "divisors.jsonl")
+FIXTURE = str(REPO / "tests" / "fixtures" / "llm_fixtures.py")
+SCRIPTED = {
+    "model": "scripted",
+    "options": {"responder": f"{FIXTURE}:responder", "probabilities": f"{FIXTURE}:probabilities"},
+}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as s:
+        yield s
+
+
+def transcripts_of(path: Path) -> list[Transcript]:
+    log = read_eval_log(str(path))
+    return [
+        Transcript.model_validate(d)
+        for s in log.samples or []
+        for d in s.metadata[METADATA_KEY]["transcripts"]
+    ]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS.names())
+def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
+    protocol: str, tmp_path: Path
+) -> None:
+    task = debate(protocol=protocol, dataset=DIVISORS, limit=2, depth=1, width=2)
+    [log] = inspect_ai.eval(
+        task, model=None, model_roles=mock_roles(), log_dir=str(tmp_path), display="none"
+    )
+    assert log.status == "success", log.error
+    [path] = list(tmp_path.glob("*.eval"))
+    back = read_eval_log(str(path), resolve_attachments=True)  # Inspect's own log API
+    assert back.eval.task_args["protocol"] == protocol
+    assert [s.id for s in back.samples or []] == ["divisors-000", "divisors-001"]
+    ts = transcripts_of(path)
+    variants = PROTOCOLS.get(protocol).variants("paired", 0)
+    assert len(ts) == 2 * len(variants)
+    assert all(t.status == "complete" and t.protocol == protocol for t in ts), [
+        t.failure for t in ts
+    ]
+    assert all(not score_transcript(t).mismatches for t in ts)
+    res = score_file(path)  # what `llmdebate score LOG.eval` runs
+    assert res.ok and res.scored == len(ts) and not res.mismatches
+    # the judge's correctness (and the payoff of rewarded protocols) as Inspect metrics
+    metrics = {s.name: s.metrics for s in back.results.scores} if back.results else {}
+    assert set(metrics["correct"]) == {"accuracy", "stderr"}
+    rewarded = PROTOCOLS.get(protocol).reward_scheme is not None
+    assert ("payoff" in metrics) is rewarded
+    sample = (back.samples or [])[0]
+    score = next(iter((sample.scores or {}).values()))
+    assert isinstance(score.value, dict) and 0.0 <= score.value["correct"] <= 1.0
+    # the debate as readable events, the model calls inside the debate's span
+    infos = [e for e in sample.events if e.event == "info"]
+    assert infos and any("**Outcome**: complete" in str(e.data) for e in infos)
+    spans = [e.name for e in sample.events if e.event == "span_begin"]
+    assert f"{protocol}/divisors-000/{variants[0]}" in spans
+    models = [e for e in sample.events if e.event == "model"]
+    calls = sum(len(t.calls) for t in ts if t.meta["item_id"] == "divisors-000")
+    assert len(models) == calls > 0
+
+
+def test_prover_estimator_events_show_each_round(tmp_path: Path) -> None:
+    task = debate(protocol="prover-estimator", dataset=DIVISORS, limit=1, depth=1, width=2)
+    inspect_ai.eval(
+        task, model=None, model_roles=mock_roles(), log_dir=str(tmp_path), display="none"
+    )
+    log = read_eval_log(str(next(tmp_path.glob("*.eval"))), resolve_attachments=True)
+    sample = (log.samples or [])[0]
+    texts = [str(e.data) for e in sample.events if e.event == "info"]
+    assert any(t.startswith("**Initialisation**") for t in texts)
+    assert any("**Round 1**" in t and "decomposition (" in t and "estimates b =" in t
+               for t in texts)
+    assert any("**Round 0**" in t and "verdict O =" in t for t in texts)
+    spans = [e.name for e in sample.events if e.event == "span_begin"]
+    assert "initialisation · estimate" in spans and "round 1 · decompose" in spans
+    assert "round 0 · verdict" in spans
+
+
+def test_an_unknown_protocol_names_the_choices() -> None:
+    with pytest.raises(UserError, match=r"-T protocol.*prover-estimator"):
+        debate(protocol="nope", dataset=DIVISORS)
+
+
+def test_inspect_samples_are_a_dataset_too(tmp_path: Path) -> None:
+    from inspect_ai.dataset import Sample
+
+    samples = [
+        Sample(input="Is water wet?", target="A", choices=["yes", "no"], id="w"),
+        Sample(input="Is fire cold?", target="no", choices=["yes", "no"], id="f"),
+    ]
+    [log] = inspect_ai.eval(
+        debate(protocol="consultancy", dataset=samples), model=None, model_roles=mock_roles(),
+        log_dir=str(tmp_path), display="none",
+    )
+    assert log.status == "success", log.error
+    ts = transcripts_of(next(tmp_path.glob("*.eval")))
+    assert {t.meta["gold"] for t in ts} == {"yes", "no"}  # the letter target is the choice
+
+
+def test_the_entry_point_registers_llmdebate_debate() -> None:
+    import tomllib
+    from inspect_ai._util.registry import registry_info, registry_lookup
+
+    eps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    module = eps["inspect_ai"]["llmdebate"]
+    __import__(module)  # what Inspect's ensure_entry_points("llmdebate") does
+    task = registry_lookup("task", "llmdebate/debate")
+    assert task is not None and registry_info(task).name == "llmdebate/debate"
+    assert registry_lookup("scorer", "llmdebate/debate_scorer") is not None
+
+
+def test_inspect_eval_on_the_command_line(server: FakeServer, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "OPENAI_BASE_URL": server.url,
+        "OPENAI_API_KEY": "sk-test",
+        "INSPECT_LOG_DIR": str(tmp_path),
+    }
+    inspect = Path(sys.executable).with_name("inspect")
+    argv = [
+        str(inspect), "eval", str(REPO / "llmdebate" / "inspect_ext" / "task.py@debate"),
+        "-T", "protocol=direct", "-T", f"dataset={DIVISORS}", "-T", "limit=2",
+        "--model", "openai/fake-model", "-M", "responses_api=false",
+        "--model-role", "judge={model: openai/fake-model, model_args: {responses_api: false}}",
+        "--display", "plain", "--log-dir", str(tmp_path),
+    ]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    [path] = list(tmp_path.glob("*.eval"))
+    log = read_eval_log(str(path))
+    assert log.status == "success" and len(log.samples or []) == 2
+    assert server.requests == 2  # one judge call per direct debate
+    assert all("logprobs" in b and b["top_logprobs"] for b in server.bodies)
+    assert main(["score", str(path)]) == 0
+
+
+def test_inspect_backend_in_llmdebate_run(
+    server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = {
+        "name": "insp",
+        "protocols": ["direct"],
+        "dataset": {"path": DIVISORS, "limit": 3},
+        "prover": SCRIPTED,
+        "estimator": SCRIPTED,
+        "judge": {
+            "model": "inspect/openai/fake-model", "base_url": server.url,
+            "options": {"model_args": {"responses_api": False}},
+        },
+        "cache_dir": str(tmp_path / "cache"),
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")
+    run_dir = tmp_path / "r"
+    assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
+    lines = (run_dir / "transcripts.jsonl").read_text().splitlines()
+    ts = [Transcript.model_validate_json(x) for x in lines]
+    assert len(ts) == 3 and all(t.status == "complete" for t in ts)
+    assert all(c.model == "inspect/openai/fake-model" and c.logprobs for t in ts for c in t.calls)
+    assert server.requests == 3
+    # llmdebate's cache answers a second run: no request reaches the server
+    again = tmp_path / "r2"
+    assert main(["run", "--config", str(path), "--run-dir", str(again), "--quiet"]) == 0
+    assert server.requests == 3
+    capsys.readouterr()
+
+
+def test_inspect_backend_retries_are_llmdebates(server: FakeServer) -> None:
+    server.faults.extend([{"status": 429, "retry_after": "0"}, {"status": 500}])
+    m = get_model("inspect/openai/fake-model", base_url=server.url, use_cache=False,
+                  api_key_env="NO_SUCH_KEY_VARIABLE", model_args={"responses_api": False},
+                  retry_base_delay=0.0)
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")
+    out = asyncio.run(m.generate([{"role": "user", "content": "Is it?"}]))
+    assert out.text == "True"
+    assert server.requests == 3 and m.usage.retries == 2  # Inspect sent each request once
+
+
+def test_a_provider_without_logprobs_is_refused_with_the_methods_that_work() -> None:
+    from inspect_ai.model import ModelOutput
+
+    m = get_model("inspect/mockllm/model", use_cache=False, model_args={
+        "custom_outputs": [ModelOutput.from_content("mockllm/model", "True")]})
+    m.backend.profile = m.backend.profile.without("logprobs")
+    with pytest.raises(UserError, match=r"returns no logprobs; use method 'sampling' or"):
+        asyncio.run(m.generate([{"role": "user", "content": "x"}],
+                               GenerateConfig(top_logprobs=5)))
+    with pytest.raises(UserError, match=r"unknown model 'inspect/gpt'.*inspect/<provider>"):
+        get_model("inspect/gpt")
+
+
+def test_a_run_exported_as_an_inspect_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = {
+        "name": "exp", "protocols": ["prover-estimator", "consultancy"],
+        "dataset": {"path": DIVISORS, "limit": 2}, "debate": {"depth": 1, "width": 2},
+        "prover": SCRIPTED, "estimator": SCRIPTED, "judge": SCRIPTED,
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    run_dir = tmp_path / "r"
+    assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
+    out = tmp_path / "run.eval"
+    assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(out)]) == 0
+    assert "2 samples (8 debates, 0 judged by a person)" in capsys.readouterr().out
+    log = read_eval_log(str(out))
+    assert log.status == "success" and [s.id for s in log.samples or []] == [
+        "divisors-000", "divisors-001"]
+    ts = transcripts_of(out)
+    assert sorted(t.id for t in ts) == sorted(
+        json.loads(x)["id"] for x in (run_dir / "transcripts.jsonl").read_text().splitlines())
+    assert main(["score", str(out)]) == 0
+    assert "8 transcripts, 8 scored, 0 mismatches" in capsys.readouterr().out
+    sample = (log.samples or [])[0]
+    assert sample.scores and "llmdebate" in sample.scores
+    assert any(e.event == "info" for e in sample.events)
+    json_out = tmp_path / "run.json"  # Inspect's JSON log format too
+    assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(json_out)]) == 0
+    assert len(transcripts_of(json_out)) == 8
+    assert main(["export", str(run_dir), "--format", "trl-prompt-completion", "--out",
+                 str(tmp_path / "x.jsonl")]) == 2  # a row format still needs --role
+    assert "--role is required for --format trl-prompt-completion" in capsys.readouterr().err
+
+
+def test_a_persons_judgments_are_scores_of_the_exported_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llmdebate.protocols.registry import protocol_of
+    from llmdebate.rundir import append_judged, load_transcripts
+
+    cfg = {
+        "name": "people", "protocols": ["consultancy"], "dataset": {"path": DIVISORS, "limit": 1},
+        "prover": SCRIPTED, "estimator": SCRIPTED, "judge": {"kind": "human"},
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    run_dir = tmp_path / "r"
+    assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
+    waiting = load_transcripts(run_dir)
+    assert [t.status for t in waiting] == ["awaiting_verdict"] * 2
+    first = waiting[0]
+    gold_first = first.meta["options"][0] == first.meta["gold"]
+    done = protocol_of(first).complete(first, judge="human", p_first=0.9 if gold_first else 0.1)
+    assert append_judged(run_dir, done)
+    out = tmp_path / "people.eval"
+    assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(out)]) == 0
+    assert "1 samples (2 debates, 1 judged by a person)" in capsys.readouterr().out
+    [sample] = read_eval_log(str(out)).samples or []
+    assert sample.scores is not None
+    assert "llmdebate" not in sample.scores  # no debate of the item completed by a model
+    human = sample.scores["human"]
+    assert human.value == {"correct": 1.0} and (human.metadata or {})["judge"] == "human"
+    statuses = sorted(t.status for t in transcripts_of(out))
+    assert statuses == ["awaiting_verdict", "complete"]
