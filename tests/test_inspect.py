@@ -93,7 +93,7 @@ def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
     infos = [e for e in sample.events if e.event == "info"]
     assert infos and any("**Outcome**: complete" in str(e.data) for e in infos)
     spans = [e.name for e in sample.events if e.event == "span_begin"]
-    assert f"{protocol}/divisors-000/{variants[0]}" in spans
+    assert f"{protocol} · divisors-000 · {variants[0]}" in spans
     models = [e for e in sample.events if e.event == "model"]
     calls = sum(len(t.calls) for t in ts if t.meta["item_id"] == "divisors-000")
     assert len(models) == calls > 0

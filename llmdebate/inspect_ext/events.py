@@ -20,6 +20,11 @@ def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
+def span_name(debate_id: str) -> str:
+    """A debate's span in the log (the viewer's tree shows a name's last ``/`` part only)."""
+    return debate_id.replace("/", " · ")
+
+
 def round_markdown(r: RoundRecord) -> str:
     """One round of a recursive debate as Markdown."""
     lines = [f"**Round {r.k}**: {r.claim.text}"]

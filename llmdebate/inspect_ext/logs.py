@@ -87,11 +87,11 @@ def _json(t: Transcript) -> dict[str, Any]:
 def _events(ts: list[Transcript]) -> list[Any]:
     from inspect_ai.event import InfoEvent, SpanBeginEvent, SpanEndEvent
 
-    from llmdebate.inspect_ext.events import SOURCE, stages
+    from llmdebate.inspect_ext.events import SOURCE, span_name, stages
 
     events: list[Any] = []
     for t in ts:
-        events.append(SpanBeginEvent(id=t.id, name=t.id, type="debate"))
+        events.append(SpanBeginEvent(id=t.id, name=span_name(t.id), type="debate"))
         events += [InfoEvent(source=SOURCE, data=text, span_id=t.id) for text in stages(t)]
         events.append(SpanEndEvent(id=t.id))
     return events

@@ -38,7 +38,7 @@ from llmdebate.experiment.debate import run_one
 from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import load
 from llmdebate.experiment.runtime import protocol_settings
-from llmdebate.inspect_ext.events import emit
+from llmdebate.inspect_ext.events import emit, span_name
 from llmdebate.models import Model
 from llmdebate.models.inspect_backend import InspectBackend
 from llmdebate.paths import resolve_path
@@ -130,7 +130,7 @@ def debate_solver(config_json: str, jobs_key: str) -> Solver:
         for job in jobs[str(state.sample_id)]:
             from inspect_ai.util import span
 
-            async with span(job.spec.debate_id, type="debate"):
+            async with span(span_name(job.spec.debate_id), type="debate"):
                 t, _ = await run_one(job, team, settings)
                 emit(t)
             done.append(transcript_json(t))
