@@ -295,3 +295,24 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     assert human.value == {"correct": 1.0} and (human.metadata or {})["judge"] == "human"
     statuses = sorted(t.status for t in transcripts_of(out))
     assert statuses == ["awaiting_verdict", "complete"]
+
+
+def test_inspect_backend_errors_are_llmdebates(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llmdebate.errors import AuthenticationError, RequestRejectedError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(UserError, match=r"Inspect cannot load 'openai/fake-model': .*OPENAI_API_K"):
+        get_model("inspect/openai/fake-model", base_url=server.url)
+    server.api_key = "sk-right"
+    monkeypatch.setenv("INSPECT_TEST_KEY", "sk-wrong")
+    m = get_model("inspect/openai/fake-model", base_url=server.url, use_cache=False,
+                  api_key_env="INSPECT_TEST_KEY", model_args={"responses_api": False})
+    with pytest.raises(AuthenticationError, match="inspect/openai/fake-model"):
+        asyncio.run(m.generate([{"role": "user", "content": "x"}]))
+    server.api_key = None
+    server.faults.append({"status": 400, "message": "prompt too long",
+                          "code": "context_length_exceeded"})
+    with pytest.raises(RequestRejectedError, match="refused the request .model_length"):
+        asyncio.run(m.generate([{"role": "user", "content": "y"}]))

@@ -6,7 +6,9 @@ The model string after ``inspect/`` is an Inspect model name (``openai/gpt-4o-mi
 
 Under ``llmdebate run`` the retries, the response cache, the concurrency limits and the
 accounting stay llmdebate's (:class:`~llmdebate.models.wrapper.Model`): each call is sent
-with Inspect's retries off (``max_retries=0``) and its cache off, and a failure Inspect
+with Inspect's retries off (``max_retries=0``; for providers built on an SDK client that
+retries on its own, OpenAI's and Anthropic's among them, the client's ``max_retries=0``
+too) and its cache off, and a failure Inspect
 would have retried (a rate limit, a 5xx, a timeout) is raised as a
 :class:`~llmdebate.models.base.TransientError` for the wrapper to retry.
 
@@ -25,7 +27,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from llmdebate.decisions import current_decision
-from llmdebate.errors import FatalModelError, ModelError, UserError, require
+from llmdebate.errors import (
+    AuthenticationError,
+    FatalModelError,
+    ModelError,
+    RequestRejectedError,
+    UserError,
+    require,
+)
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -40,6 +49,10 @@ from llmdebate.schemas import DecisionTag
 if TYPE_CHECKING:
     from inspect_ai.model import Model as InspectModel
 
+# Inspect providers whose SDK client takes the provider's model args (and retries on its own
+# unless told max_retries=0)
+SDK_RETRY_PROVIDERS = frozenset({"openai", "openai-api", "anthropic", "together", "groq", "grok",
+                                 "fireworks", "openrouter", "deepseek", "vllm", "sglang"})
 # Inspect providers whose APIs return token logprobs with top alternatives.
 LOGPROB_PROVIDERS = frozenset(
     {"openai", "openai-api", "together", "vllm", "sglang", "hf", "fireworks", "grok",
@@ -120,6 +133,10 @@ class InspectBackend(Backend):
             raise self._error(exc) from exc
         if out.error:
             raise ModelError(f"{self.name}: {out.error}")
+        if out.stop_reason in ("model_length", "content_filter"):
+            # Inspect answers a request the provider refused (too long, filtered) this way
+            raise RequestRejectedError(f"{self.name}: the provider refused the request "
+                                       f"({out.stop_reason}: {out.completion[:300]})")
         return self._output(out, config)
 
     def _config(self, config: GenerateConfig, sample_index: int) -> Any:
@@ -142,12 +159,20 @@ class InspectBackend(Backend):
     def _error(self, exc: Exception) -> Exception:
         if isinstance(exc, (UserError, ModelError)):
             return exc
+        last = getattr(exc, "last_attempt", None)  # tenacity's RetryError: Inspect gave up
+        if last is not None and isinstance(last.exception(), Exception):
+            exc = last.exception()
         message = f"{self.name}: {type(exc).__name__}: {exc}"[:1000]
         if not self.native and self._model.should_retry(exc):
             status = getattr(exc, "status_code", None)
             return TransientError(message, status=status if isinstance(status, int) else None)
-        if type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError", "NotFoundError"):
+        kind = type(exc).__name__
+        if kind in ("AuthenticationError", "PermissionDeniedError"):
+            return AuthenticationError(message)
+        if kind == "NotFoundError":  # an unknown model or path: no debate can run
             return FatalModelError(message)
+        if kind in ("BadRequestError", "UnprocessableEntityError"):
+            return RequestRejectedError(message)  # this request (too long, filtered)
         return ModelError(message)
 
     def _output(self, out: Any, config: GenerateConfig) -> ModelOutput:
@@ -207,6 +232,7 @@ def _inspect_model(
     model_args: dict[str, Any] | None,
 ) -> InspectModel:
     import os
+    import re
 
     from inspect_ai.model import get_model
 
@@ -216,10 +242,13 @@ def _inspect_model(
             "(an Inspect model name, e.g. inspect/openai/gpt-4o-mini)"
         )
     key = os.environ.get(api_key_env) if api_key_env else None
+    args = dict(model_args or {})
+    if model_id.split("/", 1)[0] in SDK_RETRY_PROVIDERS:
+        args.setdefault("max_retries", 0)  # the provider SDK's own retries: llmdebate retries
     try:
-        return get_model(model_id, base_url=base_url, api_key=key, memoize=False,
-                         **(model_args or {}))
+        return get_model(model_id, base_url=base_url, api_key=key, memoize=False, **args)
     except Exception as exc:  # an unknown provider, a missing SDK or key
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = re.sub(r"\[/?[a-z ]+\]", "", str(exc))  # Inspect's rich markup
+        detail = " ".join(text.split()) or type(exc).__name__
         raise UserError(f"{name}: Inspect cannot load {model_id!r}: {detail}") from exc
 
