@@ -314,5 +314,5 @@ def test_inspect_backend_errors_are_llmdebates(
     server.api_key = None
     server.faults.append({"status": 400, "message": "prompt too long",
                           "code": "context_length_exceeded"})
-    with pytest.raises(RequestRejectedError, match="refused the request .model_length"):
+    with pytest.raises(RequestRejectedError, match=r"refused the request \(model_length"):
         asyncio.run(m.generate([{"role": "user", "content": "y"}]))
