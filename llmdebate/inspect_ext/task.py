@@ -164,7 +164,8 @@ def sample_score(transcripts: list[dict[str, Any]]) -> Score:
         reasons = "; ".join(f"{t.id}: {t.failure or t.status}" for t in ts)
         raise RuntimeError(f"no debate of the item completed ({reasons})")
     correct = [protocol_of(t).judgment_scores(t)["correct"] for t in complete]
-    value: dict[str, float] = {"correct": _mean([c for c in correct if c is not None])}
+    known = [c for c in correct if c is not None]
+    value: dict[str, float] = {"correct": _mean(known)} if known else {}  # else: no truth
     payoffs = [p for t in complete if (p := protocol_of(t).payoff(t)) is not None]
     if payoffs:
         value["payoff"] = _mean(payoffs)
