@@ -63,13 +63,17 @@ def transcripts_of(path: Path) -> list[Transcript]:
 def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
     protocol: str, tmp_path: Path
 ) -> None:
-    task = debate(protocol=protocol, dataset=DIVISORS, limit=2, depth=1, width=2)
+    config = tmp_path / "experiment.yaml"  # the items' own decompositions: leaves have truth
+    config.write_text(yaml.safe_dump({"prover": {"decomposer": "formal"}}))
+    task = debate(protocol=protocol, dataset=DIVISORS, config=str(config), limit=2, depth=1,
+                  width=2)
     [log] = inspect_ai.eval(
         task, model=None, model_roles=mock_roles(), log_dir=str(tmp_path), display="none"
     )
     assert log.status == "success", log.error
     [path] = list(tmp_path.glob("*.eval"))
-    back = read_eval_log(str(path), resolve_attachments=True)  # Inspect's own log API
+    back = read_eval_log(str(path), resolve_attachments=True)
+    assert back.eval.task_args["config"] == str(config)  # Inspect's own log API
     assert back.eval.task_args["protocol"] == protocol
     assert [s.id for s in back.samples or []] == ["divisors-000", "divisors-001"]
     ts = transcripts_of(path)
