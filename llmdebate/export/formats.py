@@ -43,10 +43,10 @@ META_DROP = ("prompt", "completion")
 PLAIN_CHAT_TEMPLATE = (
     "{%- set labels = {'system': 'System', 'user': 'User', 'assistant': 'Assistant'} -%}"
     "{%- for m in messages -%}"
-    "{%- if not loop.first %}\n\n{% endif -%}"
+    "{%- if not loop.first -%}{{ '\\n\\n' }}{%- endif -%}"
     "{{ labels[m['role']] }}: {{ m['content'] | trim }}"
     "{%- endfor -%}"
-    "{%- if messages[-1]['role'] != 'assistant' %}\n\nAnswer:{% endif -%}"
+    "{%- if messages[-1]['role'] != 'assistant' -%}{{ '\\n\\nAnswer:' }}{%- endif -%}"
 )
 """A Jinja chat template that renders messages as the plain-text prompt the embedded base
 model reads (:func:`llmdebate.models.text_prompt.format_prompt`): set it as the tokenizer's
