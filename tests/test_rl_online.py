@@ -69,6 +69,8 @@ def test_grpo_groups_rank_every_valid_completion_above_every_invalid_one(
         assert max(scores[n_valid:]) < min(scores[:n_valid]), (rec["act"], scores)
         assert all(-1.0 <= s <= 1.0 for s in scores[:n_valid])
         assert scores[n_valid:] == [-1.5] * (4 - n_valid)
+        if rec["speaker"] == "prover":  # the recorded reply: the row's reward on that scale
+            assert scores[0] == pytest.approx(rec["expected_reward"] / rec["reward_unit"])
         acts.add(rec["act"])
     assert acts == set(GROUPS)
 

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from llmdebate import scoring
 from llmdebate.export.credit import (
     PLAYER_OF_ROLE,
     Credit,
@@ -109,6 +110,10 @@ class Row:
     candidate_score: float | None = None
     """A best-of-n candidate's score, the one it was chosen by (``notes.best_of``), for the
     played candidate too; None for other rows. ``trl-preference`` ranks candidates by it."""
+    reward_unit: float | None = None
+    """The unit of the row's reward term (:func:`llmdebate.scoring.term_unit`): reward /
+    reward_unit is the reward on the normalised scale the online reward functions return,
+    in [-1, 1]. None for a row with no reward term."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -165,6 +170,8 @@ class _Builder:
         candidate_score: float | None = None,
     ) -> None:
         c = credit or Credit("", None, None, None, None)
+        cfg = self.t.config
+        unit = scoring.term_unit(c.term, scoring.ratio_for(cfg), cfg.depth) if c.term else None
         self.rows.append(
             Row(
                 prompt=prompt,
@@ -185,6 +192,7 @@ class _Builder:
                 model=model,
                 call=call,
                 candidate_score=candidate_score,
+                reward_unit=unit,
                 **self.common,
             )
         )
