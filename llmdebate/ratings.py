@@ -221,8 +221,8 @@ def bradley_terry(
         d = theta[ii] - theta[jj]
         p = 1.0 / (1.0 + np.exp(-d))
         resid = ss - p
-        grad = np.bincount(ii, resid, len(names)) - np.bincount(jj, resid, len(names))
-        grad = grad - prior * theta
+        grad: np.ndarray = np.bincount(ii, resid, len(names)) - np.bincount(jj, resid, len(names))
+        grad -= prior * theta
         w = p * (1.0 - p)
         hess = np.zeros((len(names), len(names)))
         np.add.at(hess, (ii, ii), w)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,11 +55,7 @@ def round_robin(
     n(n-1) debates (n² with self-play), each model on each side equally often."""
     _check_roster(models, items)
     return [
-        Pairing(item, a, b)
-        for item in items
-        for a in models
-        for b in models
-        if a != b or self_play
+        Pairing(item, a, b) for item in items for a in models for b in models if a != b or self_play
     ]
 
 
@@ -87,28 +83,56 @@ def pair_information(a: tuple[float, float], b: tuple[float, float]) -> float:
     return (a[1] ** 2 + b[1] ** 2) * p * (1.0 - p)
 
 
+def _exchange(
+    pairs: list[tuple[str, str]], idle: list[str], weight: Callable[[str, str], float]
+) -> bool:
+    """One pass of partner exchanges that raise the total weight (in place); True if any."""
+    improved = False
+    for x in range(len(pairs)):
+        for y in range(x + 1, len(pairs)):
+            (a, b), (c, d) = pairs[x], pairs[y]
+            now = weight(a, b) + weight(c, d)
+            for p, q in (((a, c), (b, d)), ((a, d), (b, c))):
+                if weight(*p) + weight(*q) > now + 1e-12:
+                    pairs[x], pairs[y] = p, q
+                    improved = True
+                    break
+        for k, m in enumerate(idle):
+            a, b = pairs[x]
+            for keep, leave in ((a, b), (b, a)):
+                if weight(keep, m) > weight(a, b) + 1e-12:
+                    pairs[x], idle[k] = (keep, m), leave
+                    improved = True
+                    break
+    return improved
+
+
 def _pairs(
     order: Sequence[str],
     ratings: Mapping[str, tuple[float, float]],
     met: Counter[frozenset[str]],
 ) -> list[tuple[str, str]]:
-    """Greedy matching: the most informative pair first, then the most informative pair of
-    the models left (ties in the seeded ``order``); one model sits out when their number is
-    odd."""
+    """A matching of high total weight (:func:`pair_information`, times
+    :data:`REMATCH_FACTOR` per earlier meeting): greedy, the heaviest pair first (ties in the
+    seeded ``order``), then improved by exchanging partners between two pairs, or with the
+    model that sits out when their number is odd, while the total weight rises."""
+
+    def weight(a: str, b: str) -> float:
+        return pair_information(ratings[a], ratings[b]) * REMATCH_FACTOR ** met[frozenset((a, b))]
+
     rank = {m: k for k, m in enumerate(order)}
-    candidates = []
-    for x, a in enumerate(order):
-        for b in order[x + 1 :]:
-            info = pair_information(ratings[a], ratings[b])
-            weight = info * REMATCH_FACTOR ** met[frozenset((a, b))]
-            candidates.append((-weight, rank[a], rank[b], a, b))
-    candidates.sort()
+    candidates = sorted(
+        (-weight(a, b), rank[a], rank[b], a, b) for x, a in enumerate(order) for b in order[x + 1 :]
+    )
     seated: set[str] = set()
     out: list[tuple[str, str]] = []
     for _, _, _, a, b in candidates:
         if a not in seated and b not in seated:
             seated |= {a, b}
             out.append((a, b))
+    idle = [m for m in order if m not in seated]
+    while _exchange(out, idle, weight):
+        pass
     return out
 
 
@@ -124,11 +148,11 @@ def swiss_round(
     """One Swiss round over the models of ``ratings`` (model -> (μ, σ), logits; before any
     debate give every model the same (0, σ)).
 
-    Models are paired greedily by :func:`pair_information`, down-weighted by
+    Models are paired to make :func:`pair_information` high in total, down-weighted by
     :data:`REMATCH_FACTOR` per earlier round of ``history`` in which they met; no model
-    debates twice in a round. Each pair gets ``items_per_pair`` items it has not debated yet (drawn at random;
-    items it has debated once all are used), each twice with the sides swapped.
-    Deterministic given ``seed`` and ``round_index``.
+    debates twice in a round. Each pair gets ``items_per_pair`` items it has not debated
+    yet (drawn at random; items it has debated once all are used), each twice with the
+    sides swapped. Deterministic given ``seed`` and ``round_index``.
     """
     _check_roster(list(ratings), items)
     if not items:
