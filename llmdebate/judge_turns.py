@@ -73,7 +73,7 @@ def _first_object(text: str) -> Any:
         if isinstance(obj, dict):
             return obj
         pos = text.find("{", pos + 1)
-    raise JudgeTurnError("the judge's reply contains no JSON object")
+    raise JudgeTurnError("the judge's reply contains no complete JSON object")
 
 
 def parse_judge_turn(text: str) -> JudgeTurnReply:
