@@ -126,7 +126,7 @@ def accuracy_vs_rating_plot(
                 f"{p.model} (n={p.n})",
                 (p.rating, p.accuracy),
                 fontsize=7,
-                xytext=(4, 4),
+                xytext=(4, 4 if k % 2 == 0 else -11),  # protocols' labels apart
                 textcoords="offset points",
             )
         if len(pts) >= 2 and float(np.ptp(xs)) > 0:
@@ -265,13 +265,14 @@ def grid_plot(cells: Sequence[GridCell]) -> bytes:
         if lim is None:
             span = float(np.max(np.abs(finite))) if finite.size else 1.0
             lim = (-span, span) if span > 0 else (-1.0, 1.0)
-        im = ax.imshow(m, cmap=cmap, vmin=lim[0], vmax=lim[1], aspect="auto")
+        colours = plt.get_cmap(cmap).with_extremes(bad="#dddddd")  # a cell without debates
+        im = ax.imshow(m, cmap=colours, vmin=lim[0], vmax=lim[1], aspect="auto")
         for (i, j), v in np.ndenumerate(m):
             cell = at.get((provers[i], estimators[j]))
             n = 0 if cell is None else cell.n_honest if attr == "honest_payoff" else cell.n
             label = "–" if math.isnan(v) else f"{v:.2f}\nn={n}"
-            shade = 0.0 if math.isnan(v) else abs(v - sum(lim) / 2) / (lim[1] - lim[0])
-            colour = "white" if shade > 0.3 else "black"
+            r, g, b, _ = (1.0, 1.0, 1.0, 1.0) if math.isnan(v) else im.cmap(im.norm(v))
+            colour = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
             ax.text(j, i, label, ha="center", va="center", fontsize=9, color=colour)
         ax.set_xticks(range(len(estimators)), estimators, fontsize=8, rotation=20)
         ax.set_yticks(range(len(provers)), provers, fontsize=8)
