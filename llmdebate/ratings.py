@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from llmdebate.errors import MissingExtraError
+from llmdebate.errors import MissingExtraError, UserError
 
 Method = Literal["bradley-terry", "openskill"]
 Outcome = Literal["decision", "probability"]
@@ -51,6 +51,10 @@ well-observed strengths as they are, large enough to keep a debater that loses e
 at a finite rating."""
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 """Elo points per logit: Elo's expected score 1/(1+10^(-Δ/400)) is σ(Δ/ELO_PER_LOGIT)."""
+
+
+class RatingError(UserError, ValueError):
+    """Matches or options that cannot be rated; the one-line message says which."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +76,11 @@ class Match:
 
     def __post_init__(self) -> None:
         if self.correct is None and self.incorrect is None:
-            raise ValueError("a match needs a debater on at least one side")
+            raise RatingError("a match needs a debater on at least one side")
         if not 0.0 <= self.judge_correct <= 1.0:
-            raise ValueError(f"judge_correct must lie in [0, 1], got {self.judge_correct!r}")
+            raise RatingError(f"judge_correct must lie in [0, 1], got {self.judge_correct!r}")
         if self.p_correct is not None and not 0.0 <= self.p_correct <= 1.0:
-            raise ValueError(f"p_correct must lie in [0, 1], got {self.p_correct!r}")
+            raise RatingError(f"p_correct must lie in [0, 1], got {self.p_correct!r}")
 
     @property
     def consultancy(self) -> bool:
@@ -198,7 +202,7 @@ def bradley_terry(
     information and are ignored.
     """
     if prior <= 0:
-        raise ValueError("prior must be positive")
+        raise RatingError("prior must be positive")
     rows = [(str(i), str(j), float(s)) for i, j, s in games]
     names = sorted({n for i, j, _ in rows for n in (i, j)} | ({anchor} if anchor else set()))
     index = {n: k for k, n in enumerate(names)}
@@ -304,7 +308,7 @@ def _openskill_model(name: str) -> Any:
         if cls.__name__ == name:
             return cls()
     names = ", ".join(c.__name__ for c in models.MODELS)
-    raise ValueError(f"unknown openskill model {name!r} (allowed: {names})")
+    raise RatingError(f"unknown openskill model {name!r} (allowed: {names})")
 
 
 def openskill_ratings(
@@ -365,22 +369,22 @@ def _fit(
 
 def _check(matches: Sequence[Match], method: str, outcome: str, n_boot: int) -> None:
     if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        raise RatingError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if outcome not in OUTCOMES:
-        raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        raise RatingError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
     if method == "openskill" and outcome == "probability":
-        raise ValueError(
+        raise RatingError(
             "openskill rates decisions only; rate the judge's probability with bradley-terry"
         )
     if n_boot < 1:
-        raise ValueError("n_boot must be at least 1")
+        raise RatingError("n_boot must be at least 1")
     if not matches:
-        raise ValueError("no matches to rate")
+        raise RatingError("no matches to rate")
     if len({m.consultancy for m in matches}) > 1:
-        raise ValueError("rate debates and consultancies separately (both were given)")
+        raise RatingError("rate debates and consultancies separately (both were given)")
     if len({m.protocol for m in matches}) > 1:
         protocols = ", ".join(sorted({m.protocol for m in matches}))
-        raise ValueError(f"rate one protocol at a time (given: {protocols})")
+        raise RatingError(f"rate one protocol at a time (given: {protocols})")
 
 
 def persuasiveness(

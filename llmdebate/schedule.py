@@ -22,8 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmdebate.errors import UserError
+
 REMATCH_FACTOR = 0.01
 """A pair's information is multiplied by this for every earlier meeting."""
+
+
+class ScheduleError(UserError, ValueError):
+    """A roster or items that cannot be scheduled; the one-line message says which."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +48,9 @@ class Pairing:
 
 def _check_roster(models: Sequence[str], items: Sequence[str]) -> None:
     if len(set(models)) != len(models):
-        raise ValueError("the roster names a model twice")
+        raise ScheduleError("the roster names a model twice")
     if len(set(items)) != len(items):
-        raise ValueError("an item id appears twice")
+        raise ScheduleError("an item id appears twice")
 
 
 def round_robin(
@@ -156,9 +162,9 @@ def swiss_round(
     """
     _check_roster(list(ratings), items)
     if not items:
-        raise ValueError("no items to schedule")
+        raise ScheduleError("no items to schedule")
     if items_per_pair < 1:
-        raise ValueError("items_per_pair must be at least 1")
+        raise ScheduleError("items_per_pair must be at least 1")
     rng = np.random.default_rng([seed, round_index])
     names = sorted(ratings)
     order = [names[int(k)] for k in rng.permutation(len(names))]
