@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmdebate.errors import MissingExtraError
 from llmdebate.ratings import (
     ELO_PER_LOGIT,
     JUDGE,
     Match,
     Rating,
+    RatingError,
     bradley_terry,
     games_of,
     openskill_ratings,
@@ -202,3 +204,17 @@ def test_match_round_trips_and_elo_scale() -> None:
     assert Match.from_dict(m.to_dict()) == m
     # 400 Elo points: odds of 10 to 1
     assert win_probability(400 / ELO_PER_LOGIT, 0.0) == pytest.approx(10 / 11)
+
+
+def test_openskill_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openskill", None)
+    monkeypatch.setitem(sys.modules, "openskill.models", None)
+    with pytest.raises(MissingExtraError, match=r"llmdebate\[tournament\]"):
+        persuasiveness([Match("a", "b", 1.0)], method="openskill", n_boot=1)
+
+
+def test_openskill_unknown_model_is_named() -> None:
+    with pytest.raises(RatingError, match=r"unknown openskill model 'Glicko'.*PlackettLuce"):
+        openskill_ratings([("a", "b", 1.0)], model="Glicko")
