@@ -18,7 +18,14 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from llmdebate.jsonl import first_error
 from llmdebate.models.structured import OutputSchema
@@ -41,11 +48,12 @@ class JudgeTurnReply(BaseModel):
     question: str = Field(max_length=QUESTION_CHARS)
     p_first: float = Field(ge=0.0, le=1.0)
 
-    @model_validator(mode="after")
-    def _question_when_asking(self) -> JudgeTurnReply:
-        if self.action == "ask" and not self.question.strip():
+    @field_validator("question")
+    @classmethod
+    def _question_when_asking(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("action") == "ask" and not value.strip():
             raise ValueError("an 'ask' turn needs a non-empty question")
-        return self
+        return value
 
     @property
     def asks(self) -> bool:

@@ -86,7 +86,10 @@ def test_a_reply_valid_under_the_schema_parses() -> None:
     ("text", "message"),
     [
         ("no json here", "no complete JSON object"),
-        ('{"action": "ask", "question": "  ", "p_first": 0.5}', "non-empty question"),
+        (
+            '{"action": "ask", "question": "  ", "p_first": 0.5}',
+            "question: an 'ask' turn needs a non-empty question",
+        ),
         ('{"action": "stop", "question": "", "p_first": 0.5}', "action"),
         ('{"action": "decide", "question": "", "p_first": 1.2}', "p_first"),
         ('{"action": "ask", "question": "q"}', "p_first"),
