@@ -39,6 +39,7 @@ from llmdebate.errors import MissingExtraError, UserError
 Method = Literal["bradley-terry", "openskill"]
 Outcome = Literal["decision", "probability"]
 Side = Literal["overall", "correct", "incorrect"]
+Resample = Literal["match", "item"]
 
 METHODS: tuple[str, ...] = ("bradley-terry", "openskill")
 OUTCOMES: tuple[str, ...] = ("decision", "probability")
@@ -153,6 +154,7 @@ class RatingTable:
     seed: int
     n_boot: int
     scale: str
+    resample: str
     ratings: tuple[Rating, ...]
 
     def get(self, model: str, side: Side = "overall") -> Rating:
@@ -172,6 +174,7 @@ class RatingTable:
             "seed": self.seed,
             "n_boot": self.n_boot,
             "scale": self.scale,
+            "resample": self.resample,
             "ratings": [r.to_dict() for r in self.ratings],
         }
 
@@ -387,6 +390,18 @@ def _check(matches: Sequence[Match], method: str, outcome: str, n_boot: int) -> 
         raise RatingError(f"rate one protocol at a time (given: {protocols})")
 
 
+def _groups(matches: Sequence[Match], resample: str) -> list[list[Match]]:
+    """The units a bootstrap resamples: single matches, or every item's matches."""
+    if resample == "match":
+        return [[m] for m in matches]
+    if resample != "item":
+        raise RatingError(f"resample must be one of match, item, got {resample!r}")
+    by_item: dict[str, list[Match]] = {}
+    for m in matches:
+        by_item.setdefault(m.item, []).append(m)
+    return list(by_item.values())
+
+
 def persuasiveness(
     matches: Sequence[Match],
     *,
@@ -396,10 +411,12 @@ def persuasiveness(
     seed: int = 0,
     prior: float = PRIOR,
     orders: int = 4,
+    resample: Resample = "match",
 ) -> RatingTable:
     """Every model's persuasiveness rating, overall and when arguing the correct and the
-    incorrect answer, with 95% percentile bootstrap intervals over ``n_boot`` resamples of
-    the matches (``numpy.random.default_rng(seed)``).
+    incorrect answer, with 95% percentile bootstrap intervals over ``n_boot`` resamples
+    (``numpy.random.default_rng(seed)``) of the matches, or with ``resample="item"`` of the
+    items with all their matches (debates on one item share its difficulty).
 
     Bradley–Terry ratings are logits (multiply by :data:`ELO_PER_LOGIT` for Elo points);
     openskill's are its μ (the library's default scale, 25 at the start). All matches must be
@@ -408,10 +425,11 @@ def persuasiveness(
     _check(matches, method, outcome, n_boot)
     point = _fit(matches, method, outcome, prior=prior, seed=seed, orders=orders)
     rng = np.random.default_rng(seed)
+    groups = _groups(matches, resample)
     boots: dict[tuple[str, Side], list[float]] = {k: [] for k in point}
     for b in range(n_boot):
-        idx = rng.integers(0, len(matches), len(matches))
-        sample = [matches[int(k)] for k in idx]
+        idx = rng.integers(0, len(groups), len(groups))
+        sample = [m for k in idx for m in groups[int(k)]]
         fitted = _fit(sample, method, outcome, prior=prior, seed=seed + b + 1, orders=1)
         for k, v in fitted.items():
             boots[k].append(v)
@@ -438,5 +456,6 @@ def persuasiveness(
         seed=seed,
         n_boot=n_boot,
         scale="logit" if method == "bradley-terry" else "openskill mu",
+        resample=resample,
         ratings=tuple(ratings),
     )

@@ -218,3 +218,19 @@ def test_openskill_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 def test_openskill_unknown_model_is_named() -> None:
     with pytest.raises(RatingError, match=r"unknown openskill model 'Glicko'.*PlackettLuce"):
         openskill_ratings([("a", "b", 1.0)], model="Glicko")
+
+
+def test_item_bootstrap_resamples_whole_items() -> None:
+    # every item is decided by its difficulty alone: item-level resampling sees that the
+    # evidence comes from few items, and its interval is wider than the match-level one
+    ms = []
+    for k in range(8):
+        won = float(k % 4 != 0)
+        ms += [Match("a", "b", won, item=f"q{k}"), Match("b", "a", 1.0 - won, item=f"q{k}")] * 6
+    by_match = persuasiveness(ms, n_boot=200, seed=0).get("a")
+    by_item = persuasiveness(ms, n_boot=200, seed=0, resample="item").get("a")
+    assert by_item.value == by_match.value
+    assert by_item.ci95[1] - by_item.ci95[0] > by_match.ci95[1] - by_match.ci95[0]
+    assert persuasiveness(ms, n_boot=2, resample="item").to_dict()["resample"] == "item"
+    with pytest.raises(RatingError, match="resample must be one of"):
+        persuasiveness(ms, n_boot=2, resample="debate")  # type: ignore[arg-type]
