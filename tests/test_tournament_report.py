@@ -10,6 +10,7 @@ import pytest
 from llmdebate.errors import UserError
 from llmdebate.ratings import Match, persuasiveness, win_probability
 from llmdebate.report.tournament import (
+    AccuracyPoint,
     MergeRefused,
     PERecord,
     RunRecords,
@@ -19,6 +20,9 @@ from llmdebate.report.tournament import (
     grid_markdown,
     grid_plot,
     merge_runs,
+    ratings_by_protocol,
+    ratings_markdown,
+    section,
 )
 from llmdebate.schedule import consultancies, round_robin
 
@@ -79,6 +83,11 @@ def test_accuracy_points_and_plot(tmp_path: Path) -> None:
 
 def test_empty_accuracy_plot_still_draws() -> None:
     assert accuracy_vs_rating_plot([]).startswith(PNG)
+
+
+def test_plot_takes_a_point_outside_its_percentile_interval() -> None:
+    pt = AccuracyPoint("debate", "m", 1.0, (1.2, 1.5), 0.7, (0.5, 0.9), 10)
+    assert accuracy_vs_rating_plot([pt]).startswith(PNG)
 
 
 def test_grid_cells_values_and_figure(tmp_path: Path) -> None:
@@ -175,3 +184,28 @@ def test_pe_settings_only_matter_with_prover_estimator() -> None:
         settings={"dataset": "gpqa", "judge_passage": False, "depth": 5},
     )
     assert merge_runs([a, b]).name == "a+b"
+
+
+def test_section_rates_each_protocol_and_draws_figures() -> None:
+    matches = _debates(3) + _consultancies(4)
+    pe = [PERecord("big", "small", True, 0.5, 1.0), PERecord("small", "big", True, -0.2, 0.0)]
+    data, figures = section(matches, pe, seed=2, n_boot=20)
+    assert sorted(data["ratings"]) == ["consultancy", "debate"]
+    assert data["ratings"]["consultancy"]["consultancy"] is True
+    assert {p["protocol"] for p in data["accuracy_vs_rating"]} == {"consultancy", "debate"}
+    assert len(data["prover_estimator_grid"]) == 2
+    assert sorted(figures) == ["accuracy_vs_rating.png", "prover_estimator_grid.png"]
+    assert all(png.startswith(PNG) for png in figures.values())
+    again, _ = section(matches, pe, seed=2, n_boot=20)
+    assert again == data
+    only, figs = section(_debates(3), seed=2, n_boot=5)
+    assert "prover_estimator_grid" not in only and list(figs) == ["accuracy_vs_rating.png"]
+
+
+def test_ratings_markdown_lists_every_seat() -> None:
+    tables = ratings_by_protocol(_debates(5), n_boot=10, seed=1)
+    md = ratings_markdown(tables)
+    assert md.startswith("**debate** (bradley-terry, logit; 10 bootstrap resamples of matches")
+    assert md.count("| strong |") == 3 and md.count("| weak |") == 3
+    # the strongest model's rows come first
+    assert md.index("| strong |") < md.index("| mid |") < md.index("| weak |")

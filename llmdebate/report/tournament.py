@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from llmdebate.errors import UserError
-from llmdebate.ratings import Match, RatingTable
+from llmdebate.ratings import Match, Method, Outcome, RatingTable, Resample, persuasiveness
 from llmdebate.report.plots import _png, _pyplot
 
 # ---------------------------------------------------------------------------- accuracy vs rating
@@ -114,10 +114,12 @@ def accuracy_vs_rating_plot(
         colour = COLOURS[k % len(COLOURS)]
         xs = np.array([p.rating for p in pts])
         ys = np.array([p.accuracy for p in pts])
+        # a percentile interval need not contain its point estimate: clip the bars at it
         xerr = np.array([[p.rating - p.rating_ci[0], p.rating_ci[1] - p.rating] for p in pts]).T
         yerr = np.array(
             [[p.accuracy - p.accuracy_ci[0], p.accuracy_ci[1] - p.accuracy] for p in pts]
         ).T
+        xerr, yerr = np.clip(xerr, 0.0, None), np.clip(yerr, 0.0, None)
         ax.errorbar(
             xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=3, label=proto, ms=6
         )
@@ -281,6 +283,80 @@ def grid_plot(cells: Sequence[GridCell]) -> bytes:
         ax.set_title(title, fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return _png(fig)
+
+
+# ---------------------------------------------------------------------------- a report section
+
+
+def ratings_by_protocol(
+    matches: Sequence[Match],
+    *,
+    method: Method = "bradley-terry",
+    outcome: Outcome = "decision",
+    seed: int = 0,
+    n_boot: int = 200,
+    resample: Resample = "match",
+) -> dict[str, RatingTable]:
+    """:func:`~llmdebate.ratings.persuasiveness` of every protocol's matches, by protocol."""
+    by: dict[str, list[Match]] = {}
+    for m in matches:
+        by.setdefault(m.protocol, []).append(m)
+    return {
+        proto: persuasiveness(
+            ms, method=method, outcome=outcome, seed=seed, n_boot=n_boot, resample=resample
+        )
+        for proto, ms in sorted(by.items())
+    }
+
+
+def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
+    """One Markdown table per protocol: every model's rating overall and per side, with its
+    95% interval, matches and mean score."""
+    parts: list[str] = []
+    for proto, t in tables.items():
+        unit = "matches" if t.resample == "match" else "items"
+        head = f"**{proto}** ({t.method}, {t.scale}; {t.n_boot} bootstrap resamples of "
+        head += f"{unit}, seed {t.seed})"
+        rows = ["| model | side | rating | 95% CI | matches | mean score |", "|---" * 6 + "|"]
+        for r in sorted(t.ratings, key=lambda r: (-t.get(r.model).value, r.model, r.side)):
+            rows.append(
+                f"| {r.model} | {r.side} | {r.value:.3f} | [{r.ci95[0]:.3f}, {r.ci95[1]:.3f}] "
+                f"| {r.matches} | {r.win_rate:.3f} |"
+            )
+        parts.append("\n".join([head, "", *rows]))
+    return "\n\n".join(parts) + "\n"
+
+
+def section(
+    matches: Sequence[Match],
+    pe_records: Sequence[PERecord] = (),
+    *,
+    method: Method = "bradley-terry",
+    seed: int = 0,
+    n_boot: int = 200,
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A report's tournament section: (plain data for ``comparison.json``, PNG figures by
+    file name). Ratings per protocol, accuracy against rating, and the prover × estimator
+    grid where ``pe_records`` are given."""
+    tables = ratings_by_protocol(matches, method=method, seed=seed, n_boot=n_boot)
+    points = [
+        p
+        for proto, t in tables.items()
+        for p in accuracy_points(
+            [m for m in matches if m.protocol == proto], t, protocol=proto, seed=seed
+        )
+    ]
+    data: dict[str, Any] = {
+        "ratings": {proto: t.to_dict() for proto, t in tables.items()},
+        "accuracy_vs_rating": [p.to_dict() for p in points],
+    }
+    label = "rating (logit)" if method == "bradley-terry" else "rating (openskill mu)"
+    figures = {"accuracy_vs_rating.png": accuracy_vs_rating_plot(points, rating_label=label)}
+    if pe_records:
+        cells = grid_cells(pe_records)
+        data["prover_estimator_grid"] = [c.to_dict() for c in cells]
+        figures["prover_estimator_grid.png"] = grid_plot(cells)
+    return data, figures
 
 
 # ---------------------------------------------------------------------------- merging runs
