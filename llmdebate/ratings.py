@@ -185,7 +185,11 @@ Game = tuple[str, str, float]
 
 def win_probability(a: float, b: float) -> float:
     """P(a player of strength ``a`` beats one of strength ``b``) under Bradley–Terry."""
-    return 1.0 / (1.0 + math.exp(b - a))
+    d = a - b
+    if d >= 0:
+        return 1.0 / (1.0 + math.exp(-d))
+    e = math.exp(d)
+    return e / (1.0 + e)
 
 
 def bradley_terry(
@@ -207,6 +211,11 @@ def bradley_terry(
     if prior <= 0:
         raise RatingError("prior must be positive")
     rows = [(str(i), str(j), float(s)) for i, j, s in games]
+    bad = next((r for r in rows if not 0.0 <= r[2] <= 1.0), None)
+    if bad is not None:
+        raise RatingError(
+            f"a game's score must lie in [0, 1], got {bad[2]!r} ({bad[0]} v {bad[1]})"
+        )
     names = sorted({n for i, j, _ in rows for n in (i, j)} | ({anchor} if anchor else set()))
     index = {n: k for k, n in enumerate(names)}
     pairs = [(index[i], index[j], s) for i, j, s in rows if i != j]

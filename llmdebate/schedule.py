@@ -85,7 +85,8 @@ def pair_information(a: tuple[float, float], b: tuple[float, float]) -> float:
     """How much a debate between players rated (μ_a, σ_a) and (μ_b, σ_b) (logits) is expected
     to tell: (σ_a² + σ_b²)·p(1-p), p = σ(μ_a - μ_b), the variance of the rating difference
     times the Fisher information of one outcome."""
-    p = 1.0 / (1.0 + math.exp(b[0] - a[0]))
+    d = min(max(a[0] - b[0], -700.0), 700.0)
+    p = 1.0 / (1.0 + math.exp(-d))
     return (a[1] ** 2 + b[1] ** 2) * p * (1.0 - p)
 
 

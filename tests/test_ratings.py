@@ -234,3 +234,9 @@ def test_item_bootstrap_resamples_whole_items() -> None:
     assert persuasiveness(ms, n_boot=2, resample="item").to_dict()["resample"] == "item"
     with pytest.raises(RatingError, match="resample must be one of"):
         persuasiveness(ms, n_boot=2, resample="debate")  # type: ignore[arg-type]
+
+
+def test_extreme_strengths_and_bad_scores() -> None:
+    assert win_probability(1000.0, 0.0) == 1.0 and win_probability(0.0, 1000.0) == 0.0
+    with pytest.raises(RatingError, match=r"score must lie in \[0, 1\], got 1.5 \(a v b\)"):
+        bradley_terry([("a", "b", 1.5)])

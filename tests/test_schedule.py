@@ -156,3 +156,7 @@ def test_swiss_bad_arguments() -> None:
         swiss_round({"a": (0, 1), "b": (0, 1)}, [], round_index=0, seed=0)
     with pytest.raises(ValueError, match="items_per_pair"):
         swiss_round({"a": (0, 1), "b": (0, 1)}, ITEMS, round_index=0, seed=0, items_per_pair=0)
+
+
+def test_pair_information_of_far_apart_ratings_is_finite() -> None:
+    assert 0.0 <= pair_information((0.0, 1.0), (5000.0, 1.0)) < 1e-300
