@@ -135,7 +135,7 @@ def grid_best_response(
 
     def leaf(inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> np.ndarray:
         s0 = _expected(prover.direction(inst, 0, node, p), len(inst))
-        return s0 * (judge.prob_true(inst, node) - p)
+        return np.asarray(s0 * (judge.prob_true(inst, node) - p))
 
     def value(k: int, inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> np.ndarray:
         """V_k at distinct states (k >= 1): min over B's round tables."""

@@ -47,7 +47,7 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     cond = u - css / ind > 0
     rho = m - 1 - np.argmax(cond[:, ::-1], axis=1)
     theta = css[np.arange(n), rho] / (rho + 1)
-    return np.maximum(v - theta[:, None], 0.0)
+    return np.asarray(np.maximum(v - theta[:, None], 0.0))
 
 
 def _expect(alts: list[tuple[np.ndarray, Any]], n: int) -> np.ndarray:
@@ -202,7 +202,7 @@ class Algorithm1Estimator(EstimatorPolicy):
         self.tables: dict[tuple[int, int, int, int], np.ndarray] = {}
 
     def top(self, inst: np.ndarray) -> np.ndarray:
-        return self.p_top[inst]
+        return np.asarray(self.p_top[inst])
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         uniform = np.full(1 << self.q, 1.0 / (1 << self.q))

@@ -24,6 +24,7 @@ from llmdebate.formal.problems import make_problem
 from llmdebate.formal.problems.base import TreeProblem
 from llmdebate.formal.problems.majority import correlated_support_joint
 from llmdebate.formal.proof_check import lemma_a4_terms
+from llmdebate.formal.stable import stable_instances, subset
 from llmdebate.formal.strategies import (
     BASIC_ESTIMATORS,
     EstimatorChallenger,
@@ -57,39 +58,6 @@ NOTES = [
     "  does not depend on B's own draws; `independent` makes the calibrated B inconsistent",
     "  (a product of calibrated marginals need not give E[M_D] = p_k).",
 ]
-
-
-def stable_instances(problem: TreeProblem, epsilon: float, rho: float) -> np.ndarray:
-    """Instances whose every decomposition is (ε,ρ)-stable at the true 0/1 probabilities."""
-    ok = np.ones(problem.n, dtype=bool)
-    q = problem.width
-    for k in range(1, problem.depth + 1):
-        rule = problem.rule(k)
-        kids = problem.truth[k - 1].reshape(problem.n, -1, q)
-        cache: dict[tuple[int, ...], bool] = {}
-        for i in range(problem.n):
-            for row in kids[i]:
-                key = tuple(int(v) for v in row)
-                if key not in cache:
-                    st = stability(rule, CondProbs.independent(key), epsilon, rho)
-                    cache[key] = st.stable
-                ok[i] &= cache[key]
-    return np.flatnonzero(ok)
-
-
-def subset(problem: TreeProblem, idx: np.ndarray) -> TreeProblem:
-    return TreeProblem(
-        name=problem.name,
-        depth=problem.depth,
-        width=problem.width,
-        gates=problem.gates,
-        truth=[t[idx] for t in problem.truth],
-        prior=problem.prior,
-        prior_top=problem.prior_top,
-        judge_noise=problem.judge_noise,
-        instances=[problem.instances[i] for i in idx],
-        describe=None,
-    )
 
 
 def _game(prob: TreeProblem, prover: str, est: Any, eps: float, rho: float, variant: str) -> Game:

@@ -68,7 +68,13 @@ def marginals(joint: np.ndarray) -> np.ndarray:
     """P(z_i = 1) for every subclaim, shape (n, q)."""
     q = joint.shape[1].bit_length() - 1
     # a plain reduction, not BLAS: a row's marginals do not depend on the batch it is in
-    return (joint[:, :, None] * outcome_bits(q)[None, :, :]).sum(axis=1)
+    return np.asarray((joint[:, :, None] * outcome_bits(q)[None, :, :]).sum(axis=1))
+
+
+def expected_rule(joint: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """E[M_D(z)] under every row's joint, shape (n,): a plain reduction, not BLAS, so the
+    value of a row depends neither on the batch it is in nor on the BLAS library's threads."""
+    return np.asarray((joint * np.asarray(table, dtype=np.float64)[None, :]).sum(axis=1))
 
 
 def index_of(bits: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ __all__ = [
     "PROVERS",
     "EstimatorChallenger",
     "EstimatorPolicy",
+    "NaiveProverPolicy",
     "OracleJudge",
     "ProverPolicy",
     "make_estimator",

@@ -1,0 +1,176 @@
+"""The prover that maximises its payoff against a fixed estimator (``--target soundness``).
+
+For a fixed B the game is a finite decision tree for A, so A's best response is exact, by
+dynamic programming (expectimax) over the states (instance, k, node, p_k) that A can reach:
+
+    V_0(s) = max_(s_0) s_0·(P[O = 1] - p_0) = |P[O = 1] - p_0|,
+    V_k(s) = r^k·|E_h[M_D] - p_k| + Σ_z h(z)·max_j V_(k-1)(y_j, p_(k-1)(z, j))       (draws first)
+    V_k(s) = r^k·|E_h[M_D] - p_k| + max_j Σ_z h(z)·V_(k-1)(y_j, p_(k-1)(z, j))       (commit),
+
+the direction s_k = sign(E_h[M_D] - p_k) (0 on a tie) and, at the top, the answer fixed to the
+wrong one (``answer="wrong"``: a dishonest payoff) or the better of the two (``"any"``). Rounds
+read B exactly as :func:`llmdebate.formal.exact.exact_prover_estimator` does, so the decisions
+found are keyed by the very numbers a replay meets. Leaves are never materialised (V_0 is
+closed form); the states of rounds k >= 1 are, which bounds the space (:data:`MAX_ROWS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmdebate import scoring
+from llmdebate.errors import ConfigError
+from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.strategies.estimators import EstimatorPolicy
+from llmdebate.formal.strategies.judges import OracleJudge
+from llmdebate.formal.strategies.provers import first_argmax
+from llmdebate.formal.strategy_files import TableProver, _row_key, leaf_direction, pbits
+from llmdebate.formal.tables import expected_rule
+from llmdebate.formal.variants import COMMITTING, RoundView, round_view
+from llmdebate.rules import outcome_bits
+
+MAX_ROWS = 40_000_000  # (states of round 1) · 2^q · q
+
+
+@dataclass
+class Level:
+    """The distinct states of one round k >= 1 and B's view there."""
+
+    k: int
+    inst: np.ndarray
+    node: np.ndarray
+    p: np.ndarray
+    view: RoundView
+    em: np.ndarray
+    child: np.ndarray | None = None  # (S, 2^q, q): index of (z, j)'s state one round down
+
+
+def _unique(inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.stack([inst, node, p.view(np.int64)], axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+class ProverSearch:
+    """Exact best response of A to a fixed B (module docstring)."""
+
+    def __init__(
+        self,
+        problem: TreeProblem,
+        estimator: EstimatorPolicy,
+        epsilon: float,
+        rho: float,
+        variant: str,
+        answer: str = "wrong",
+    ):
+        self.problem, self.est, self.variant, self.answer_mode = problem, estimator, variant, answer
+        self.r = scoring.reward_ratio(epsilon, rho)
+        self.q = problem.width
+        self.judge = OracleJudge(problem)
+
+    def forward(self) -> list[Level]:
+        prob, q = self.problem, self.q
+        inst = np.arange(prob.n)
+        node = np.zeros(prob.n, dtype=np.int64)
+        p = np.asarray(self.est.top(inst), dtype=np.float64)
+        levels: list[Level] = []
+        for k in range(prob.depth, 0, -1):
+            view = round_view(self.est.levels(inst, k, node, p), self.variant)
+            em = expected_rule(view.joint, prob.rule(k).table)
+            lv = Level(k, inst, node, p, view, em)
+            levels.append(lv)
+            if k == 1:
+                break
+            s_n = len(inst)
+            if s_n * (q << q) > MAX_ROWS:
+                raise ConfigError(
+                    f"the prover's best response needs {s_n * (q << q):.3g} rows at "
+                    f"round {k}; the limit is {MAX_ROWS:.0e}: use a smaller depth or width"
+                )
+            ci = np.repeat(inst, q << q)
+            cn = np.repeat(node, q << q) * q + np.tile(np.arange(q), s_n << q)
+            cp = view.nextp.reshape(-1)
+            uniq, inverse = _unique(ci, cn, cp)
+            lv.child = inverse.reshape(s_n, 1 << q, q)
+            inst, node = uniq[:, 0], uniq[:, 1]
+            p = uniq[:, 2].copy().view(np.float64)
+        last = levels[-1] if levels else None
+        if last is not None and len(last.inst) * (q << q) > MAX_ROWS:
+            raise ConfigError(
+                f"the prover's best response needs {len(last.inst) * (q << q):.3g} "
+                f"rows at round 1; the limit is {MAX_ROWS:.0e}"
+            )
+        return levels
+
+    def leaf_values(self, lv: Level) -> np.ndarray:
+        """V_0 of every (state, z, j) below round-1 states: shape (S, 2^q, q)."""
+        q, s_n = self.q, len(lv.inst)
+        out = np.empty((s_n, 1 << q, q))
+        per = max(1, (1 << 20) // (q << q))
+        for lo in range(0, s_n, per):
+            sl = slice(lo, lo + per)
+            m = len(lv.inst[sl])
+            ci = np.repeat(lv.inst[sl], q << q)
+            cn = np.repeat(lv.node[sl], q << q) * q + np.tile(np.arange(q), m << q)
+            cp = lv.view.nextp[sl].reshape(-1)
+            out[sl] = np.abs(self.judge.prob_true(ci, cn) - cp).reshape(m, 1 << q, q)
+        return out
+
+    def solve(self) -> tuple[TableProver, float, np.ndarray]:
+        """Best response: the prover's table, its DP value (mean) and the value per instance."""
+        prob, q, r = self.problem, self.q, self.r
+        d = prob.depth
+        truth = prob.top_truth().astype(np.int64)
+        inst = np.arange(prob.n)
+        p_top = np.asarray(self.est.top(inst), dtype=np.float64)
+        p_right = np.where(truth == 1, p_top, 1.0 - p_top)  # P[ẑ = truth]
+        if self.answer_mode == "wrong":
+            answers = 1 - truth
+        else:
+            answers = np.where(p_right >= 1.0 - p_right, truth, 1 - truth)
+        pr = TableProver(q, answers, name="best-response", judge=self.judge)
+        init = scoring.expected_init_reward(r, d, p_top, answers)
+        if d == 0:
+            po = self.judge.prob_true(inst, np.zeros(prob.n, dtype=np.int64))
+            vals = init + np.abs(po - p_top)
+            return pr, float(prob.weights @ vals), vals
+        levels = self.forward()
+        below: np.ndarray | None = None
+        for lv in reversed(levels):
+            child_v = self.leaf_values(lv) if below is None else below[lv.child]
+            below = self._back_up(pr, lv, child_v)
+        assert below is not None
+        vals = init + below
+        return pr, float(prob.weights @ vals), vals
+
+    def _back_up(self, pr: TableProver, lv: Level, child_v: np.ndarray) -> np.ndarray:
+        """V_k of round lv's states from the (state, z, j) values below; records decisions."""
+        q, k = self.q, lv.k
+        gap = lv.em - lv.p
+        s = leaf_direction(lv.em, lv.p)  # sign(E[M_D] - p_k), 0 within the tolerance
+        joint = lv.view.joint
+        if self.variant in COMMITTING:
+            per_j = (joint[:, :, None] * child_v).sum(axis=1)  # (S, q)
+            j_best = first_argmax(per_j)
+            cont = per_j[np.arange(len(s)), j_best]
+            for t in range(len(s)):
+                key = (int(lv.inst[t]), k, int(lv.node[t]), _row_key(lv.view.marg[t]))
+                pr.committed[key] = int(j_best[t])
+        else:
+            s_n, size = joint.shape
+            j_best = first_argmax(child_v.reshape(s_n * size, q)).reshape(s_n, size)
+            best_v = np.take_along_axis(child_v, j_best[:, :, None], axis=2)[:, :, 0]
+            cont = (joint * best_v).sum(axis=1)
+            reached = zip(*np.nonzero(joint > 0), strict=True) if k > 1 else iter(())
+            for t, zz in reached:  # round 1: the greedy rule (TableProver) decides
+                key = (int(lv.inst[t]), k, int(lv.node[t]), int(zz), _row_key(lv.view.path[t, zz]))
+                pr.after_draw[key] = int(j_best[t, zz])
+        for t in range(len(s)):
+            pr.directions[(int(lv.inst[t]), k, int(lv.node[t]), pbits(lv.p[t]))] = int(s[t])
+        return np.asarray(self.r**k * np.abs(gap) + cont)
+
+
+def outcome_count(q: int) -> int:
+    return int(outcome_bits(q).shape[0])
