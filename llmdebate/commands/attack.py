@@ -22,7 +22,9 @@ from llmdebate.schemas import VARIANTS
     help="completeness: the estimator minimising --prover's payoff; soundness: the prover "
     "maximising a dishonest payoff against --estimator.",
 )
-@click.option("--problem", default="majority", show_default=True, help="interval, circuit or majority.")
+@click.option(
+    "--problem", default="majority", show_default=True, help="interval, circuit or majority."
+)
 @click.option("--variant", type=click.Choice(list(VARIANTS)), default="figure2", show_default=True)
 @click.option("--depth", type=int, default=1, show_default=True, help="d >= 0 rounds.")
 @click.option("--width", type=int, default=5, show_default=True, help="q subclaims per claim.")
@@ -47,7 +49,8 @@ from llmdebate.schemas import VARIANTS
     "--estimator",
     default="algorithm1",
     show_default=True,
-    help="soundness: the fixed estimator (algorithm1, omniscient, calibrated-ignorant, adversarial).",
+    help="soundness: the fixed estimator: algorithm1, omniscient, calibrated-ignorant "
+    "or adversarial.",
 )
 @click.option(
     "--estimator-file",

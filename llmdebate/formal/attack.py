@@ -43,13 +43,12 @@ from llmdebate.formal.strategies import (
 )
 from llmdebate.formal.strategy_files import (
     TableEstimator,
-    TableProver,
     estimator_document,
     pbits,
     prover_document,
     write_document,
 )
-from llmdebate.formal.tables import Levels, levels_from_joint
+from llmdebate.formal.tables import Levels, fdot, levels_from_joint
 from llmdebate.schemas import VARIANTS
 
 TARGETS = ("completeness", "soundness")
@@ -119,9 +118,7 @@ class AttackSpec:
 
 
 def build_problem(spec: AttackSpec) -> TreeProblem:
-    prob = make_problem(
-        spec.problem, spec.depth, spec.width, spec.instances, spec.seed, spec.noise
-    )
+    prob = make_problem(spec.problem, spec.depth, spec.width, spec.instances, spec.seed, spec.noise)
     return stable_problem(prob, spec.epsilon, spec.rho) if spec.stable else prob
 
 
@@ -141,7 +138,9 @@ class _Recorder(EstimatorPolicy):
         return levels_from_joint(joints)
 
 
-def _exact(prob: TreeProblem, pr: ProverPolicy, est: EstimatorPolicy, spec: AttackSpec) -> ExactResult:
+def _exact(
+    prob: TreeProblem, pr: ProverPolicy, est: EstimatorPolicy, spec: AttackSpec
+) -> ExactResult:
     game = Game(prob, pr, est, OracleJudge(prob), spec.epsilon, spec.rho, spec.variant)
     return exact_prover_estimator(game)
 
@@ -157,7 +156,7 @@ def _summary(spec: AttackSpec, prob: TreeProblem, ex: ExactResult) -> dict[str, 
         "normalized_payoff": float(scoring.normalized(pay, r, spec.depth)),
         "min_instance_normalized": float(scoring.normalized(ex.payoff.min(), r, spec.depth)),
         "max_instance_normalized": float(scoring.normalized(ex.payoff.max(), r, spec.depth)),
-        "prover_accuracy": float(prob.weights @ ex.accuracy),
+        "prover_accuracy": fdot(prob.weights, ex.accuracy),
     }
 
 
@@ -216,8 +215,12 @@ def fixed_estimator(
     )
     info = {
         "estimator": f"algorithm1 (built against {target})",
-        "algorithm1": {"delta": spec.delta, "delta_reached": rep.delta_reached,
-                       "steps": rep.steps, "converged": rep.converged},
+        "algorithm1": {
+            "delta": spec.delta,
+            "delta_reached": rep.delta_reached,
+            "steps": rep.steps,
+            "converged": rep.converged,
+        },
     }
     return est, info
 

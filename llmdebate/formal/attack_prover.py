@@ -27,7 +27,7 @@ from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.provers import first_argmax
 from llmdebate.formal.strategy_files import TableProver, _row_key, leaf_direction, pbits
-from llmdebate.formal.tables import expected_rule
+from llmdebate.formal.tables import expected_rule, fdot
 from llmdebate.formal.variants import COMMITTING, RoundView, round_view
 from llmdebate.rules import outcome_bits
 
@@ -135,7 +135,7 @@ class ProverSearch:
         if d == 0:
             po = self.judge.prob_true(inst, np.zeros(prob.n, dtype=np.int64))
             vals = init + np.abs(po - p_top)
-            return pr, float(prob.weights @ vals), vals
+            return pr, fdot(prob.weights, vals), vals
         levels = self.forward()
         below: np.ndarray | None = None
         for lv in reversed(levels):
@@ -143,7 +143,7 @@ class ProverSearch:
             below = self._back_up(pr, lv, child_v)
         assert below is not None
         vals = init + below
-        return pr, float(prob.weights @ vals), vals
+        return pr, fdot(prob.weights, vals), vals
 
     def _back_up(self, pr: TableProver, lv: Level, child_v: np.ndarray) -> np.ndarray:
         """V_k of round lv's states from the (state, z, j) values below; records decisions."""

@@ -35,6 +35,7 @@ from llmdebate.formal.strategies import (
     make_prover,
 )
 from llmdebate.formal.strategy_files import TableProver
+from llmdebate.formal.tables import fdot
 from llmdebate.jsonl import first_error
 from llmdebate.schemas import DebateConfig
 
@@ -129,9 +130,9 @@ def _run_naive(
     if exact:
         ex = exact_naive(ng)
         w = prob.weights
-        pay, se, acc = ex.mean(w), 0.0, float(w @ ex.accuracy)
+        pay, se, acc = ex.mean(w), 0.0, fdot(w, ex.accuracy)
         assert ex.win is not None
-        win: float | None = float(w @ ex.win)
+        win: float | None = fdot(w, ex.win)
         win_se: float | None = 0.0
     else:
         mc = monte_carlo_naive(ng, samples, cfg.seed)
@@ -164,7 +165,7 @@ def _run_prover_estimator(
     if exact:
         ex = exact_prover_estimator(game)
         w = prob.weights
-        pay, se, acc = ex.mean(w), 0.0, float(w @ ex.accuracy)
+        pay, se, acc = ex.mean(w), 0.0, fdot(w, ex.accuracy)
         out["min_instance_normalized"] = float(scoring.normalized(ex.payoff.min(), r, depth))
     else:
         mc = monte_carlo(game, samples, cfg.seed)

@@ -19,7 +19,7 @@ import numpy as np
 
 from llmdebate import scoring
 from llmdebate.formal.game import Game, NaiveGame
-from llmdebate.formal.tables import expected_rule
+from llmdebate.formal.tables import expected_rule, fdot
 from llmdebate.formal.variants import RoundView, choices, round_view
 from llmdebate.rules import outcome_bits
 
@@ -40,7 +40,7 @@ class ExactResult:
     def round_means(self, weights: np.ndarray) -> list[float]:
         """E[r_init], E[r_d], ..., E[r_0] averaged over instances (they sum to the payoff)."""
         assert self.by_round is not None
-        return [float(v) for v in weights @ self.by_round]
+        return [fdot(weights, self.by_round[:, i]) for i in range(self.by_round.shape[1])]
 
 
 def _merge(

@@ -34,6 +34,7 @@ from llmdebate.formal.strategies import (
     make_naive_prover,
     make_prover,
 )
+from llmdebate.formal.tables import fdot
 from llmdebate.rules import CondProbs, compile_rule, stability
 from llmdebate.schemas import VARIANTS, CombinationRule
 
@@ -192,7 +193,7 @@ def obfuscation_rows(
             prob, make_naive_prover("dishonest", prob), EstimatorChallenger(ign), OracleJudge(prob)
         )
         ex = exact_naive(ng)
-        win = float(prob.weights @ ex.win)
+        win = fdot(prob.weights, ex.win)
         target = 1 - q ** (-depth) - 0.05
         rows.append(
             {
@@ -259,7 +260,7 @@ def soundness_rows(
                 game = Game(prob, pol, est, OracleJudge(prob), eps, rho, variant)
                 ex = exact_prover_estimator(game)
                 val = ex.mean(prob.weights)
-                acc = float(prob.weights @ ex.accuracy)
+                acc = fdot(prob.weights, ex.accuracy)
                 bound = scoring.soundness_bound(r, depth, acc, rep.delta_reached)
                 row: Row = {
                     "section": "soundness",
