@@ -42,7 +42,7 @@ def merge_setting(
     "--prover",
     default="honest",
     show_default=True,
-    help="honest, dishonest, random or last-index.",
+    help="honest, dishonest, random, last-index or honest-no-dead-zone.",
 )
 @click.option(
     "--estimator",

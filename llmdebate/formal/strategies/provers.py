@@ -10,6 +10,7 @@
   of Lemma A.5; with the beliefs of :func:`believed_values` (a wrong top answer defended with
   the fewest changes) it is the dishonest prover, whose directions are the ones that maximise
   its reward under its own false beliefs.
+* :func:`honest_no_dead_zone`: the same on the truth with no dead zone (ε = 0 in A's decisions).
 * :class:`RandomProver` answers, points and recurses uniformly at random.
 * :class:`LastIndexProver` is the counterexample of docs/protocol.md: it defends the wrong
   answer, points 0 in every round k >= 1, always recurses on the last subclaim (an index fixed
@@ -165,6 +166,12 @@ class LastIndexProver(ProverPolicy):
 
 def honest(problem: TreeProblem, epsilon: float) -> BeliefProver:
     return BeliefProver(problem, problem.truth, epsilon, "honest")
+
+
+def honest_no_dead_zone(problem: TreeProblem, epsilon: float) -> BeliefProver:
+    """Eq. (13) on the truth with ε = 0 in A's own decisions: it points whenever p_k differs
+    from the truth and stops only where p_d equals its answer (the protocol's ε, in r, stays)."""
+    return BeliefProver(problem, problem.truth, 0.0, "honest-no-dead-zone")
 
 
 def dishonest(problem: TreeProblem, epsilon: float) -> BeliefProver:
