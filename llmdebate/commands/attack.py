@@ -58,6 +58,11 @@ from llmdebate.schemas import VARIANTS
     help="soundness: attack the estimator in this strategy file instead (its setting is used).",
 )
 @click.option("--answer", type=click.Choice(list(ANSWERS)), default="wrong", show_default=True)
+@click.option(
+    "--uninformed",
+    is_flag=True,
+    help="soundness: the prover does not know the instance (one decision table for all).",
+)
 @click.option("--delta", type=float, default=5e-4, show_default=True, help="Algorithm 1's δ.")
 @click.option(
     "--budget", type=int, default=1024, show_default=True, help="Candidate tables per state."
@@ -84,6 +89,7 @@ def command(
     estimator: str,
     estimator_file: str | None,
     answer: str,
+    uninformed: bool,
     delta: float,
     budget: int,
     population: int,
@@ -107,6 +113,7 @@ def command(
         prover=prover,
         estimator=estimator,
         answer=answer,
+        uninformed=uninformed,
         delta=delta,
         budget=SearchBudget(evaluations=budget, population=population, seed=search_seed),
     )

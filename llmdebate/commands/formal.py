@@ -121,7 +121,7 @@ def command(
     """Expected payoff of a prover against an estimator on a formal problem family."""
     if exact and samples is not None:
         raise ConfigError("--exact and --samples exclude each other: choose one")
-    setting = {
+    setting: dict[str, Any] = {
         "problem": problem,
         "depth": depth,
         "width": width,

@@ -73,6 +73,7 @@ class AttackSpec:
     prover: str | None = None  # completeness: attacked (honest); soundness: Algorithm 1's target
     estimator: str = "algorithm1"  # soundness: the fixed estimator
     answer: str = "wrong"
+    uninformed: bool = False  # soundness: A's decisions may not depend on the instance
     delta: float = DEFAULT_DELTA
     budget: SearchBudget = field(default_factory=SearchBudget)
 
@@ -240,7 +241,9 @@ def soundness_attack(
     t0 = time.perf_counter()
     if isinstance(est, Algorithm1Estimator):
         est = _as_table(est, prob.width)
-    search = ProverSearch(prob, est, spec.epsilon, spec.rho, spec.variant, spec.answer)
+    search = ProverSearch(
+        prob, est, spec.epsilon, spec.rho, spec.variant, spec.answer, uninformed=spec.uninformed
+    )
     prover, dp_value, _ = search.solve()
     seconds = time.perf_counter() - t0
     ex = _exact(prob, prover, est, spec)
@@ -249,7 +252,7 @@ def soundness_attack(
     delta = info.get("algorithm1", {}).get("delta_reached", 0.0)
     bound = scoring.soundness_bound(r, spec.depth, res["prover_accuracy"], delta)
     res.update(
-        prover="best response",
+        prover="best uninformed response" if spec.uninformed else "best response",
         answer=spec.answer,
         **info,
         bound=float(scoring.normalized(bound, r, spec.depth)),
@@ -260,7 +263,14 @@ def soundness_attack(
         ),
         above_bound=bool(res["expected_payoff"] > bound + 1e-15),
         search={
-            "method": "exact best response by dynamic programming over A's decision tree",
+            "method": (
+                "exact best response by dynamic programming over A's decision tree"
+                + (
+                    " (decisions shared by every instance; leaves at the pooled P[O = 1])"
+                    if spec.uninformed
+                    else ""
+                )
+            ),
             "dp_normalized": float(scoring.normalized(dp_value, r, spec.depth)),
         },
         seconds=round(seconds, 3),

@@ -29,7 +29,6 @@ from llmdebate.formal.strategies.provers import first_argmax
 from llmdebate.formal.strategy_files import TableProver, _row_key, leaf_direction, pbits
 from llmdebate.formal.tables import expected_rule, fdot
 from llmdebate.formal.variants import COMMITTING, RoundView, round_view
-from llmdebate.rules import outcome_bits
 
 MAX_ROWS = 40_000_000  # (states of round 1) · 2^q · q
 
@@ -64,20 +63,25 @@ class ProverSearch:
         rho: float,
         variant: str,
         answer: str = "wrong",
+        uninformed: bool = False,
     ):
         self.problem, self.est, self.variant, self.answer_mode = problem, estimator, variant, answer
         self.r = scoring.reward_ratio(epsilon, rho)
         self.q = problem.width
-        self.judge = OracleJudge(problem)
+        self.pooled = uninformed
+        self.judge: OracleJudge = PooledJudge(problem) if uninformed else OracleJudge(problem)
+        self.n = 1 if uninformed else problem.n
 
     def forward(self) -> list[Level]:
         prob, q = self.problem, self.q
-        inst = np.arange(prob.n)
-        node = np.zeros(prob.n, dtype=np.int64)
+        inst = np.arange(self.n)
+        node = np.zeros(self.n, dtype=np.int64)
         p = np.asarray(self.est.top(inst), dtype=np.float64)
         levels: list[Level] = []
         for k in range(prob.depth, 0, -1):
             view = round_view(self.est.levels(inst, k, node, p), self.variant)
+            if self.pooled:
+                self._same_for_every_instance(k, node, p, view.joint)
             em = expected_rule(view.joint, prob.rule(k).table)
             lv = Level(k, inst, node, p, view, em)
             levels.append(lv)
@@ -123,27 +127,65 @@ class ProverSearch:
         prob, q, r = self.problem, self.q, self.r
         d = prob.depth
         truth = prob.top_truth().astype(np.int64)
-        inst = np.arange(prob.n)
+        if self.pooled:
+            if self.answer_mode == "wrong" and (truth != truth[0]).any():
+                raise ConfigError(
+                    "an uninformed prover cannot always answer wrongly: the instances' answers "
+                    "differ (use --answer any)"
+                )
+            if np.unique(self.est.top(np.arange(prob.n))).size > 1:
+                raise ConfigError(
+                    "--uninformed needs an estimator whose p_d is the same everywhere"
+                )
+            truth = truth[:1]
+        inst = np.arange(self.n)
         p_top = np.asarray(self.est.top(inst), dtype=np.float64)
         p_right = np.where(truth == 1, p_top, 1.0 - p_top)  # P[ẑ = truth]
         if self.answer_mode == "wrong":
             answers = 1 - truth
         else:
             answers = np.where(p_right >= 1.0 - p_right, truth, 1 - truth)
-        pr = TableProver(q, answers, name="best-response", judge=self.judge)
+        greedy = None if self.pooled else self.judge
+        pr = TableProver(q, answers, name="best-response", judge=greedy)
         init = scoring.expected_init_reward(r, d, p_top, answers)
         if d == 0:
-            po = self.judge.prob_true(inst, np.zeros(prob.n, dtype=np.int64))
+            po = self.judge.prob_true(inst, np.zeros(self.n, dtype=np.int64))
             vals = init + np.abs(po - p_top)
-            return pr, fdot(prob.weights, vals), vals
+            self._record_leaf(pr, inst, np.zeros(self.n, dtype=np.int64), p_top)
+            return self._finish(pr, vals)
         levels = self.forward()
         below: np.ndarray | None = None
         for lv in reversed(levels):
             child_v = self.leaf_values(lv) if below is None else below[lv.child]
             below = self._back_up(pr, lv, child_v)
         assert below is not None
-        vals = init + below
-        return pr, fdot(prob.weights, vals), vals
+        return self._finish(pr, init + below)
+
+    def _finish(self, pr: TableProver, vals: np.ndarray) -> tuple[TableProver, float, np.ndarray]:
+        if not self.pooled:
+            return pr, fdot(self.problem.weights, vals), vals
+        return expand(pr, self.problem.n), float(vals[0]), np.full(self.problem.n, vals[0])
+
+    def _same_for_every_instance(
+        self, k: int, node: np.ndarray, p: np.ndarray, joint: np.ndarray
+    ) -> None:
+        n = self.problem.n
+        s_n = len(node)
+        inst = np.repeat(np.arange(n), s_n)
+        other = round_view(
+            self.est.levels(inst, k, np.tile(node, n), np.tile(p, n)), self.variant
+        ).joint
+        if not np.array_equal(other, np.tile(joint, (n, 1))):
+            raise ConfigError(
+                "--uninformed needs an estimator whose numbers do not depend on the instance"
+            )
+
+    def _record_leaf(
+        self, pr: TableProver, inst: np.ndarray, node: np.ndarray, p: np.ndarray
+    ) -> None:
+        s = leaf_direction(self.judge.prob_true(inst, node), p)
+        for i, nd, pp, ss in zip(inst.tolist(), node.tolist(), p.tolist(), s.tolist(), strict=True):
+            pr.directions[(i, 0, nd, pbits(pp))] = int(ss)
 
     def _back_up(self, pr: TableProver, lv: Level, child_v: np.ndarray) -> np.ndarray:
         """V_k of round lv's states from the (state, z, j) values below; records decisions."""
@@ -156,21 +198,53 @@ class ProverSearch:
             j_best = first_argmax(per_j)
             cont = per_j[np.arange(len(s)), j_best]
             for t in range(len(s)):
-                key = (int(lv.inst[t]), k, int(lv.node[t]), _row_key(lv.view.marg[t]))
-                pr.committed[key] = int(j_best[t])
+                ckey = (int(lv.inst[t]), k, int(lv.node[t]), _row_key(lv.view.marg[t]))
+                pr.committed[ckey] = int(j_best[t])
         else:
             s_n, size = joint.shape
             j_best = first_argmax(child_v.reshape(s_n * size, q)).reshape(s_n, size)
             best_v = np.take_along_axis(child_v, j_best[:, :, None], axis=2)[:, :, 0]
             cont = (joint * best_v).sum(axis=1)
-            reached = zip(*np.nonzero(joint > 0), strict=True) if k > 1 else iter(())
+            tabulated = k > 1 or self.pooled
+            reached = zip(*np.nonzero(joint > 0), strict=True) if tabulated else iter(())
             for t, zz in reached:  # round 1: the greedy rule (TableProver) decides
                 key = (int(lv.inst[t]), k, int(lv.node[t]), int(zz), _row_key(lv.view.path[t, zz]))
                 pr.after_draw[key] = int(j_best[t, zz])
         for t in range(len(s)):
             pr.directions[(int(lv.inst[t]), k, int(lv.node[t]), pbits(lv.p[t]))] = int(s[t])
+        if k == 1 and self.pooled:  # the leaf's direction, from the pooled P[O = 1]
+            m = len(lv.inst)
+            ci = np.repeat(lv.inst, q << q)
+            cn = np.repeat(lv.node, q << q) * q + np.tile(np.arange(q), m << q)
+            self._record_leaf(pr, ci, cn, lv.view.nextp.reshape(-1))
         return np.asarray(self.r**k * np.abs(gap) + cont)
 
 
-def outcome_count(q: int) -> int:
-    return int(outcome_bits(q).shape[0])
+class PooledJudge(OracleJudge):
+    """P[O = 1] at a leaf averaged over the instances: what a prover that does not know the
+    instance faces (the rows all read instance 0)."""
+
+    def __init__(self, problem: TreeProblem):
+        super().__init__(problem)
+        base = OracleJudge(problem)
+        leaves = problem.truth[0].shape[1]
+        n = problem.n
+        probs = base.prob_true(np.repeat(np.arange(n), leaves), np.tile(np.arange(leaves), n))
+        self.pooled = (problem.weights[:, None] * probs.reshape(n, leaves)).sum(axis=0)
+        self.name = f"pooled {base.name}"
+
+    def prob_true(self, inst: np.ndarray, node: np.ndarray) -> np.ndarray:
+        return np.asarray(self.pooled[node])
+
+
+def expand(pr: TableProver, n: int) -> TableProver:
+    """The pooled (instance 0) decisions played on every instance alike."""
+    out = TableProver(pr.q, np.full(n, pr.answers[0]), name=pr.name)
+    for i in range(n):
+        for (_, k, nd, pb), s in pr.directions.items():
+            out.directions[(i, k, nd, pb)] = s
+        for (_, k, nd, t, bb), j in pr.after_draw.items():
+            out.after_draw[(i, k, nd, t, bb)] = j
+        for (_, k, nd, mm), j in pr.committed.items():
+            out.committed[(i, k, nd, mm)] = j
+    return out

@@ -43,12 +43,12 @@ MAX_EXACT_STATES = 20_000_000
 
 
 def _naive_states(prover: str, instances: int, depth: int, width: int) -> int:
-    return instances * width**depth
+    return int(instances * width**depth)
 
 
 def _pe_states(prover: str, instances: int, depth: int, width: int) -> int:
     branch = (1 << width) * (width if prover == "random" else 1)
-    return instances * branch**depth
+    return int(instances * branch**depth)
 
 
 @dataclass

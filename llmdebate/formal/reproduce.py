@@ -202,6 +202,7 @@ def obfuscation_rows(
             prob, make_naive_prover("dishonest", prob), EstimatorChallenger(ign), OracleJudge(prob)
         )
         ex = exact_naive(ng)
+        assert ex.win is not None
         win = fdot(prob.weights, ex.win)
         target = 1 - q ** (-depth) - 0.05
         rows.append(
@@ -488,6 +489,7 @@ SUMMARY = {
     "attack: honest": ("attack", "against honest:"),
     "attack: honest-no-dead-zone": ("attack", "against honest-no-dead-zone:"),
     "attack: best prover": ("attack", "best wrong-answer prover"),
+    "attack: uninformed prover": ("attack", "best uninformed"),
 }
 
 
@@ -558,8 +560,9 @@ def to_markdown(table: dict[str, Any]) -> str:
         "",
         "| variant | completeness (honest vs 4 named B, stable instances) | obfuscation "
         "(prover-estimator rows) | soundness (vs Algorithm 1) | honest vs searched B | "
-        "honest without dead zone vs searched B | best wrong prover vs Algorithm 1's B |",
-        "|---|---|---|---|---|---|---|",
+        "honest without dead zone vs searched B | best wrong prover vs Algorithm 1's B | "
+        "best uninformed wrong prover vs calibrated-ignorant |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for v, res in table["summary"].items():
         cells = [_fmt(res[s]) for s in SUMMARY]

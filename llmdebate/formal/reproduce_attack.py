@@ -1,6 +1,7 @@
 """The attack rows of the reproduction table: per variant, the worst estimator the search finds
-against each honest strategy (completeness) and the best wrong-answer prover against
-Algorithm 1's estimator (soundness), with the search's budget. Timings are printed by
+against each honest strategy (completeness), the best wrong-answer prover against
+Algorithm 1's estimator (soundness) and the best uninformed wrong-answer prover against the
+calibrated-ignorant one (obfuscation), with the search's budget. Timings are printed by
 ``llmdebate reproduce``, not written: the files stay identical from run to run.
 """
 
@@ -19,7 +20,7 @@ from llmdebate.schemas import VARIANTS
 Row = dict[str, Any]
 ATTACK_DIGITS = 6  # searched values: rounded to what a search on another machine reproduces
 HONEST = ("honest", "honest-no-dead-zone")
-COMPLETENESS = {
+COMPLETENESS: dict[str, Any] = {
     "problem": "majority",
     "depth": 2,
     "width": 7,
@@ -29,7 +30,7 @@ COMPLETENESS = {
     "epsilon": 0.2,
     "rho": 0.5,
 }
-SOUNDNESS = {
+SOUNDNESS: dict[str, Any] = {
     "problem": "interval",
     "depth": 1,
     "width": 2,
@@ -103,6 +104,38 @@ def _soundness_row(variant: str, out: Path) -> Row:
     }
 
 
+def _uninformed_row(variant: str, out: Path) -> Row:
+    spec = AttackSpec(
+        target="soundness",
+        problem="interval",
+        variant=variant,
+        depth=1,
+        width=2,
+        instances=16,
+        estimator="calibrated-ignorant",
+        uninformed=True,
+    )
+    res = run_attack(spec, out / f"u-{variant}.json")
+    r = scoring.reward_ratio(spec.epsilon, spec.rho)
+    return {
+        "section": "attack",
+        "variant": variant,
+        "check": (
+            "best uninformed wrong-answer prover against calibrated-ignorant (obfuscation: "
+            "normalized payoff ≈ 0 (±0.05))"
+        ),
+        "setting": (
+            f"interval, {spec.instances} semiprimes, d=1, q=2, ε={spec.epsilon}, ρ={spec.rho}; "
+            "exact best response (DP) over decisions that do not depend on the instance"
+        ),
+        "value": res["expected_payoff"],
+        "normalized": res["normalized_payoff"],
+        "bound": 0.05 * r ** (spec.depth + 1),
+        "method": "exact DP over A's decision tree; exact replay",
+        "passed": bool(abs(res["normalized_payoff"]) <= 0.05),
+    }
+
+
 def attack_rows(variants: tuple[str, ...] = VARIANTS) -> list[Row]:
     rows: list[Row] = []
     TIMES.clear()
@@ -111,4 +144,5 @@ def attack_rows(variants: tuple[str, ...] = VARIANTS) -> list[Row]:
         for variant in variants:
             rows += [_completeness_row(variant, prover, out) for prover in HONEST]
             rows.append(_soundness_row(variant, out))
+            rows.append(_uninformed_row(variant, out))
     return rows

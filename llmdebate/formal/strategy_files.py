@@ -33,7 +33,15 @@ from llmdebate.formal.strategies.provers import (
 from llmdebate.formal.tables import Levels, index_of, levels_from_joint
 
 FORMAT = 1
-SETTING_KEYS = ("problem", "depth", "width", "instances", "seed", "noise", "variant")
+SETTING_KEYS: tuple[str, ...] = (
+    "problem",
+    "depth",
+    "width",
+    "instances",
+    "seed",
+    "noise",
+    "variant",
+)
 SETTING_KEYS += ("epsilon", "rho")
 
 StateKey = tuple[int, int, int, int]  # (instance, k, node, bits of p_k)
