@@ -1,7 +1,8 @@
 """``llmdebate reproduce``: write the formal engine's reproduction table (Markdown + JSON).
 
-The files hold no timing (the attacks' times are printed) and values rounded to a fixed precision, so rerunning on unchanged
-code rewrites them identically; the time taken is printed, not written.
+The files hold no timing and values rounded to a fixed precision, so rerunning on unchanged
+code rewrites them identically, on any machine; the time taken (and each attack's) is
+printed, not written.
 """
 
 from __future__ import annotations
