@@ -210,13 +210,12 @@ class EstimatorSearch:
         cn = (node[:, None] * q + np.arange(q)[None, :]).reshape(-1)
         gg = g.reshape(-1)
         base = self.sigma(ci, k - 1, cn, gg)
-        lo, hi = np.zeros(len(ci)), np.ones(len(ci))
         grid = np.linspace(0.0, 1.0, 201)
-        for t in grid[1:]:  # first grid step at which σ changes (per child)
-            same = self.sigma(ci, k - 1, cn, np.abs(gg - t)) == base
-            upd = same & (lo == t - grid[1]) & (hi == 1.0)
-            lo = np.where(upd, t, lo)
-            hi = np.where(~same & (hi == 1.0) & (lo == t - grid[1]), t, hi)
+        differs = np.stack([self.sigma(ci, k - 1, cn, np.abs(gg - t)) != base for t in grid[1:]])
+        first = np.argmax(differs, axis=0)  # index into grid[1:] of the first change
+        found = differs.any(axis=0)
+        lo = np.where(found, grid[first], 1.0)  # the last grid step with the same σ
+        hi = np.where(found, grid[first + 1], 1.0)
         for _ in range(40):
             mid = 0.5 * (lo + hi)
             same = self.sigma(ci, k - 1, cn, np.abs(gg - mid)) == base

@@ -552,7 +552,11 @@ def to_markdown(table: dict[str, Any]) -> str:
         f"{DIGITS} significant",
         "digits in reproduction.json and 4 here. Payoffs are E[R_A] averaged over the instances",
         "unless a row says min; *normalized* = E[R_A] / r^(d+1). *variant*: the protocol variant",
-        "(`DebateConfig.variant`, docs/protocol.md); figure2 is the paper's protocol.",
+        "(`DebateConfig.variant`, docs/protocol.md); figure2 is the paper's protocol. Rows whose",
+        "estimator comes from Algorithm 1's iterations, and the attack rows (the exact payoff of",
+        f"the strategy a seeded search found), carry {ITERATIVE_DIGITS} significant digits in the",
+        "JSON, so that another machine writes the same files. The attacks' times are printed by",
+        "the command, not written here.",
         "",
     ]
     out += [
