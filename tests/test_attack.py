@@ -249,3 +249,30 @@ def test_uninformed_needs_an_instance_independent_estimator(tmp_path: Path) -> N
     )
     with pytest.raises(ConfigError, match=r"depend on the instance|same everywhere"):
         run_attack(spec, tmp_path / "x.json")
+
+
+def test_prover_search_beyond_the_exact_limit_is_a_seeded_restriction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llmdebate.formal import attack_prover
+
+    spec = AttackSpec(
+        target="soundness",
+        problem="interval",
+        depth=2,
+        width=3,
+        instances=8,
+        estimator="calibrated-ignorant",
+        epsilon=0.2,
+        rho=0.5,
+    )
+    exact = run_attack(spec, tmp_path / "e.json")
+    assert exact["search"]["exact"] is True
+    monkeypatch.setattr(attack_prover, "MAX_ROWS", 2000)
+    capped = run_attack(spec, tmp_path / "c.json")
+    assert capped["search"]["exact"] is False and capped["search"]["restricted"]
+    # a restricted prover is still a prover: replayed exactly, never above the exact optimum
+    assert capped["normalized_payoff"] <= exact["normalized_payoff"] + 1e-9
+    assert capped["search"]["dp_normalized"] <= capped["normalized_payoff"] + 1e-9
+    again = run_attack(spec, tmp_path / "d.json")
+    assert again["normalized_payoff"] == capped["normalized_payoff"]  # seeded

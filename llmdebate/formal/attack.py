@@ -242,7 +242,14 @@ def soundness_attack(
     if isinstance(est, Algorithm1Estimator):
         est = _as_table(est, prob.width)
     search = ProverSearch(
-        prob, est, spec.epsilon, spec.rho, spec.variant, spec.answer, uninformed=spec.uninformed
+        prob,
+        est,
+        spec.epsilon,
+        spec.rho,
+        spec.variant,
+        spec.answer,
+        uninformed=spec.uninformed,
+        seed=spec.budget.seed,
     )
     prover, dp_value, _ = search.solve()
     seconds = time.perf_counter() - t0
@@ -272,6 +279,11 @@ def soundness_attack(
                 )
             ),
             "dp_normalized": float(scoring.normalized(dp_value, r, spec.depth)),
+            "exact": not search.restricted,
+            "restricted": [
+                f"round {k}: {kept} of {spec.width} recursion indices (seed {spec.budget.seed})"
+                for k, kept in search.restricted
+            ],
         },
         seconds=round(seconds, 3),
     )

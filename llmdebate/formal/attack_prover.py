@@ -12,6 +12,9 @@ wrong one (``answer="wrong"``: a dishonest payoff) or the better of the two (``"
 read B exactly as :func:`llmdebate.formal.exact.exact_prover_estimator` does, so the decisions
 found are keyed by the very numbers a replay meets. Leaves are never materialised (V_0 is
 closed form); the states of rounds k >= 1 are, which bounds the space (:data:`MAX_ROWS`).
+Beyond it the search is stated and seeded: at a round whose rows would exceed the limit A may
+recurse only on a seeded subset of the q indices that fits (the result says which), so the
+payoff found is a lower bound on the best response's; it is still replayed exactly.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ class Level:
     p: np.ndarray
     view: RoundView
     em: np.ndarray
-    child: np.ndarray | None = None  # (S, 2^q, q): index of (z, j)'s state one round down
+    child: np.ndarray | None = None  # (S, 2^q, K): index of (z, jsel[j])'s state one round down
+    jsel: np.ndarray | None = None  # the recursion indices A may use here (all q unless capped)
 
 
 def _unique(inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,6 +68,7 @@ class ProverSearch:
         variant: str,
         answer: str = "wrong",
         uninformed: bool = False,
+        seed: int = 0,
     ):
         self.problem, self.est, self.variant, self.answer_mode = problem, estimator, variant, answer
         self.r = scoring.reward_ratio(epsilon, rho)
@@ -71,6 +76,8 @@ class ProverSearch:
         self.pooled = uninformed
         self.judge: OracleJudge = PooledJudge(problem) if uninformed else OracleJudge(problem)
         self.n = 1 if uninformed else problem.n
+        self.rng = np.random.default_rng(np.random.SeedSequence([seed, 13]))
+        self.restricted: list[tuple[int, int]] = []  # (round k, indices kept) where capped
 
     def forward(self) -> list[Level]:
         prob, q = self.problem, self.q
@@ -88,38 +95,45 @@ class ProverSearch:
             if k == 1:
                 break
             s_n = len(inst)
-            if s_n * (q << q) > MAX_ROWS:
-                raise ConfigError(
-                    f"the prover's best response needs {s_n * (q << q):.3g} rows at "
-                    f"round {k}; the limit is {MAX_ROWS:.0e}: use a smaller depth or width"
-                )
-            ci = np.repeat(inst, q << q)
-            cn = np.repeat(node, q << q) * q + np.tile(np.arange(q), s_n << q)
-            cp = view.nextp.reshape(-1)
+            lv.jsel = self._indices(k, s_n)
+            m = len(lv.jsel)
+            ci = np.repeat(inst, m << q)
+            cn = (np.repeat(node, m << q) * q + np.tile(lv.jsel, s_n << q)).astype(np.int64)
+            cp = view.nextp[:, :, lv.jsel].reshape(-1)
             uniq, inverse = _unique(ci, cn, cp)
-            lv.child = inverse.reshape(s_n, 1 << q, q)
+            lv.child = inverse.reshape(s_n, 1 << q, m)
             inst, node = uniq[:, 0], uniq[:, 1]
             p = uniq[:, 2].copy().view(np.float64)
-        last = levels[-1] if levels else None
-        if last is not None and len(last.inst) * (q << q) > MAX_ROWS:
-            raise ConfigError(
-                f"the prover's best response needs {len(last.inst) * (q << q):.3g} "
-                f"rows at round 1; the limit is {MAX_ROWS:.0e}"
-            )
+        if levels:
+            levels[-1].jsel = self._indices(1, len(levels[-1].inst))
         return levels
 
+    def _indices(self, k: int, states: int) -> np.ndarray:
+        """All q recursion indices, or, where the rows they make exceed :data:`MAX_ROWS`
+        (states·2^q·q here, and each child's own 2^q·q one round down), a seeded subset of
+        them that fits: the stated search beyond the exact DP."""
+        q = self.q
+        below = (q << q) if k > 1 else 1
+        keep = min(q, max(1, MAX_ROWS // max(1, (states << q) * below)))
+        if keep == q:
+            return np.arange(q)
+        self.restricted.append((k, keep))
+        return np.sort(self.rng.choice(q, size=keep, replace=False)).astype(np.int64)
+
     def leaf_values(self, lv: Level) -> np.ndarray:
-        """V_0 of every (state, z, j) below round-1 states: shape (S, 2^q, q)."""
+        """V_0 of every (state, z, jsel[j]) below round-1 states: shape (S, 2^q, K)."""
         q, s_n = self.q, len(lv.inst)
-        out = np.empty((s_n, 1 << q, q))
-        per = max(1, (1 << 20) // (q << q))
+        jsel = np.arange(q) if lv.jsel is None else lv.jsel
+        kk = len(jsel)
+        out = np.empty((s_n, 1 << q, kk))
+        per = max(1, (1 << 20) // (kk << q))
         for lo in range(0, s_n, per):
             sl = slice(lo, lo + per)
             m = len(lv.inst[sl])
-            ci = np.repeat(lv.inst[sl], q << q)
-            cn = np.repeat(lv.node[sl], q << q) * q + np.tile(np.arange(q), m << q)
-            cp = lv.view.nextp[sl].reshape(-1)
-            out[sl] = np.abs(self.judge.prob_true(ci, cn) - cp).reshape(m, 1 << q, q)
+            ci = np.repeat(lv.inst[sl], kk << q)
+            cn = np.repeat(lv.node[sl], kk << q) * q + np.tile(jsel, m << q)
+            cp = lv.view.nextp[sl][:, :, jsel].reshape(-1)
+            out[sl] = np.abs(self.judge.prob_true(ci, cn) - cp).reshape(m, 1 << q, kk)
         return out
 
     def solve(self) -> tuple[TableProver, float, np.ndarray]:
@@ -193,17 +207,21 @@ class ProverSearch:
         gap = lv.em - lv.p
         s = leaf_direction(lv.em, lv.p)  # sign(E[M_D] - p_k), 0 within the tolerance
         joint = lv.view.joint
+        jsel = np.arange(q) if lv.jsel is None else lv.jsel
+        kk = len(jsel)
         if self.variant in COMMITTING:
-            per_j = (joint[:, :, None] * child_v).sum(axis=1)  # (S, q)
-            j_best = first_argmax(per_j)
-            cont = per_j[np.arange(len(s)), j_best]
+            per_j = (joint[:, :, None] * child_v).sum(axis=1)  # (S, K)
+            local = first_argmax(per_j)
+            cont = per_j[np.arange(len(s)), local]
+            j_best = jsel[local]
             for t in range(len(s)):
                 ckey = (int(lv.inst[t]), k, int(lv.node[t]), _row_key(lv.view.marg[t]))
                 pr.committed[ckey] = int(j_best[t])
         else:
             s_n, size = joint.shape
-            j_best = first_argmax(child_v.reshape(s_n * size, q)).reshape(s_n, size)
-            best_v = np.take_along_axis(child_v, j_best[:, :, None], axis=2)[:, :, 0]
+            local2 = first_argmax(child_v.reshape(s_n * size, kk)).reshape(s_n, size)
+            best_v = np.take_along_axis(child_v, local2[:, :, None], axis=2)[:, :, 0]
+            j_best = jsel[local2]
             cont = (joint * best_v).sum(axis=1)
             tabulated = k > 1 or self.pooled
             reached = zip(*np.nonzero(joint > 0), strict=True) if tabulated else iter(())
