@@ -409,6 +409,35 @@ def judgment_scores(t: Transcript) -> dict[str, float | None]:
     return out
 
 
+# ---------------------------------------------------------------------------- interactive judges
+
+
+def interactive_judge_score(
+    p_correct: float, turns: int, turn_cost: float, *, log_base: float = float(np.e)
+) -> float:
+    """The score of a judge who may ask the debaters questions and end the debate when it
+    chooses (Michael et al. 2023, "Debate Helps Supervise Unreliable Experts"): the log score
+    of its final probability on the correct answer minus a linear penalty for the turns it
+    let the debate run, log_b(p_correct) - turn_cost · turns.
+
+    ``turns``: the debate turns the judge asked for (0 if it decided before any); with
+    ``turn_cost`` > 0 a judge gains by asking only while a turn is expected to raise its log
+    score by more than ``turn_cost``. ``log_base`` e (the default) gives nats, as
+    :func:`log_score`; their study scored in bits (base 2) with a cost of 0.05 a turn. A
+    probability of 0 on the truth scores -inf.
+    """
+    if not 0.0 <= p_correct <= 1.0:
+        raise ValueError(f"p_correct must lie in [0, 1], got {p_correct!r}")
+    if turns < 0:
+        raise ValueError(f"turns must be >= 0, got {turns!r}")
+    if turn_cost < 0:
+        raise ValueError(f"turn_cost must be >= 0, got {turn_cost!r}")
+    if log_base <= 1.0:
+        raise ValueError(f"log_base must be > 1, got {log_base!r}")
+    base = -np.inf if p_correct == 0.0 else np.log(p_correct) / np.log(log_base)
+    return float(base - turn_cost * turns)
+
+
 # ---------------------------------------------------------------------------- training rewards
 # What a trainer sees (docs/training.md, "Reward scale"): every reward of a decision divided
 # by its unit, the most that decision can gain or lose, so that it lies in [-1, 1] whatever
