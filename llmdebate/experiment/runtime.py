@@ -42,7 +42,7 @@ def lean_gc() -> Iterator[None]:
 
 def servers_of(models: dict[str, Model]) -> dict[str, str | None]:
     """The effective server URL of each role (None for local and scripted models)."""
-    return {role: getattr(m, "base_url", None) for role, m in models.items()}
+    return {role: m.base_url for role, m in models.items()}
 
 
 def protocol_settings(config: ExperimentConfig) -> ProtocolSettings:

@@ -132,6 +132,11 @@ class Model:
         """Whether the backend returns token logprobs (Anthropic's API does not)."""
         return self.backend.supports_logprobs
 
+    def replays(self, role: str, rnd: int) -> bool:
+        """Whether the speech of ``role`` in round ``rnd`` is answered from a recording rather
+        than generated (a fork's replaying model says True; a live model never does)."""
+        return False
+
     # ------------------------------------------------------------------ generation
     async def generate(
         self,
