@@ -56,7 +56,9 @@ def test_a_debate_in_inspects_log_viewer(bundle: str, tmp_path: Path) -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(bundle)
-        page.get_by_text("llmdebate/debate").first.wait_for(timeout=30_000)
+        page.get_by_text("prover-estimator · divisors-000 · honest").first.wait_for(
+            timeout=30_000
+        )
         page.get_by_text("initialisation · estimate").first.wait_for(timeout=30_000)
         page.screenshot(path=str(tmp_path / "viewer-sample.png"))
         body = page.inner_text("body")
