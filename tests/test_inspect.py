@@ -30,10 +30,10 @@ from llmdebate.scoring import score_transcript
 
 try:
     from tests.fixtures.fake_server import FakeServer
-    from tests.inspect_mock import mock_roles
+    from tests.inspect_mock import ITEMS, mock_roles
 except ImportError:  # run from inside tests/
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
-    from inspect_mock import mock_roles  # type: ignore[no-redef]
+    from inspect_mock import ITEMS, mock_roles  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
 DIVISORS = str(REPO / "datasets" / "divisors.jsonl")
@@ -320,3 +320,17 @@ def test_inspect_backend_errors_are_llmdebates(
                           "code": "context_length_exceeded"})
     with pytest.raises(RequestRejectedError, match=r"refused the request \(model_length"):
         asyncio.run(m.generate([{"role": "user", "content": "y"}]))
+
+
+def test_correctness_is_left_out_where_the_leaves_have_no_truth(tmp_path: Path) -> None:
+
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(it) + "\n" for it in ITEMS))
+    [log] = inspect_ai.eval(  # the model's decomposition: leaf claims of unknown truth
+        debate(protocol="prover-estimator", dataset=str(data), depth=1, width=2),
+        model=None, model_roles=mock_roles(), log_dir=str(tmp_path), display="none",
+    )
+    assert log.status == "success", log.error
+    values = [next(iter((s.scores or {}).values())).value for s in log.samples or []]
+    assert values and all(isinstance(v, dict) and set(v) == {"payoff"} for v in values)
+    assert log.results is not None and [s.name for s in log.results.scores] == ["payoff"]
