@@ -267,6 +267,10 @@ def test_a_run_exported_as_an_inspect_log(
     assert main(["export", str(run_dir), "--format", "trl-prompt-completion", "--out",
                  str(tmp_path / "x.jsonl")]) == 2  # a row format still needs --role
     assert "--role is required for --format trl-prompt-completion" in capsys.readouterr().err
+    from llmdebate.export import export_run
+
+    with pytest.raises(UserError, match="inspect-log writes a whole run, not rows"):
+        export_run(run_dir, tmp_path / "rows.jsonl", role="prover", fmt="inspect-log")
 
 
 def test_a_persons_judgments_are_scores_of_the_exported_log(

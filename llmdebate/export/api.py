@@ -10,7 +10,7 @@ from typing import Any
 from llmdebate import scoring
 from llmdebate.errors import UserError
 from llmdebate.export import formats
-from llmdebate.export.registry import AUDIT, FORMATS, ONLINE, FormatContext
+from llmdebate.export.registry import AUDIT, FORMATS, ONLINE, WHOLE_RUN, FormatContext
 from llmdebate.export.rows import (
     PLAYERS,
     TRAINED_SOURCES,
@@ -95,6 +95,9 @@ def build(
         return states(r, by_id[id(r)])
 
     entry = FORMATS.entry(fmt, where="--format")
+    if entry.can(WHOLE_RUN):  # not rows: `llmdebate export RUN --format x --out FILE`
+        raise UserError(f"--format {fmt} writes a whole run, not rows (llmdebate export RUN "
+                        f"--format {fmt} --out FILE)")
     if not (include_audit or entry.can(AUDIT)):
         rows = [r for r in rows if r.source in TRAINED_SOURCES]
     if entry.can(ONLINE):  # rows whose decision a reply can be injected into (llmdebate.rl)
