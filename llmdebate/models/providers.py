@@ -64,9 +64,8 @@ class AnthropicOptions(_Options):
 
 class InspectOptions(_Options):
     model_args: dict[str, Any] | None = None
-    """Keyword arguments of Inspect's get_model() (the provider's own model args)."""
-    timeout: float | None = None
-    """Seconds per request (Inspect's timeout)."""
+    """Keyword arguments of Inspect's get_model() (the provider's own model args); timeout
+    (seconds per request) passes through as for the other HTTP backends."""
 
 
 class LocalOptions(_Options):
