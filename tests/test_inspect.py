@@ -180,7 +180,8 @@ def test_inspect_eval_on_the_command_line(server: FakeServer, tmp_path: Path) ->
 
 
 def test_inspect_backend_in_llmdebate_run(
-    server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cfg = {
         "name": "insp",
@@ -196,7 +197,7 @@ def test_inspect_backend_in_llmdebate_run(
     }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    os.environ.setdefault("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     run_dir = tmp_path / "r"
     assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
     lines = (run_dir / "transcripts.jsonl").read_text().splitlines()
@@ -211,12 +212,14 @@ def test_inspect_backend_in_llmdebate_run(
     capsys.readouterr()
 
 
-def test_inspect_backend_retries_are_llmdebates(server: FakeServer) -> None:
+def test_inspect_backend_retries_are_llmdebates(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     server.faults.extend([{"status": 429, "retry_after": "0"}, {"status": 500}])
     m = get_model("inspect/openai/fake-model", base_url=server.url, use_cache=False,
-                  api_key_env="NO_SUCH_KEY_VARIABLE", model_args={"responses_api": False},
+                  model_args={"responses_api": False},
                   retry_base_delay=0.0)
-    os.environ.setdefault("OPENAI_API_KEY", "sk-test")
     out = asyncio.run(m.generate([{"role": "user", "content": "Is it?"}]))
     assert out.text == "True"
     assert server.requests == 3 and m.usage.retries == 2  # Inspect sent each request once
@@ -314,6 +317,11 @@ def test_inspect_backend_errors_are_llmdebates(
     with pytest.raises(UserError, match=r"Inspect cannot load 'openai/fake-model': .*OPENAI_API_K"):
         get_model("inspect/openai/fake-model", base_url=server.url)
     server.api_key = "sk-right"
+    from llmdebate.errors import MissingAPIKeyError
+
+    with pytest.raises(MissingAPIKeyError, match="INSPECT_TEST_KEY"):
+        get_model("inspect/openai/fake-model", base_url="https://example.invalid/v1",
+                  api_key_env="INSPECT_TEST_KEY")
     monkeypatch.setenv("INSPECT_TEST_KEY", "sk-wrong")
     m = get_model("inspect/openai/fake-model", base_url=server.url, use_cache=False,
                   api_key_env="INSPECT_TEST_KEY", model_args={"responses_api": False})

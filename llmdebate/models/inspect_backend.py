@@ -43,6 +43,7 @@ from llmdebate.models.base import (
     TokenLogprob,
     TransientError,
 )
+from llmdebate.models.http_errors import api_key
 from llmdebate.models.profile import BackendProfile
 from llmdebate.schemas import DecisionTag
 
@@ -231,7 +232,6 @@ def _inspect_model(
     api_key_env: str | None,
     model_args: dict[str, Any] | None,
 ) -> InspectModel:
-    import os
     import re
 
     from inspect_ai.model import get_model
@@ -241,7 +241,8 @@ def _inspect_model(
             f"unknown model {name!r}: use inspect/<provider>/<model> "
             "(an Inspect model name, e.g. inspect/openai/gpt-4o-mini)"
         )
-    key = os.environ.get(api_key_env) if api_key_env else None
+    key = api_key(api_key_env, f"Inspect's {model_id}", base_url, "local-no-key") \
+        if api_key_env else None  # else the provider's own variable, as Inspect reads it
     args = dict(model_args or {})
     if model_id.split("/", 1)[0] in SDK_RETRY_PROVIDERS:
         args.setdefault("max_retries", 0)  # the provider SDK's own retries: llmdebate retries
