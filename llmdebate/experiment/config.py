@@ -18,6 +18,7 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
+from llmdebate.experiment.roster import TournamentSettings, check_seats, seat_models
 from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import PROTOCOLS, can
 from llmdebate.schemas import DebateConfig
@@ -82,6 +83,11 @@ class ExperimentConfig(_Section):
     prover: ProverSettings = Field(default_factory=ProverSettings)
     estimator: EstimatorSettings = Field(default_factory=EstimatorSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    seats: dict[str, ModelSettings] = Field(default_factory=dict)
+    """A model per debater seat, as JSON: {"debater_b": {"model": "openai/gpt-4o"}} (seats:
+    debater_a, debater_b, consultant, prover, estimator; a seat plays with its role's
+    settings, debaters and consultants the prover's)."""
+    tournament: TournamentSettings = Field(default_factory=TournamentSettings)
     max_concurrency: int = Field(default=4, ge=1, le=100_000)
     """Debates in flight at once."""
     model_concurrency: int | None = Field(default=None, ge=1)
@@ -130,6 +136,7 @@ class ExperimentConfig(_Section):
                 "prover.assignment 'choose' applies to the asymmetric protocols only; "
                 f"remove {', '.join(symmetric)} or choose another assignment"
             )
+        check_seats(self.protocols, self.seats, self.tournament)
         return self
 
     def role_settings(self) -> dict[str, ModelSettings]:
@@ -137,6 +144,7 @@ class ExperimentConfig(_Section):
         roles: dict[str, ModelSettings] = {"prover": self.prover, "estimator": self.estimator}
         if self.judge.kind in ("llm", "oracle-or-llm"):
             roles["judge"] = self.judge
+        roles.update(seat_models(self.seats, self.tournament))
         return roles
 
 

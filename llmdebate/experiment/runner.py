@@ -53,9 +53,10 @@ from llmdebate.experiment.executors import (
     RunContext,
     make_executor,
 )
-from llmdebate.experiment.jobs import Job, make_jobs
+from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
+from llmdebate.experiment.tournament import Plan
 from llmdebate.models import Model
 from llmdebate.models.wrapper import requests_sent
 from llmdebate.paths import resolve_path
@@ -270,7 +271,8 @@ def run(
     items = _items(config)
     if any(is_protected(it) for it in items):  # no on-disk cache of protected text
         config = config.model_copy(update={"use_cache": False})
-    jobs = make_jobs(items, config)
+    plan = Plan(items, config)
+    jobs = plan.jobs()
     own_models = models is None
     models = models if models is not None else _build_models(config)
     servers = servers_of(models)
@@ -284,6 +286,7 @@ def run(
     out = run_dir / TRANSCRIPTS_FILE
     repair_transcripts(out)
     retried = retire_failed(run_dir)
+    jobs = plan.jobs(out)
     done = statuses(out)
     todo = [j for j in jobs if j.spec.debate_id not in done]
     say = _sayer(progress)
@@ -304,14 +307,10 @@ def run(
             + (f", {retried} failed ones retried" if retried else "")
             + f"), {config.max_concurrency} at a time{executor.executor.where}"
         )
-        invocation = _execute(
-            make_executor(executor, context),
-            todo,
-            out,
-            Progress(len(jobs), len(jobs) - len(todo), progress),
-            config.max_consecutive_failures,
-            models if own_models else {},
+        invocation = _execute_plan(
+            plan, jobs, todo, executor, context, out, progress, models if own_models else {}
         )
+        jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
     summary["last_invocation"].update(
         debates_run=invocation.finished,
@@ -361,6 +360,55 @@ def _build_models(config: ExperimentConfig) -> dict[str, Model]:
         model_concurrency=config.model_concurrency,
         max_retries=config.max_retries,
     )
+
+
+def _execute_plan(
+    plan: Plan,
+    jobs: list[Job],
+    todo: list[Job],
+    options: ExecutorOptions,
+    context: RunContext,
+    out: Path,
+    progress: bool,
+    models: dict[str, Model],
+) -> Invocation:
+    """Run ``todo``, then every debate the plan adds as they finish (a Swiss schedule's next
+    round), until none is added or the run stops; the invocations summed."""
+    total = Invocation()
+    while todo:
+        done_before = len(jobs) - len(todo)
+        inv = _execute(
+            make_executor(options, context),
+            todo,
+            out,
+            Progress(len(jobs), done_before, progress),
+            context.config.max_consecutive_failures,
+            models if not plan.swiss else {},
+        )
+        total.finished += inv.finished
+        total.debates_s += inv.debates_s
+        total.stats = inv.stats
+        total.stopped = inv.stopped
+        if inv.stopped is not None:
+            break
+        more = plan.jobs(out)
+        have = {j.spec.debate_id for j in jobs}
+        todo = [j for j in more if j.spec.debate_id not in have]
+        jobs = more
+        if todo:
+            context.say(f"{_count(len(todo), 'debate')} more: the next round of the schedule")
+    if plan.swiss:
+        _close_models(models)
+    return total
+
+
+def _close_models(models: dict[str, Model]) -> None:
+    async def close() -> None:
+        for m in {id(m): m for m in models.values()}.values():
+            with contextlib.suppress(Exception):  # closing is best effort
+                await m.aclose()
+
+    asyncio.run(close())
 
 
 @dataclass

@@ -135,7 +135,7 @@ async def speak(
     ``position``). A model that replays recorded speeches (``replays(role, rnd)`` true: a fork)
     is asked once, as without best of n.
     """
-    model = team.models["prover"]
+    model = team.model_for(role)
     act = f"argue round {rnd}"
     n = speech_candidates(team)
     if n <= 1 or model.replays(role, rnd):

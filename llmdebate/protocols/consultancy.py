@@ -29,6 +29,7 @@ class Consultancy(ChoiceProtocol):
 
     capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED}
     title = "Consultancy"
+    seats = ("consultant",)
     rank = 1
     judge_act = "consultancy_judge"
 

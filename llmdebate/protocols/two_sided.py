@@ -60,6 +60,7 @@ class TwoSided(ChoiceProtocol):
 
     capabilities = ChoiceProtocol.capabilities | {SPEECHES}
     title = "Two-sided debate"
+    seats = ("debater A", "debater B")
     rank = 2
     judge_act = JUDGE_ACT
 
