@@ -64,7 +64,7 @@ def first_speaker(seed: int, item: str, a: str, b: str) -> str:
     ``item``: drawn per item and unordered pair, so each speaks first once on an item."""
     lo, hi = sorted((a, b))
     bit = int(np.random.default_rng([seed, item_key(item), item_key(f"{lo}~{hi}")]).integers(2))
-    return a if (bit == 1) == (a == lo) else b
+    return a if bit == 1 else b  # the same bit for (a, b) and (b, a): each first once
 
 
 def two_sided_jobs(base: Sequence[Job], pairings: Iterable[Pairing], seed: int) -> list[Job]:

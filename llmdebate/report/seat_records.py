@@ -74,6 +74,9 @@ def match_of(t: Transcript) -> Match | None:
     judged = decision_correct(t)
     if not sides or judged is None:
         return None
+    judge = t.meta.get("judge")
+    if isinstance(judge, dict) and judge.get("p_first") == 0.5:
+        judged = 0.5  # a tie: the decision's first option is no verdict
     return Match(
         correct=sides.get("correct"),
         incorrect=sides.get("incorrect"),

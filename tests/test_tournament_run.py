@@ -1,0 +1,229 @@
+"""Tournaments through ``llmdebate run`` and ``llmdebate report``: a model per seat, a roster
+and its schedule, ratings, the prover × estimator grid, reports over several runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from llmdebate.cli import main
+from llmdebate.errors import ConfigError
+from llmdebate.experiment.loading import validate
+from llmdebate.experiment.runner import run
+from llmdebate.rundir import load_transcripts
+
+try:
+    from tests.fixtures import llm_fixtures, tournament_players
+    from tests.fixtures.fake_server import FakeServer
+except ImportError:  # pytest run from inside tests/
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fixtures import llm_fixtures, tournament_players  # type: ignore[no-redef]
+    from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[1]
+DIVISORS = REPO / "datasets" / "divisors.jsonl"
+PLAYERS = ("strong", "random", "concede")
+
+
+def tournament_config(tmp_path: Path, items: int = 10, **over: Any) -> Path:
+    data: dict[str, Any] = {
+        "name": "tour",
+        "protocols": ["two-sided", "consultancy"],
+        "dataset": {"path": str(DIVISORS), "limit": items},
+        "prover": {"model": "scripted"},
+        "estimator": {"model": "scripted"},
+        "judge": tournament_players.judge_settings(),
+        "tournament": {
+            "roster": {n: tournament_players.player(n) for n in PLAYERS},
+            "self_play": True,
+        },
+        "report": {"bootstrap": 200},
+    }
+    data.update(over)
+    path = tmp_path / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_three_debaters_are_rated_in_order_over_two_protocols(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "tour"
+    cfg = tournament_config(tmp_path)
+    assert main(["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]) == 0
+    ts = load_transcripts(run_dir)
+    # two-sided: 9 pairings (with self-play) per item; consultancy: 3 models x 2 sides
+    assert len(ts) == 10 * 9 + 10 * 6 == len({t.id for t in ts})
+    two = [t for t in ts if t.protocol == "two-sided"]
+    for t in two:
+        seats = t.meta["seats"]
+        assert {s["side"] for s in seats.values()} == {"correct", "incorrect"}
+        a, b = seats["debater A"]["name"], seats["debater B"]["name"]
+        assert t.id.endswith(f"/{a}~{b}") and t.agents["debater A"] == "scripted"
+        argued = {x.role: x.position for x in t.turns}
+        gold = t.meta["gold"]
+        for seat, rec in seats.items():
+            assert (argued[seat] == gold) == (rec["side"] == "correct")
+    # each model speaks first once in the two debates of a pair on an item
+    first = [t.meta["seats"]["debater A"]["name"] for t in two if "strong~random" in t.id
+             or "random~strong" in t.id]
+    assert sorted(first) == ["random"] * 10 + ["strong"] * 10
+    assert main(["score", str(run_dir / "transcripts.jsonl")]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+    assert main(["report", str(run_dir), "--quiet"]) == 0
+    m = json.loads((run_dir / "comparison.json").read_text())
+    ratings = m["tournament"]["ratings"]
+    assert set(ratings) == {"two-sided", "consultancy"}
+    for proto, table in ratings.items():
+        overall = {r["model"]: r for r in table["ratings"] if r["side"] == "overall"}
+        s, r, c = (overall[n] for n in PLAYERS)
+        assert s["value"] > r["value"] > c["value"], proto
+        assert s["ci95"][0] > r["ci95"][1] and r["ci95"][0] > c["ci95"][1], proto
+    acc = {p["model"]: p["accuracy"] for p in m["tournament"]["accuracy_vs_rating"]
+           if p["protocol"] == "two-sided"}
+    assert acc["strong"] == 1.0 and acc["concede"] == 0.5  # self-play: facts decide; ties
+    png = run_dir / "plots" / "accuracy_vs_rating.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (run_dir / "report.html").read_text()
+    assert "Debater tournament" in page and "judge accuracy against debater rating" in page
+    assert "## Debater tournament" in (run_dir / "comparison.md").read_text()
+
+
+def test_one_model_in_one_seat_is_recorded_and_reported_without_a_tournament(
+    tmp_path: Path,
+) -> None:
+    cfg = validate({
+        "name": "seat",
+        "protocols": ["two-sided"],
+        "dataset": {"path": str(DIVISORS), "limit": 2},
+        "prover": tournament_players.player("strong"),
+        "estimator": {"model": "scripted"},
+        "judge": tournament_players.judge_settings(),
+        "seats": {"debater_b": tournament_players.player("concede")},
+    })
+    res = run(cfg, tmp_path / "r", progress=False)
+    assert res.exit_code == 0
+    ts = load_transcripts(tmp_path / "r")
+    assert len(ts) == 4  # ids as without seats
+    assert {t.id.rsplit("/", 1)[-1] for t in ts} == {"order-0", "order-1"}
+    for t in ts:
+        b = next(x for x in t.turns if x.role == "debater B")
+        assert b.text.startswith("CONCEDE") and t.meta["seats"]["debater B"]["model"] == "scripted"
+        assert t.meta["decision"] == next(x for x in t.turns if x.role == "debater A").position
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"seats": {"debater_c": {"model": "scripted"}}},
+         "seats.debater_c: no such seat in two-sided, consultancy"),
+        ({"tournament": {"roster": {"a b": {"model": "scripted"}, "c": {"model": "scripted"}}}},
+         "roster name 'a b'"),
+        ({"tournament": {"roster": {"a": {"model": "scripted"}}}}, "at least two models"),
+        ({"tournament": {"roster": {"a": {"model": "scripted"}, "b": {"model": "scripted"}},
+                         "provers": ["z"]}}, "tournament.provers: 'z' is not in the roster"),
+        ({"seats": {"consultant": {"model": "scripted"}},
+          "tournament": {"roster": {"a": {"model": "scripted"}, "b": {"model": "scripted"}}}},
+         "seats.consultant: the roster fills this seat"),
+    ],
+)
+def test_bad_seats_and_rosters_are_one_line_errors(over: dict[str, Any], message: str) -> None:
+    data: dict[str, Any] = {
+        "protocols": ["two-sided", "consultancy"],
+        "judge": {"method": "verbalised"},
+        **over,
+    }
+    with pytest.raises(ConfigError) as err:
+        from llmdebate.experiment.loading import load
+
+        load(None, data)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def _grid_responder(body: dict[str, Any]) -> str:
+    """Provers play the formal acts; estimator e-sharp states the true probabilities, e-flat
+    0.5 (verbalised)."""
+    messages = body["messages"]
+    text = messages[-1]["content"]
+    if "probability" in text.lower() and body["model"] in ("e-sharp", "e-flat"):
+        p = llm_fixtures.probabilities(messages) if body["model"] == "e-sharp" else 0.5
+        return f"{p:.2f}"
+    return llm_fixtures.responder(messages)
+
+
+def test_prover_estimator_grid_on_the_fake_server(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        server.responder = _grid_responder
+
+        def model(name: str) -> dict[str, Any]:
+            return {"model": f"openai/{name}", "base_url": server.url,
+                    "options": {"retry_base_delay": 0.01}}
+
+        cfg = validate({
+            "name": "grid",
+            "protocols": ["prover-estimator"],
+            "dataset": {"path": str(DIVISORS), "limit": 3},
+            "debate": {"depth": 1, "width": 2},
+            "prover": {"model": "scripted", "decomposer": "formal"},
+            "estimator": {"model": "scripted", "method": "verbalised"},
+            "judge": {"kind": "oracle"},
+            "use_cache": False,
+            "tournament": {
+                "roster": {n: model(n) for n in ("p-one", "p-two", "e-sharp", "e-flat")},
+                "provers": ["p-one", "p-two"],
+                "estimators": ["e-sharp", "e-flat"],
+            },
+        })
+        res = run(cfg, tmp_path / "g", progress=False)
+        served = {b["model"] for b in server.bodies}
+    assert res.exit_code == 0, res.summary
+    assert served == {"p-one", "p-two", "e-sharp", "e-flat"}
+    ts = load_transcripts(tmp_path / "g")
+    assert len(ts) == 3 * 2 * 4  # items x honest/dishonest x prover x estimator
+    for t in ts:
+        seats = t.meta["seats"]
+        assert t.id.endswith(f"/{seats['prover']['name']}~{seats['estimator']['name']}")
+        assert seats["prover"]["side"] == ("correct" if t.meta["variant"] == "honest"
+                                           else "incorrect")
+        calls = {c.role: c.model for c in t.calls}
+        assert calls["estimator"] == seats["estimator"]["model"]
+    assert main(["report", str(tmp_path / "g"), "--quiet"]) == 0
+    m = json.loads((tmp_path / "g" / "comparison.json").read_text())
+    cells = m["tournament"]["prover_estimator_grid"]
+    assert {(c["prover"], c["estimator"]) for c in cells} == {
+        (p, e) for p in ("p-one", "p-two") for e in ("e-sharp", "e-flat")
+    }
+    assert all(c["n_honest"] == 3 and c["accuracy"] == 1.0 for c in cells)
+    pay = {(c["prover"], c["estimator"]): c["honest_payoff"] for c in cells}
+    for p in ("p-one", "p-two"):  # a sharp estimator agrees with the honest prover at once
+        assert pay[(p, "e-flat")] > pay[(p, "e-sharp")] > 0
+    assert (tmp_path / "g" / "plots" / "prover_estimator_grid.png").is_file()
+    assert m["tournament"]["accuracy_vs_rating"] == [] and m["tournament"]["matches"] == 0
+
+
+def test_report_over_two_runs_and_a_refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = tournament_config(tmp_path, items=3, name="a")
+    b = tournament_config(tmp_path, items=3, name="b", seed=1)
+    c = tournament_config(tmp_path, items=4, name="c")
+    for cfg, name in ((a, "a"), (b, "b"), (c, "c")):
+        assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / name),
+                     "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--quiet"]) == 0
+    merged = tmp_path / "a+b"
+    m = json.loads((merged / "comparison.json").read_text())
+    assert m["run"]["debates"] == 2 * (3 * 9 + 3 * 6)
+    overall = [r for r in m["tournament"]["ratings"]["two-sided"]["ratings"]
+               if r["side"] == "overall"]
+    assert {r["model"]: r["matches"] for r in overall}["strong"] == 2 * 3 * 4
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "c"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("cannot merge runs a and c: items differ: 1 only in c (divisors-003)")
+    assert "\n" not in err and not (tmp_path / "a+c").exists()
