@@ -89,7 +89,9 @@ def two_sided_jobs(base: Sequence[Job], pairings: Iterable[Pairing], seed: int) 
     return out
 
 
-def seated_jobs(base: Sequence[Job], seats: Sequence[str], models: dict[str, list[str]]) -> list[Job]:
+def seated_jobs(
+    base: Sequence[Job], seats: Sequence[str], models: dict[str, list[str]]
+) -> list[Job]:
     """Every job of ``base`` once per combination of ``models[seat]`` over ``seats``."""
     combos: list[list[str]] = [[]]
     for seat in seats:

@@ -18,7 +18,6 @@ from llmdebate.ratings import RatingTable
 from llmdebate.report.html import e, img, table
 from llmdebate.report.seat_records import debater_models, matches_of, pe_records_of
 from llmdebate.report.tournament import (
-    grid_cells,
     grid_markdown,
     ratings_markdown,
     section,
