@@ -227,3 +227,37 @@ def test_report_over_two_runs_and_a_refusal(
     err = capsys.readouterr().err.strip()
     assert err.endswith("cannot merge runs a and c: items differ: 1 only in c (divisors-003)")
     assert "\n" not in err and not (tmp_path / "a+c").exists()
+
+
+def test_swiss_rounds_are_drawn_from_finished_debates_and_a_resume_draws_the_same(
+    tmp_path: Path,
+) -> None:
+    roster = {n: tournament_players.player(n) for n in PLAYERS}
+    roster["echo"] = tournament_players.player("strong")
+    cfg = validate({
+        "name": "swiss",
+        "protocols": ["two-sided"],
+        "dataset": {"path": str(DIVISORS), "limit": 6},
+        "prover": {"model": "scripted"},
+        "estimator": {"model": "scripted"},
+        "judge": tournament_players.judge_settings(),
+        "tournament": {"roster": roster, "schedule": "swiss", "swiss_rounds": 3},
+    })
+    full = run(cfg, tmp_path / "full", progress=False)
+    assert full.exit_code == 0 and full.summary["planned"] == 3 * 2 * 2  # rounds x pairs x 2
+    assert full.ran == 12 and full.skipped == 0
+    lines = (tmp_path / "full" / "transcripts.jsonl").read_text().splitlines()
+    ids = [json.loads(x)["id"] for x in lines]
+    pairs = [frozenset(i.rsplit("/", 1)[-1].split("~")) for i in ids]
+    rounds = [set(pairs[k:k + 4]) for k in (0, 4, 8)]
+    assert all(len(r) == 2 for r in rounds)  # two pairs a round, each on one item twice
+    assert rounds[0] != rounds[1]  # the second round pairs by the first round's ratings
+    # a run stopped after its first round resumes into the same rounds
+    part = tmp_path / "part"
+    part.mkdir()
+    (part / "transcripts.jsonl").write_text("\n".join(lines[:4]) + "\n")
+    (part / "config.yaml").write_text((tmp_path / "full" / "config.yaml").read_text())
+    resumed = run(cfg, part, progress=False)
+    assert resumed.ran == 8 and resumed.skipped == 4
+    again = [json.loads(x)["id"] for x in (part / "transcripts.jsonl").read_text().splitlines()]
+    assert sorted(again) == sorted(ids)

@@ -289,6 +289,7 @@ def run(
     jobs = plan.jobs(out)
     done = statuses(out)
     todo = [j for j in jobs if j.spec.debate_id not in done]
+    skipped = len(jobs) - len(todo)
     say = _sayer(progress)
     context = RunContext(
         config=config,
@@ -314,8 +315,8 @@ def run(
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
     summary["last_invocation"].update(
         debates_run=invocation.finished,
-        debates_not_run=len(todo) - invocation.finished,
-        debates_skipped=len(jobs) - len(todo),
+        debates_not_run=len(jobs) - skipped - invocation.finished,
+        debates_skipped=skipped,
         failed_retried=retried,
         executor=executor.kind,
         debates_s=round(invocation.debates_s, 3),
@@ -330,7 +331,7 @@ def run(
     return RunResult(
         run_dir,
         invocation.finished,
-        len(jobs) - len(todo),
+        skipped,
         time.perf_counter() - start,
         summary,
         stopped=stopped.reason if stopped else None,
@@ -372,43 +373,24 @@ def _execute_plan(
     progress: bool,
     models: dict[str, Model],
 ) -> Invocation:
-    """Run ``todo``, then every debate the plan adds as they finish (a Swiss schedule's next
-    round), until none is added or the run stops; the invocations summed."""
-    total = Invocation()
-    while todo:
-        done_before = len(jobs) - len(todo)
-        inv = _execute(
-            make_executor(options, context),
-            todo,
-            out,
-            Progress(len(jobs), done_before, progress),
-            context.config.max_consecutive_failures,
-            models if not plan.swiss else {},
-        )
-        total.finished += inv.finished
-        total.debates_s += inv.debates_s
-        total.stats = inv.stats
-        total.stopped = inv.stopped
-        if inv.stopped is not None:
-            break
-        more = plan.jobs(out)
-        have = {j.spec.debate_id for j in jobs}
-        todo = [j for j in more if j.spec.debate_id not in have]
-        jobs = more
-        if todo:
-            context.say(f"{_count(len(todo), 'debate')} more: the next round of the schedule")
-    if plan.swiss:
-        _close_models(models)
-    return total
+    """Run ``todo``, then the debates the plan adds as they finish (a Swiss schedule's next
+    round: drawn from the transcripts written so far), in one event loop, until none is
+    added or the run stops."""
+    have = {j.spec.debate_id for j in jobs}
+    bar = Progress(len(jobs), len(jobs) - len(todo), progress)
 
+    def more() -> list[Job]:
+        added = [j for j in plan.jobs(out) if j.spec.debate_id not in have]
+        have.update(j.spec.debate_id for j in added)
+        if added:
+            bar.bar.total += len(added)
+            context.say(f"{_count(len(added), 'debate')} more: the next round of the schedule")
+        return added
 
-def _close_models(models: dict[str, Model]) -> None:
-    async def close() -> None:
-        for m in {id(m): m for m in models.values()}.values():
-            with contextlib.suppress(Exception):  # closing is best effort
-                await m.aclose()
-
-    asyncio.run(close())
+    return _execute(
+        make_executor(options, context), todo, out, bar,
+        context.config.max_consecutive_failures, models, more=more if plan.swiss else None,
+    )
 
 
 @dataclass
@@ -428,20 +410,17 @@ def _execute(
     bar: Progress,
     max_consecutive_failures: int,
     models: dict[str, Model],
+    more: Callable[[], list[Job]] | None = None,
 ) -> Invocation:
-    """Run ``todo`` on ``ex`` (closing it and ``models`` afterwards); what it came to."""
+    """Run ``todo`` on ``ex``, then what ``more`` adds after each batch until it adds none
+    (closing ``ex`` and ``models`` afterwards); what it came to."""
     result = Invocation()
     began = time.perf_counter()
     try:
         with lean_gc():
             asyncio.run(
                 _close_after(
-                    drive(
-                        ex, todo, out, max_consecutive_failures=max_consecutive_failures,
-                        on_done=bar,
-                    ),
-                    models,
-                    ex,
+                    _batches(ex, todo, out, max_consecutive_failures, bar, more), models, ex
                 )
             )
     except RunStopped as exc:
@@ -452,6 +431,19 @@ def _execute(
         result.finished = bar.finished
         bar.close()
     return result
+
+
+async def _batches(
+    ex: Executor,
+    todo: list[Job],
+    out: Path,
+    max_consecutive_failures: int,
+    bar: Progress,
+    more: Callable[[], list[Job]] | None,
+) -> None:
+    while todo:
+        await drive(ex, todo, out, max_consecutive_failures=max_consecutive_failures, on_done=bar)
+        todo = more() if more is not None else []
 
 
 def write_summary(
