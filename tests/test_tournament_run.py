@@ -261,3 +261,37 @@ def test_swiss_rounds_are_drawn_from_finished_debates_and_a_resume_draws_the_sam
     assert resumed.ran == 8 and resumed.skipped == 4
     again = [json.loads(x)["id"] for x in (part / "transcripts.jsonl").read_text().splitlines()]
     assert sorted(again) == sorted(ids)
+
+
+def test_open_consultancy_the_consultant_picks_its_side_and_is_rated_apart(
+    tmp_path: Path,
+) -> None:
+    cfg = validate({
+        "name": "open",
+        "protocols": ["consultancy"],
+        "dataset": {"path": str(DIVISORS), "limit": 6},
+        "prover": {"model": "scripted", "assignment": "choose"},
+        "estimator": {"model": "scripted"},
+        "judge": tournament_players.judge_settings(),
+        "tournament": {"roster": {n: tournament_players.player(n) for n in PLAYERS}},
+    })
+    assert run(cfg, tmp_path / "o", progress=False).exit_code == 0
+    ts = load_transcripts(tmp_path / "o")
+    assert len(ts) == 6 * 3
+    for t in ts:
+        assert t.meta["variant"] == "chosen" and t.meta["assigned"] is None
+        who = t.meta["seats"]["consultant"]
+        assert who["side"] == {"strong": "correct", "concede": "incorrect"}.get(
+            who["name"], who["side"]
+        )
+        assert t.calls[0].act == "answer"
+    from llmdebate.report.seat_records import matches_of
+
+    matches = matches_of(ts)
+    assert {m.protocol for m in matches} == {"consultancy (chosen)"}
+    assert main(["report", str(tmp_path / "o"), "--quiet"]) == 0
+    m = json.loads((tmp_path / "o" / "comparison.json").read_text())
+    assert set(m["tournament"]["ratings"]) == {"consultancy (chosen)"}
+    with pytest.raises(ConfigError, match="two-sided assign both answers"):
+        validate({"protocols": ["two-sided"], "prover": {"assignment": "choose"},
+                  "judge": {"method": "verbalised"}})

@@ -187,11 +187,16 @@ class Team:
             return BestOfNProver(prover, p.best_of, self.make_estimator, tuple(p.best_of_acts))
         return prover
 
-    def _llm_prover(self) -> LLMProver:
+    def make_answerer(self, seat: str) -> LLMProver:
+        """A prover on ``seat``'s model that picks the answer the seat defends (an open role:
+        ``prover.assignment: choose``)."""
+        return self._llm_prover(seat)
+
+    def _llm_prover(self, seat: str = "prover") -> LLMProver:
         p = self.prover
         return LLMProver(
-            self.model_for("prover"),
-            self.prompts_for("prover", p.belief_method),
+            self.model_for(seat),
+            self.prompts_for(seat, p.belief_method),
             direction=p.direction,
             recursion=p.recursion,
             belief_method=p.belief_method,

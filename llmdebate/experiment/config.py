@@ -19,7 +19,7 @@ from llmdebate.agents.settings import (
     ProverSettings,
 )
 from llmdebate.experiment.roster import TournamentSettings, check_seats, seat_models
-from llmdebate.protocols.interface import RECURSIVE
+from llmdebate.protocols.interface import ASSIGNED, RECURSIVE
 from llmdebate.protocols.registry import PROTOCOLS, can
 from llmdebate.schemas import DebateConfig
 
@@ -131,10 +131,12 @@ class ExperimentConfig(_Section):
                 f"{', '.join(symmetric)} need the judge's probability: judge.method logprobs, "
                 "sampling or verbalised"
             )
-        if self.prover.assignment == "choose" and symmetric:
+        fixed = [p for p in symmetric if p != "direct" and not can(p, ASSIGNED)]
+        if self.prover.assignment == "choose" and fixed:
             raise ValueError(
-                "prover.assignment 'choose' applies to the asymmetric protocols only; "
-                f"remove {', '.join(symmetric)} or choose another assignment"
+                "prover.assignment 'choose' applies to protocols with an assigned answer "
+                f"(consultancy, the recursive ones); {', '.join(fixed)} assign both answers: "
+                "remove them or choose another assignment"
             )
         check_seats(self.protocols, self.seats, self.tournament)
         return self

@@ -249,6 +249,10 @@ class ChoiceProtocol(Protocol):
     shows_transcript: ClassVar[bool] = True
     """Whether the judge prompt holds the transcript of the speeches."""
 
+    def needs_wrong_answer(self, variant: str) -> bool:
+        """Every debate of a choice between two answers needs the distractor."""
+        return True
+
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
         item = t.item or {}
         variables: dict[str, Any] = {

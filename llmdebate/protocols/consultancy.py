@@ -19,6 +19,7 @@ from llmdebate.protocols.common import (
     transcript_text,
 )
 from llmdebate.protocols.interface import ASSIGNED, SPEECHES
+from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
 
@@ -36,10 +37,12 @@ class Consultancy(ChoiceProtocol):
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
-        if spec.answer is None:
-            raise ProtocolViolation("consultancy needs an assigned answer")
         position = spec.answer
-        model = team.models["prover"]
+        if position is None:
+            if spec.variant != "chosen":
+                raise ProtocolViolation("consultancy needs an assigned answer")
+            position = await chosen_position(team, spec, "consultant", log)
+        model = team.model_for("consultant")
         turns: list[Turn] = []
         for rnd in range(1, settings.rounds + 1):
             msgs = team.prompts.render(
