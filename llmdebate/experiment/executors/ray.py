@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import math
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,10 @@ from llmdebate.experiment.executors.base import (
 from llmdebate.experiment.executors.pool import MAX_RESTARTS, WorkerPoolExecutor
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.worker import DebateWorker, worker_config
+
+RECOVER_S = 120.0
+"""How long a restarting actor may take to answer again before its worker counts as dead."""
+RECOVER_POLL_S = 0.2
 
 
 def _ray() -> Any:
@@ -136,12 +141,23 @@ class RayExecutor(WorkerPoolExecutor):
         return isinstance(exc, (errors.RayActorError, errors.WorkerCrashedError))
 
     async def _recover(self, i: int) -> bool:
-        """Ray restarts a dead actor itself: wait until it answers."""
-        try:
-            await asyncio.wrap_future(self.actors[i].pid.remote().future())
-        except Exception:
-            return False
-        return True
+        """Ray restarts a dead actor itself: wait until it answers. A call made while the
+        actor is still restarting fails at once with ``ActorUnavailableError`` ("temporarily
+        unavailable"), so ask again until it answers, its restarts run out, or
+        :data:`RECOVER_S` pass."""
+        unavailable = self.ray.exceptions.ActorUnavailableError
+        deadline = time.monotonic() + RECOVER_S
+        while True:
+            try:
+                await asyncio.wrap_future(self.actors[i].pid.remote().future())
+            except unavailable:
+                if time.monotonic() > deadline:
+                    return False
+                await asyncio.sleep(RECOVER_POLL_S)
+            except Exception:
+                return False
+            else:
+                return True
 
     async def aclose(self) -> None:
         ray = self.ray
