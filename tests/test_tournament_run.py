@@ -295,3 +295,77 @@ def test_open_consultancy_the_consultant_picks_its_side_and_is_rated_apart(
     with pytest.raises(ConfigError, match="two-sided assign both answers"):
         validate({"protocols": ["two-sided"], "prover": {"assignment": "choose"},
                   "judge": {"method": "verbalised"}})
+
+
+def _interactive_responder(body: dict[str, Any]) -> str:
+    messages = body["messages"]
+    name = str(body["model"])
+    if name == "judge":
+        return tournament_players.judge_turn(messages)
+    play = {"strong": tournament_players.strong, "concede": tournament_players.concede}
+    return play[name](messages)
+
+
+def test_an_interactive_model_judge_asks_once_and_stops_early_on_the_fake_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeServer() as server:
+        server.responder = _interactive_responder
+
+        def model(name: str) -> dict[str, Any]:
+            return {"model": f"openai/{name}", "base_url": server.url}
+
+        cfg = validate({
+            "name": "ask",
+            "protocols": ["two-sided", "consultancy"],
+            "dataset": {"path": str(DIVISORS), "limit": 2},
+            "rounds": 4,
+            "prover": model("strong"),
+            "estimator": {"model": "scripted"},
+            "seats": {"debater_b": model("concede")},
+            "judge": {**model("judge"), "kind": "llm", "method": "verbalised",
+                      "interactive": True, "turn_cost": 0.05, "log_base": 2},
+            "use_cache": False,
+        })
+        res = run(cfg, tmp_path / "a", progress=False)
+        judge_bodies = [b for b in server.bodies if b["model"] == "judge"]
+    assert res.exit_code == 0, res.summary
+    ts = load_transcripts(tmp_path / "a")
+    assert len(ts) == 2 * 2 + 2 * 2
+    for t in ts:
+        rec = t.meta["judge_turns"]
+        assert [x["action"] for x in rec["turns"]] == ["ask", "decide"]
+        assert rec["asked"] == 1 and rec["max_rounds"] == 4
+        speakers = [x.role for x in t.turns]
+        assert max(x.round for x in t.turns if x.role != "judge") == 2  # stopped after round 2
+        question = next(x for x in t.turns if x.text.startswith("Question:"))
+        assert question.round == 1 and question.position is None
+        assert speakers.count("judge") == 2  # the question and the verdict
+        assert t.meta["judge"]["method"] == "judge-turn" and t.meta["judge_round"] == 3
+        p = rec["turns"][-1]["p_first"]
+        p_correct = p if t.meta["options"][0] == t.meta["gold"] else 1 - p
+        import math
+
+        assert rec["score"] == pytest.approx(math.log2(p_correct) - 0.05)
+    # the round-2 speeches read the judge's question
+    assert any("judge (after round 1):\nQuestion: Which divisor" in m["content"]
+               for b in server.bodies if b["model"] == "strong" for m in b["messages"])
+    assert len(judge_bodies) == 2 * len(ts)
+    assert main(["score", str(tmp_path / "a" / "transcripts.jsonl")]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+    # a tampered score is caught
+    lines = (tmp_path / "a" / "transcripts.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["meta"]["judge_turns"]["score"] = 0.0
+    (tmp_path / "bad.jsonl").write_text(json.dumps(first) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["score", str(tmp_path / "bad.jsonl")])
+    assert stop.value.code == 1
+    assert "interactive judge score" in capsys.readouterr().out
+
+
+def test_an_interactive_judge_must_be_a_model_on_a_speech_protocol() -> None:
+    with pytest.raises(ConfigError, match=r"judge\.interactive needs judge\.kind llm"):
+        validate({"protocols": ["consultancy"], "judge": {"kind": "human", "interactive": True}})
+    with pytest.raises(ConfigError, match="applies to two-sided and consultancy"):
+        validate({"protocols": ["prover-estimator"], "judge": {"interactive": True}})

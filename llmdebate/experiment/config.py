@@ -138,8 +138,23 @@ class ExperimentConfig(_Section):
                 f"(consultancy, the recursive ones); {', '.join(fixed)} assign both answers: "
                 "remove them or choose another assignment"
             )
+        if self.judge.interactive:
+            self._interactive()
         check_seats(self.protocols, self.seats, self.tournament)
         return self
+
+    def _interactive(self) -> None:
+        if self.judge.kind != "llm":
+            raise ValueError(
+                f"judge.interactive needs judge.kind llm (got {self.judge.kind}): a person "
+                "judging asks no questions of the debaters"
+            )
+        asking = [p for p in self.protocols if p in ("two-sided", "consultancy")]
+        if not asking:
+            raise ValueError(
+                "judge.interactive applies to two-sided and consultancy; "
+                f"the run has {', '.join(self.protocols)}"
+            )
 
     def role_settings(self) -> dict[str, ModelSettings]:
         """The model settings of every role that calls a model in this run."""

@@ -41,10 +41,15 @@ def options_text(options: tuple[str, str] | list[str]) -> str:
     return "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
 
 
+def _speaker(t: Turn) -> str:
+    """Who spoke: a debater with its answer, or the judge asking after a round."""
+    if t.position is None:
+        return f"{t.role} (after round {t.round})"
+    return f'{t.role} (round {t.round}, arguing for "{t.position}")'
+
+
 def transcript_text(turns: list[Turn]) -> str:
-    return "\n\n".join(
-        f'{t.role} (round {t.round}, arguing for "{t.position}"):\n{t.text.strip()}' for t in turns
-    )
+    return "\n\n".join(f"{_speaker(t)}:\n{t.text.strip()}" for t in turns)
 
 
 Decision = tuple[str, float, dict[str, Any]]

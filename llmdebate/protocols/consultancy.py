@@ -18,6 +18,7 @@ from llmdebate.protocols.common import (
     speak,
     transcript_text,
 )
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import ASSIGNED, SPEECHES
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
@@ -44,6 +45,7 @@ class Consultancy(ChoiceProtocol):
             position = await chosen_position(team, spec, "consultant", log)
         model = team.model_for("consultant")
         turns: list[Turn] = []
+        asks = JudgeTurns(team, spec, spec.shown, settings.rounds, "a consultant")
         for rnd in range(1, settings.rounds + 1):
             msgs = team.prompts.render(
                 "consultancy_consultant",
@@ -60,7 +62,9 @@ class Consultancy(ChoiceProtocol):
                 options=spec.shown, judge_act=self.judge_act, log=log,
             )
             turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
-        decision = await judge_choice(
+            if not await asks.goes_on(rnd, turns, transcript_text(turns), log):
+                break
+        decision = asks.decision() or await judge_choice(
             team,
             self.judge_act,
             spec.shown,
@@ -76,7 +80,8 @@ class Consultancy(ChoiceProtocol):
             turns=turns,
             log=log,
             decision=decision,
-            judge_round=settings.rounds + 1,
+            judge_round=asks.judge_round(),
             options=spec.shown,
             rounds=settings.rounds,
+            **asks.meta(),
         )

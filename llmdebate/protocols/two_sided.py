@@ -18,6 +18,7 @@ from llmdebate.protocols.common import (
     speak,
     transcript_text,
 )
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import SPEECHES
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
@@ -73,6 +74,7 @@ class TwoSided(ChoiceProtocol):
         shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
         pos_a, pos_b = shown
         turns: list[Turn] = []
+        asks = JudgeTurns(team, spec, shown, settings.rounds, "two debaters")
         for rnd in range(1, settings.rounds + 1):
             before = list(turns)
             a = await _speech(
@@ -83,7 +85,9 @@ class TwoSided(ChoiceProtocol):
                 team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
             )
             turns += [a, b]
-        decision = await judge_choice(
+            if not await asks.goes_on(rnd, turns, transcript_text(turns), log):
+                break
+        decision = asks.decision() or await judge_choice(
             team,
             self.judge_act,
             shown,
@@ -100,9 +104,10 @@ class TwoSided(ChoiceProtocol):
             turns=turns,
             log=log,
             decision=decision,
-            judge_round=settings.rounds + 1,
+            judge_round=asks.judge_round(),
             options=shown,
             order=list(shown),
             rounds=settings.rounds,
             mode=settings.mode,
+            **asks.meta(),
         )
