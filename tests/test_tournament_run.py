@@ -353,6 +353,11 @@ def test_an_interactive_model_judge_asks_once_and_stops_early_on_the_fake_server
     assert len(judge_bodies) == 2 * len(ts)
     assert main(["score", str(tmp_path / "a" / "transcripts.jsonl")]) == 0
     assert "0 mismatches" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "a"), "--quiet"]) == 0
+    sec = json.loads((tmp_path / "a" / "comparison.json").read_text())["asking_judge"]
+    assert set(sec) == {"two-sided", "consultancy"}
+    assert all(s["rounds_heard"] == 2.0 and s["questions"] == 1.0 for s in sec.values())
+    assert "A judge who asks and stops" in (tmp_path / "a" / "report.html").read_text()
     # a tampered score is caught
     lines = (tmp_path / "a" / "transcripts.jsonl").read_text().splitlines()
     first = json.loads(lines[0])

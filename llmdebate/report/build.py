@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llmdebate.report import asking_judge
 from llmdebate.report import html as report_html
 from llmdebate.report import judges, judges_html, metrics, plots, tables
 from llmdebate.report.merge import merged_runs
@@ -143,6 +144,11 @@ def write_outputs(
         m["judges"] = judges.section(judged, transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
         extra_md = "\n" + judges_html.render_markdown(m["judges"])
         extra_html = judges_html.render(m["judges"])
+    asking = asking_judge.section(transcripts)
+    if asking is not None:
+        m["asking_judge"] = asking
+        extra_md += "\n" + asking_judge.markdown(asking)
+        extra_html = asking_judge.html(asking) + extra_html
     part = tournament_part(transcripts, seed=seed, n_boot=n_boot)
     if part is not None:
         m["tournament"] = part.data
