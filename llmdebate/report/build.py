@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llmdebate.report import asking_judge
+from llmdebate.report import asking_judge, judges, judges_html, metrics, plots, tables
 from llmdebate.report import html as report_html
-from llmdebate.report import judges, judges_html, metrics, plots, tables
 from llmdebate.report.merge import merged_runs
 from llmdebate.report.tournament_section import tournament_part
 from llmdebate.rundir import load_transcripts, read_run_config
