@@ -159,7 +159,7 @@ def _side(t: Transcript, seat: str, gold: str, distractor: str) -> str | None:
 
 
 def record_seats(t: Transcript, team: Team, gold: str, distractor: str) -> None:
-    """Record in ``t.meta["seats"]`` (and ``t.agents``) the model that held every debater seat
+    """Record in ``t.meta["seats"]`` the model that held every debater seat
     of its protocol, its name (the roster's, else the model string) and the side it argued."""
     seats: dict[str, dict[str, str | None]] = {}
     for seat in get_protocol(t.protocol).seats:
@@ -169,7 +169,5 @@ def record_seats(t: Transcript, team: Team, gold: str, distractor: str) -> None:
             continue
         name = key.removeprefix(ROSTER_PREFIX) if key.startswith(ROSTER_PREFIX) else model.name
         seats[seat] = {"model": model.name, "name": name, "side": _side(t, seat, gold, distractor)}
-        if t.status != "failed":
-            t.agents[seat] = model.name
     if seats:
         t.meta["seats"] = seats

@@ -96,11 +96,14 @@ class TwoSided(ChoiceProtocol):
             context=spec.item.context,
             transcript=transcript_text(turns),
         )
-        debater = team.models["prover"].name
         return decided(
             spec,
             settings,
-            agents={"debater A": debater, "debater B": debater, "judge": team.judge_name()},
+            agents={
+                "debater A": team.model_for("debater A").name,
+                "debater B": team.model_for("debater B").name,
+                "judge": team.judge_name(),
+            },
             turns=turns,
             log=log,
             decision=decision,
