@@ -374,3 +374,28 @@ def test_an_interactive_judge_must_be_a_model_on_a_speech_protocol() -> None:
         validate({"protocols": ["consultancy"], "judge": {"kind": "human", "interactive": True}})
     with pytest.raises(ConfigError, match="applies to two-sided and consultancy"):
         validate({"protocols": ["prover-estimator"], "judge": {"interactive": True}})
+
+
+def test_a_roster_runs_the_same_in_worker_processes(tmp_path: Path) -> None:
+    from llmdebate.experiment.executors import ExecutorOptions
+    from llmdebate.experiment.worker import worker_config
+
+    rel = Path(tournament_players.__file__).relative_to(REPO)
+    data = yaml.safe_load(tournament_config(tmp_path, items=2).read_text())
+    for name, entry in data["tournament"]["roster"].items():
+        entry["options"]["responder"] = f"{rel}:{name}"
+        entry["options"]["requests_per_minute"] = 600
+    cfg = validate(data)
+    shared = worker_config(cfg, 2)
+    for name, entry in shared.tournament.roster.items():  # paths absolute, limits shared
+        assert entry.options["responder"] == f"{REPO / rel}:{name}"
+        assert entry.options["requests_per_minute"] == 300
+    local = run(cfg, tmp_path / "local", progress=False)
+    procs = run(cfg, tmp_path / "procs", progress=False,
+                executor=ExecutorOptions("processes", workers=2))
+    assert local.exit_code == procs.exit_code == 0
+
+    def outcomes(d: Path) -> dict[str, Any]:
+        return {t.id: (t.meta["decision"], t.meta["seats"]) for t in load_transcripts(d)}
+
+    assert outcomes(tmp_path / "local") == outcomes(tmp_path / "procs")
