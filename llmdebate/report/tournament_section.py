@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmdebate.protocols.interface import RECURSIVE
-from llmdebate.protocols.registry import can
-from llmdebate.ratings import RatingTable
+from llmdebate.ratings import Rating, RatingTable
 from llmdebate.report.html import e, img, table
 from llmdebate.report.seat_records import debater_models, matches_of, pe_records_of
 from llmdebate.report.tournament import (
+    GridCell,
     grid_markdown,
     ratings_markdown,
     section,
@@ -46,12 +45,7 @@ def tournament_part(
     if len(models) < 2:
         return None
     matches = matches_of(transcripts)
-    pe = [
-        r
-        for proto in sorted({t.protocol for t in transcripts if can(t.protocol, RECURSIVE)})
-        if proto == "prover-estimator"
-        for r in pe_records_of(transcripts, proto)
-    ]
+    pe = pe_records_of(transcripts, "prover-estimator")
     boot = min(n_boot, MAX_BOOT)
     data, figures = section(matches, pe, seed=seed, n_boot=boot) if matches or pe else ({}, {})
     if not matches:
@@ -69,16 +63,12 @@ def _markdown(data: dict[str, Any], *, pe_cells: bool) -> str:
     if tables:
         parts.append(ratings_markdown(tables))
     if pe_cells:
-        from llmdebate.report.tournament import GridCell
-
         cells = [GridCell(**c) for c in data.get("prover_estimator_grid") or []]
         parts.append(grid_markdown(cells))
     return "\n".join(parts)
 
 
 def _table(d: dict[str, Any]) -> RatingTable:
-    from llmdebate.ratings import Rating
-
     ratings = tuple(
         Rating(
             model=r["model"],
