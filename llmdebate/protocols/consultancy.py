@@ -62,7 +62,12 @@ class Consultancy(ChoiceProtocol):
                 options=spec.shown, judge_act=self.judge_act, log=log,
             )
             turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
-            if not await asks.goes_on(rnd, turns, transcript_text(turns), log):
+            shown_to_judge = {
+                "question": spec.item.question,
+                "context": spec.item.context,
+                "transcript": transcript_text(turns),
+            }
+            if not await asks.goes_on(rnd, turns, log, shown_to_judge):
                 break
         decision = asks.decision() or await judge_choice(
             team,

@@ -59,14 +59,16 @@ class JudgeTurns:
     def on(self) -> bool:
         return self.team.judge.interactive and not self.team.judge_defers
 
-    async def goes_on(self, rnd: int, turns: list[Turn], text: str, log: Log) -> bool:
-        """After round ``rnd`` (``text``: the debate so far as the judge reads it): whether
-        the debate goes on. An ``ask`` adds the question to ``turns``."""
+    async def goes_on(
+        self, rnd: int, turns: list[Turn], log: Log, variables: dict[str, Any]
+    ) -> bool:
+        """After round ``rnd``: whether the debate goes on. ``variables``: what the judge's
+        prompt shows, as its final judge prompt would (``question``, ``context``,
+        ``transcript``: the debate so far). An ``ask`` adds the question to ``turns``."""
         if not self.on:
             return True
         messages = self.team.prompts.render(
-            ACT, question=self.spec.item.question, context=self.spec.item.context,
-            options=options_text(self.options), first=self.options[0], transcript=text,
+            ACT, **variables, options=options_text(self.options), first=self.options[0],
             speakers=self.speakers, round=rnd, rounds=self.rounds,
             turn_cost=self.team.judge.turn_cost,
         )

@@ -85,7 +85,12 @@ class TwoSided(ChoiceProtocol):
                 team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
             )
             turns += [a, b]
-            if not await asks.goes_on(rnd, turns, transcript_text(turns), log):
+            shown_to_judge = {
+                "question": spec.item.question,
+                "context": spec.item.context,
+                "transcript": transcript_text(turns),
+            }
+            if not await asks.goes_on(rnd, turns, log, shown_to_judge):
                 break
         decision = asks.decision() or await judge_choice(
             team,
