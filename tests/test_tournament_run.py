@@ -121,28 +121,34 @@ def test_one_model_in_one_seat_is_recorded_and_reported_without_a_tournament(
     ("over", "message"),
     [
         ({"seats": {"debater_c": {"model": "scripted"}}},
-         "seats.debater_c: no such seat in two-sided, consultancy"),
+         "c.yaml:7:3: seats.debater_c: no such seat in two-sided, consultancy (seats: "
+         "consultant, debater_a, debater_b)"),
         ({"tournament": {"roster": {"a b": {"model": "scripted"}, "c": {"model": "scripted"}}}},
-         "roster name 'a b'"),
-        ({"tournament": {"roster": {"a": {"model": "scripted"}}}}, "at least two models"),
+         "tournament.roster: roster name 'a b'"),
+        ({"tournament": {"roster": {"a": {"model": "scripted"}}}},
+         "tournament.roster: a roster needs at least two models"),
         ({"tournament": {"roster": {"a": {"model": "scripted"}, "b": {"model": "scripted"}},
-                         "provers": ["z"]}}, "tournament.provers: 'z' is not in the roster"),
+                         "provers": ["z"]}},
+         "tournament.provers: 'z' is not in the roster (a, b)"),
         ({"seats": {"consultant": {"model": "scripted"}},
           "tournament": {"roster": {"a": {"model": "scripted"}, "b": {"model": "scripted"}}}},
-         "seats.consultant: the roster fills this seat"),
+         "tournament.roster: the roster fills seat consultant, which seats also gives"),
     ],
 )
-def test_bad_seats_and_rosters_are_one_line_errors(over: dict[str, Any], message: str) -> None:
+def test_bad_seats_and_rosters_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], over: dict[str, Any], message: str
+) -> None:
     data: dict[str, Any] = {
         "protocols": ["two-sided", "consultancy"],
         "judge": {"method": "verbalised"},
         **over,
     }
-    with pytest.raises(ConfigError) as err:
-        from llmdebate.experiment.loading import load
-
-        load(None, data)
-    assert message in str(err.value) and "\n" not in str(err.value)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["run", "--config", str(path), "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert not (tmp_path / "r").exists()
 
 
 def _grid_responder(body: dict[str, Any]) -> str:

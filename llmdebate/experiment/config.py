@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from llmdebate.agents.settings import (
     EstimatorSettings,
@@ -18,7 +25,12 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
-from llmdebate.experiment.roster import TournamentSettings, check_seats, seat_models
+from llmdebate.experiment.roster import (
+    TournamentSettings,
+    check_roster,
+    check_seats,
+    seat_models,
+)
 from llmdebate.protocols.interface import ASSIGNED, RECURSIVE
 from llmdebate.protocols.registry import PROTOCOLS, can
 from llmdebate.schemas import DebateConfig
@@ -118,6 +130,20 @@ class ExperimentConfig(_Section):
                 raise ValueError(PROTOCOLS.unknown(name))
         return v
 
+    @field_validator("seats")
+    @classmethod
+    def _seats(cls, v: dict[str, ModelSettings], info: ValidationInfo) -> dict[str, ModelSettings]:
+        if "protocols" in info.data:
+            check_seats(info.data["protocols"], v)
+        return v
+
+    @field_validator("tournament")
+    @classmethod
+    def _tournament(cls, v: TournamentSettings, info: ValidationInfo) -> TournamentSettings:
+        if "protocols" in info.data:
+            check_roster(info.data["protocols"], info.data.get("seats") or {}, v)
+        return v
+
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
         symmetric = [p for p in self.protocols if not can(p, RECURSIVE)]
@@ -140,7 +166,6 @@ class ExperimentConfig(_Section):
             )
         if self.judge.interactive:
             self._interactive()
-        check_seats(self.protocols, self.seats, self.tournament)
         return self
 
     def _interactive(self) -> None:

@@ -14,7 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from llmdebate.agents.factory import SEAT_ROLES, Team, seat_key
 from llmdebate.agents.settings import ModelSettings
@@ -86,35 +87,44 @@ def protocol_seats(protocols: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
-def check_seats(
-    protocols: Sequence[str], seats: Mapping[str, ModelSettings], tournament: TournamentSettings
-) -> None:
-    """A ValueError (one line, naming the field) when seats or the roster do not fit the
-    run's protocols."""
+def _error(loc: tuple[str, ...], value: object, message: str) -> ValidationError:
+    """An error located at ``loc`` under the field being validated (so that a config error
+    names the key's line)."""
+    detail = InitErrorDetails(type=PydanticCustomError("seat", message), loc=loc, input=value)
+    return ValidationError.from_exception_data("seats", [detail])
+
+
+def check_seats(protocols: Sequence[str], seats: Mapping[str, ModelSettings]) -> None:
+    """A located error when a seat is none of the run's protocols' seats."""
     have = protocol_seats(protocols)
     for key in seats:
         if key not in have:
             known = ", ".join(sorted(have)) or "none"
-            raise ValueError(
-                f"seats.{key}: no such seat in {', '.join(protocols)} (seats: {known})"
+            raise _error(
+                (key,), key, f"no such seat in {', '.join(protocols)} (seats: {known})"
             )
+
+
+def check_roster(
+    protocols: Sequence[str], seats: Mapping[str, ModelSettings], tournament: TournamentSettings
+) -> None:
+    """A located error when the roster's provers / estimators are not in it, or a seat it
+    fills is also given in ``seats``."""
     if not tournament.active:
         return
     for field in ("provers", "estimators"):
         for name in getattr(tournament, field) or []:
             if name not in tournament.roster:
-                raise ValueError(
-                    f"tournament.{field}: {name!r} is not in the roster "
-                    f"({', '.join(sorted(tournament.roster))})"
+                raise _error(
+                    (field,), name,
+                    f"{name!r} is not in the roster ({', '.join(sorted(tournament.roster))})",
                 )
-    filled = [
-        seat_key(s) for p in protocols if rostered(p) for s in get_protocol(p).seats
-    ]
+    filled = [seat_key(s) for p in protocols if rostered(p) for s in get_protocol(p).seats]
     for key in seats:
         if key in filled:
-            raise ValueError(
-                f"seats.{key}: the roster fills this seat (tournament.roster); "
-                "remove one of the two"
+            raise _error(
+                ("roster",), key,
+                f"the roster fills seat {key}, which seats also gives: remove one of the two",
             )
 
 
