@@ -52,6 +52,7 @@ class _AnthropicOptions(TypedDict, total=False):
 class _LocalOptions(TypedDict, total=False):
     __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
     structured: Literal["xgrammar", "none"]
+    adapter: str  # a LoRA adapter: a name under llmdebate/adapters/ or a folder
 
 
 _OPTION_TYPES: dict[str, TypeAdapter[Any]] = {
