@@ -54,9 +54,9 @@ import queue
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import version as _version
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ __all__ = ["TURN_STOPS", "HFBackend", "format_prompt"]
 
 log = logging.getLogger(__name__)
 EMBEDDED_NAME = "gemma-3-270m-q4_k_m"
+# torch's thread count is process-wide: the backends computing now share one setting
+_THREADS: dict[str, Any] = {"lock": threading.Lock(), "active": 0, "saved": 1}
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
 
 
@@ -192,16 +194,21 @@ class HFBackend(Backend):
 
     @contextlib.contextmanager
     def torch_threads(self) -> Iterator[None]:
-        """torch's intra-op threads set to ``threads`` for the block, then restored."""
+        """torch's intra-op threads set to ``threads`` while any local backend of the process
+        loads or computes, and restored when the last one is done."""
         torch: Any = require("torch", "local")
-        before = torch.get_num_threads()
-        if before != self.threads:
-            torch.set_num_threads(self.threads)
+        with _THREADS["lock"]:
+            if _THREADS["active"] == 0:
+                _THREADS["saved"] = torch.get_num_threads()
+                torch.set_num_threads(self.threads)
+            _THREADS["active"] += 1
         try:
             yield
         finally:
-            if before != self.threads:
-                torch.set_num_threads(before)
+            with _THREADS["lock"]:
+                _THREADS["active"] -= 1
+                if _THREADS["active"] == 0:
+                    torch.set_num_threads(_THREADS["saved"])
 
     @property
     def weights_dir(self) -> Path:

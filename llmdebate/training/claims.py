@@ -79,7 +79,9 @@ def dataset_numbers(path: Path) -> set[int]:
     return found
 
 
-def check_apart(train: list[IntervalClaim], held_out: list[IntervalClaim], debate: set[int]) -> None:
+def check_apart(
+    train: list[IntervalClaim], held_out: list[IntervalClaim], debate: set[int]
+) -> None:
     """Refuse numbers shared by the training claims, the held-out claims and the debates."""
     a, b = {c.n for c in train}, {c.n for c in held_out}
     for what, shared in (("training and held-out", a & b), ("training and debate", a & debate),

@@ -28,7 +28,7 @@ def decompose_prompt(prompts: Prompts, claim: IntervalClaim) -> str:
         "decompose", claim=claim.text, width=claim.width, k=1, depth=2,
         top_claim=claim.text, context=None,
     )
-    return format_prompt(messages)  # type: ignore[arg-type]
+    return format_prompt(messages)
 
 
 def grade(claim: IntervalClaim, reply: str) -> dict[str, Any]:
