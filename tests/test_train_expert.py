@@ -129,3 +129,23 @@ def test_an_unknown_adapter_names_the_shipped_ones(tmp_path: Path) -> None:
 
     with pytest.raises(UserError, match=r"adapter 'nope': no LoRA adapter .* shipped adapters"):
         HFBackend("local", adapter="nope", cache_dir=tmp_path)
+
+
+def test_two_rounds_go_on_from_the_first_rounds_adapter(tmp_path: Path) -> None:
+    from llmdebate.training.expert import expert_iteration
+
+    model = tiny_model(tmp_path / "tiny")
+    every = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    s = ExpertSettings(train_claims=3, held_out_numbers_count=1, rounds=2, batch_size=3,
+                       epochs=3, learning_rate=0.05, warmup_steps=0, eval_every=3,
+                       held_out_loss_claims=2, evaluate=False, evaluate_before=False,
+                       threads=1, lora=LoraSettings(r=8, alpha=32, target_modules=every))
+    prov = expert_iteration(s, model, tmp_path / "out", prompts=Prompts(), seed=0,
+                            progress=False)
+    steps = [json.loads(x) for x in (tmp_path / "out" / "expert.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in steps if "loss" in e] == [1, 2, 3, 4, 5, 6]
+    held = prov["held_out_loss"]
+    assert len(held) == 3 and held[2] < held[0] - 0.1, held
+    assert (tmp_path / "out" / "round-0" / "adapter_config.json").is_file()
+    assert (tmp_path / "out" / "adapter" / "provenance.json").is_file()
+    assert (tmp_path / "out" / "learning-curve.png").stat().st_size > 10_000

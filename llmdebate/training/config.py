@@ -35,7 +35,10 @@ class ExpertSettings(_Section):
     train_claims: int = Field(default=320, ge=2)
     """Training claims (one per number)."""
     train_seed: int = Field(default=1, ge=0)
-    """Seed of the training claims."""
+    """Seed of the training claims (round r: train_seed + 1000 r)."""
+    rounds: int = Field(default=1, ge=1)
+    """Rounds of expert iteration: each trains on fresh claims (same count), going on from
+    the last round's adapter with a fresh optimizer and schedule."""
     train_numbers: tuple[int, int] = (3000, 10000)
     """Range [lo, hi) of the training claims' numbers."""
     held_out_numbers_count: int = Field(default=20, ge=1)

@@ -42,9 +42,12 @@ def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalCla
                         debate_like=False)
     held_out = draw_claims(s.held_out_numbers_count, s.held_out_seed, s.held_out_numbers,
                            s.widths, debate_like=True)
-    debate = dataset_numbers(resolve_path(s.apart_from)) if s.apart_from else set()
-    check_apart(train, held_out, debate)
+    check_apart(train, held_out, _debate_numbers(s))
     return train, held_out
+
+
+def _debate_numbers(s: ExpertSettings) -> set[int]:
+    return dataset_numbers(resolve_path(s.apart_from)) if s.apart_from else set()
 
 
 def _backend(adapter: Path | None, threads: int | None) -> Any:
@@ -85,14 +88,25 @@ def expert_iteration(
                 f"({entry['step_s']} s)" + (f" held-out loss {entry['held_out_loss']:.4f}"
                                            if "held_out_loss" in entry else ""))
 
-    sft = SFTSettings(
-        lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size, epochs=s.epochs,
-        warmup_steps=s.warmup_steps, max_steps=s.max_steps, eval_every=s.eval_every,
-        threads=s.threads, device=device,
-    )
     adapter = out / "adapter"
-    res = train_adapter(model_dir, pairs, held_pairs, sft, adapter, seed=seed, on_log=on_log)
-    say(f"expert: {res.steps} steps in {res.seconds:.0f} s; adapter in {adapter}")
+    steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()
+    for r in range(s.rounds):
+        if r:  # a further round: fresh claims, going on from the last round's adapter
+            train = draw_claims(s.train_claims, s.train_seed + 1000 * r, s.train_numbers,
+                                s.widths, debate_like=False)
+            check_apart(train, held_out, _debate_numbers(s))
+            pairs = [(decompose_prompt(prompts, c), exact_reply(c)) for c in train]
+        sft = SFTSettings(
+            lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size,
+            epochs=s.epochs, warmup_steps=s.warmup_steps, max_steps=s.max_steps,
+            eval_every=s.eval_every, threads=s.threads, device=device,
+            init_adapter=out / f"round-{r - 1}" if r else None, step_offset=steps_done,
+        )
+        target = adapter if r == s.rounds - 1 else out / f"round-{r}"
+        res = train_adapter(model_dir, pairs, held_pairs, sft, target, seed=seed + r,
+                            on_log=on_log)
+        steps_done, seconds, log = steps_done + res.steps, seconds + res.seconds, log + res.log
+        say(f"expert: round {r}: {res.steps} steps in {res.seconds:.0f} s; adapter in {target}")
     if s.evaluate:
         evals["after"] = evaluate(_backend(adapter, s.threads), prompts, held_out)
         say(f"expert: after: {_summary(evals['after'])}")
@@ -104,19 +118,20 @@ def expert_iteration(
                   "model's own samples",
         "settings": s.model_dump(mode="json"),
         "seed": seed,
-        "train_claims": len(train),
+        "train_claims": len(train) * s.rounds,
         "held_out_claims": len(held_out),
-        "steps": res.steps,
-        "train_seconds": round(res.seconds, 1),
-        "final_loss": next((e["loss"] for e in reversed(res.log) if "loss" in e), None),
-        "held_out_loss": [e["held_out_loss"] for e in res.log if "held_out_loss" in e],
+        "rounds": s.rounds,
+        "steps": steps_done,
+        "train_seconds": round(seconds, 1),
+        "final_loss": next((e["loss"] for e in reversed(log) if "loss" in e), None),
+        "held_out_loss": [e["held_out_loss"] for e in log if "held_out_loss" in e],
         "held_out": {k: _summary(v) for k, v in evals.items()},
         "machine": f"{platform.machine()}, {_cpus()} CPU cores",
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     (adapter / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n",
                                              encoding="utf-8")
-    plot_curve(res.log, evals, out / "learning-curve.png")
+    plot_curve(log, evals, out / "learning-curve.png")
     return provenance
 
 

@@ -37,6 +37,8 @@ class SFTSettings:
     threads: int | None = None
     device: str = "cpu"
     shared_prefix: bool = True
+    init_adapter: Path | None = None
+    step_offset: int = 0
 
 
 @dataclass
@@ -150,10 +152,14 @@ def train_adapter(
         base = transformers.AutoModelForCausalLM.from_pretrained(str(model_dir),
                                                                  dtype=torch.float32)
         lo = settings.lora
-        model = peft.get_peft_model(base, peft.LoraConfig(
-            task_type="CAUSAL_LM", r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout,
-            target_modules=list(lo.target_modules),
-        )).to(settings.device)
+        if settings.init_adapter is not None:  # a further round: go on from its adapter
+            model = peft.PeftModel.from_pretrained(base, str(settings.init_adapter),
+                                                   is_trainable=True).to(settings.device)
+        else:
+            model = peft.get_peft_model(base, peft.LoraConfig(
+                task_type="CAUSAL_LM", r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout,
+                target_modules=list(lo.target_modules),
+            )).to(settings.device)
         rows = [Encoded(tok, p) for p in train]
         evals = [Encoded(tok, p) for p in held_out]
         prefix = common_prefix(rows + evals) if settings.shared_prefix else None
@@ -182,12 +188,13 @@ def train_adapter(
 
         def record(entry: dict[str, Any]) -> None:
             entry["elapsed_s"] = round(time.perf_counter() - t0, 2)
+            entry["step"] += settings.step_offset
             log.append(entry)
             if on_log is not None:
                 on_log(entry)
 
         rng = random.Random(seed)
-        if evals:
+        if evals and not settings.step_offset:
             record({"step": 0, **held_out_loss()})
         model.train()
         step = 0
