@@ -122,6 +122,15 @@ def test_a_few_steps_lower_the_loss_of_the_exact_split_and_load_as_an_adapter(
     # the backend's merged adapter (float16 on disk) is the model as trained
     assert base_loss == pytest.approx(losses[0], abs=1e-3)
     assert tuned_loss == pytest.approx(losses[-1], abs=2e-2)
+    # a debate update of a role that played with the adapter starts from the merged weights
+    import transformers
+
+    from llmdebate.training.update import merged_adapter
+
+    merged = merged_adapter(model, str(tmp_path / "adapter"), tmp_path / "merged")
+    start = transformers.AutoModelForCausalLM.from_pretrained(str(merged))
+    with torch.no_grad():
+        assert float(batch_loss(start, rows, 0, "cpu")[0]) == pytest.approx(tuned_loss, abs=1e-4)
 
 
 def test_an_unknown_adapter_names_the_shipped_ones(tmp_path: Path) -> None:

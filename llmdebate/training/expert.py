@@ -162,7 +162,7 @@ def plot_curve(log: list[dict[str, Any]], evals: dict[str, Any], path: Path) -> 
     ax.legend()
     names = [k for k in ("before", "after") if k in evals]
     shares = [100 * (evals[k]["exact_splits"] or 0) for k in names]
-    bx.bar(names, shares, color=["#999", "#2a7"][: len(names)])
+    bx.bar(names, shares, color=[{"before": "#999", "after": "#2a7"}[k] for k in names])
     for i, v in enumerate(shares):
         bx.text(i, v + 1, f"{v:.0f} %", ha="center")
     bx.set_ylim(0, 105)

@@ -32,7 +32,13 @@ from llmdebate.prompts import Prompts
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.training.config import TrainConfig
 from llmdebate.training.metrics import generation_metrics, plot_metrics
-from llmdebate.training.update import UpdateResult, _device, model_dir, update_role
+from llmdebate.training.update import (
+    UpdateResult,
+    _device,
+    merged_adapter,
+    model_dir,
+    update_role,
+)
 
 
 def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
@@ -106,8 +112,8 @@ class Trainer:
                 "name": f"{self.cfg.name}-iter{it}-gen{g}",
                 "seed": self.cfg.seed + 1000 * it + g,
                 "protocols": ["prover-estimator"],
-                "prover": e.prover.model_copy(update={"model": self.models["prover"]}),
-                "estimator": e.estimator.model_copy(update={"model": self.models["estimator"]}),
+                "prover": self.settings_of("prover"),
+                "estimator": self.settings_of("estimator"),
             }
         )
         run_dir = self.out / f"iter-{it:02d}" / f"gen-{g}"
@@ -124,6 +130,16 @@ class Trainer:
         self.history.append(m)
         self.write()
         return run_dir
+
+    def settings_of(self, role: str) -> Any:
+        """The role's model settings with its current model; a checkpoint already holds the
+        experiment's adapter (merged before the first update), so it is not applied again."""
+        settings = getattr(self.exp, role)
+        model = self.models[role]
+        if model == settings.model:
+            return settings
+        options = {k: v for k, v in settings.options.items() if k != "adapter"}
+        return settings.model_copy(update={"model": model, "options": options})
 
     def update(self, role: str, run_dir: Path, it: int, j: int) -> UpdateResult:
         """Export ``role``'s decisions of ``run_dir`` and train its model on them."""
@@ -145,6 +161,9 @@ class Trainer:
         data.parent.mkdir(parents=True, exist_ok=True)
         data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         start = model_dir(self.models[role], self.exp.cache_dir)
+        adapter = getattr(self.exp, role).options.get("adapter")
+        if adapter and self.models[role] == getattr(self.exp, role).model:
+            start = merged_adapter(start, adapter, self.out / f"{role}-start")
         ckpt = self.out / f"iter-{it:02d}" / f"{role}-{j}"
         self.say(f"iteration {it}: {role} update {j} on {len(records)} rows from {start}")
         res = update_role(role, start, records, ckpt, settings, device=self.cfg.device,

@@ -71,6 +71,22 @@ def draw_rows(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, A
     return out
 
 
+def merged_adapter(start: Path, adapter: str, out: Path) -> Path:
+    """``start``'s weights with a LoRA adapter (the local backend's ``adapter`` option) merged
+    in, saved once in ``out``: the first update of a role that played with an adapter starts
+    from the model it played with."""
+    if (out / "config.json").exists():
+        return out
+    from llmdebate.models.hf_backend import adapter_path
+
+    torch, transformers, peft = _need("torch"), _need("transformers"), _need("peft")
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
+    merged = peft.PeftModel.from_pretrained(model, str(adapter_path(adapter))).merge_and_unload()
+    merged.save_pretrained(str(out))
+    transformers.AutoTokenizer.from_pretrained(str(start)).save_pretrained(str(out))
+    return out
+
+
 @dataclass
 class UpdateResult:
     role: str
