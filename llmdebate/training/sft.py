@@ -160,6 +160,8 @@ def train_adapter(
                 task_type="CAUSAL_LM", r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout,
                 target_modules=list(lo.target_modules),
             )).to(settings.device)
+        # the adapter names its base by the weights' folder, not this machine's path
+        model.peft_config["default"].base_model_name_or_path = model_dir.name
         rows = [Encoded(tok, p) for p in train]
         evals = [Encoded(tok, p) for p in held_out]
         prefix = common_prefix(rows + evals) if settings.shared_prefix else None
