@@ -158,3 +158,26 @@ def test_two_rounds_go_on_from_the_first_rounds_adapter(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "round-0" / "adapter_config.json").is_file()
     assert (tmp_path / "out" / "adapter" / "provenance.json").is_file()
     assert (tmp_path / "out" / "learning-curve.png").stat().st_size > 10_000
+
+
+def test_the_shipped_adapter_is_package_data_small_and_documented() -> None:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    from llmdebate.models.hf_backend import adapter_path
+
+    root = Path(__file__).resolve().parent.parent
+    folder = adapter_path("divisors-prover")
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped = {p for g in data["package-data"]["llmdebate"] for p in (root / "llmdebate").glob(g)}
+    assert {folder / "adapter_config.json", folder / "adapter_model.safetensors"} <= shipped
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 5_000_000
+    prov = json.loads((folder / "provenance.json").read_text())
+    assert prov["command"].endswith("--config configs/train-embedded.yaml")
+    assert set(prov["held_out"]) == {"before", "after"}
+    config = json.loads((folder / "adapter_config.json").read_text())
+    assert "/" not in config["base_model_name_or_path"]  # no path of the training machine
