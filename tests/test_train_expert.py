@@ -181,3 +181,34 @@ def test_the_shipped_adapter_is_package_data_small_and_documented() -> None:
     assert set(prov["held_out"]) == {"before", "after"}
     config = json.loads((folder / "adapter_config.json").read_text())
     assert "/" not in config["base_model_name_or_path"]  # no path of the training machine
+
+
+def test_llmdebate_train_runs_expert_iteration_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from llmdebate.cli import main
+
+    model = tiny_model(tmp_path / "tiny")
+    experiment = {
+        "name": "e", "dataset": {"path": str(DIVISORS), "limit": 1},
+        "debate": {"depth": 2, "width": 2},
+        "prover": {"model": f"hf/{model}"}, "estimator": {"model": f"hf/{model}"},
+        "judge": {"kind": "oracle"},
+    }
+    cfg = {"name": "x", "experiment": experiment, "iterations": 0, "evaluate_last": False,
+           "expert": {"train_claims": 4, "held_out_numbers_count": 1, "batch_size": 2,
+                      "held_out_loss_claims": 1, "eval_every": 1, "evaluate": False,
+                      "evaluate_before": False, "threads": 1}}
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["train", "--config", str(path), "--out-dir", str(tmp_path / "out"),
+                 "--quiet"]) == 0
+    assert "expert iteration, 2 steps" in capsys.readouterr().out
+    prov = json.loads((tmp_path / "out" / "expert" / "adapter" / "provenance.json").read_text())
+    assert prov["steps"] == 2 and len(prov["held_out_loss"]) == 3
+    # expert iteration trains an adapter on its own: debate updates are refused beside it
+    path.write_text(yaml.safe_dump({**cfg, "iterations": 1}))
+    assert main(["train", "--config", str(path), "--out-dir", str(tmp_path / "o2")]) == 2
+    assert "set iterations: 0" in capsys.readouterr().err
