@@ -267,6 +267,9 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
         if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
             cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
             _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
+    turns = t.meta.get("judge_turns")
+    if t.status == "complete" and isinstance(turns, dict):  # a judge who asked and stopped
+        _check(s, t.id, "interactive judge score", turns.get("score"), judge_turns_score(t))
     scheme = scheme or reward_scheme(t)
     if t.status != "complete" or scheme is None:
         return s
@@ -436,6 +439,30 @@ def interactive_judge_score(
         raise ValueError(f"log_base must be > 1, got {log_base!r}")
     base = -np.inf if p_correct == 0.0 else np.log(p_correct) / np.log(log_base)
     return float(base - turn_cost * turns)
+
+
+def judge_turns_score(t: Transcript) -> float | None:
+    """:func:`interactive_judge_score` of a debate whose judge asked and stopped, from its
+    record (``meta.judge_turns``: the rounds it asked for, the cost, the log base; its final
+    probability on the first of ``meta.options``); None where the record is incomplete."""
+    turns = t.meta.get("judge_turns") or {}
+    options, gold = t.meta.get("options"), t.meta.get("gold")
+    p_first = (t.meta.get("judge") or {}).get("p_first")
+    if not options or gold is None or p_first is None:
+        return None
+    first = str(options[0]).strip().lower() == str(gold).strip().lower()
+    p = float(p_first) if first else 1.0 - float(p_first)
+    return finite(
+        interactive_judge_score(
+            p, int(turns["asked"]), float(turns["turn_cost"]), log_base=float(turns["log_base"])
+        )
+    )
+
+
+def finite(x: float) -> float | None:
+    """``x``, or None where it is infinite (a log score of a probability 0 on the truth), as a
+    transcript records it."""
+    return x if np.isfinite(x) else None
 
 
 # ---------------------------------------------------------------------------- training rewards

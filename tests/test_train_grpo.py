@@ -71,7 +71,8 @@ def test_one_grpo_step_with_the_debate_reward(tmp_path: Path) -> None:
             return got
 
     settings = UpdateSettings(method="grpo", batch_size=4, num_generations=2,
-                              max_completion_length=4, lora=None, max_rows=2)
+                              max_completion_length=4, lora=None, max_rows=2,
+                              acts=["recurse"])
     res = update_role("prover", tiny_model(tmp_path / "tiny"), records, tmp_path / "ckpt",
                       settings, device="cpu", reward=Counting(name="debate"))
     assert res.steps == 1 and res.skipped is None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,20 +126,56 @@ def item_decomposition(claim: Claim, item: dict[str, Any], width: int) -> Decomp
     return dec if dec is not None else facts_decomposition(claim, item, width)
 
 
+SEAT_ROLES: dict[str, str] = {
+    "debater A": "prover",
+    "debater B": "prover",
+    "consultant": "prover",
+    "prover": "prover",
+    "estimator": "estimator",
+    "judge": "judge",
+}
+"""Every seat of a debate (a role of its transcript) and the role section whose settings it
+plays with (method, temperature, max_tokens): debaters and consultants speak as the prover."""
+
+
+def seat_key(seat: str) -> str:
+    """The config key of a seat: ``debater A`` -> ``debater_a``."""
+    return seat.lower().replace(" ", "_")
+
+
 @dataclass
 class Team:
-    """The models, prompts and role settings of a run; fresh agents for every debate."""
+    """The models, prompts and role settings of a run; fresh agents for every debate.
+
+    ``seats`` maps a seat (``debater A``, ``consultant``, ``prover``, ``estimator``) to the key
+    of its model in ``models``; a seat not in it plays its role's model (:data:`SEAT_ROLES`).
+    """
 
     models: dict[str, Model]
     prompts: Prompts
     prover: ProverSettings
     estimator: EstimatorSettings
     judge: JudgeSettings
+    seats: Mapping[str, str] = field(default_factory=dict)
+
+    def model_for(self, seat: str) -> Model:
+        """The model that holds ``seat`` in this debate."""
+        return self.models[self.key_of(seat)]
+
+    def key_of(self, seat: str) -> str:
+        """The key in ``models`` of the model that holds ``seat``."""
+        return self.seats.get(seat, SEAT_ROLES.get(seat, seat))
+
+    def seated(self, seats: Mapping[str, str]) -> Team:
+        """This team with ``seats`` (seat -> model key) taken over its own."""
+        if not seats:
+            return self
+        return replace(self, seats={**self.seats, **seats})
 
     def prompts_for(self, role: str, method: str | None = None) -> Prompts:
         """The prompts of ``role``: plain-text templates (``prompts/text/<act>.j2``) for a
         model that reads plain text, cued for the role's probability ``method``."""
-        model = self.models.get(role)
+        model = self.models.get(self.key_of(role))
         if model is not None and wants_text_prompts(model.backend):
             return TextPrompts(self.prompts, method)
         return self.prompts
@@ -150,11 +187,16 @@ class Team:
             return BestOfNProver(prover, p.best_of, self.make_estimator, tuple(p.best_of_acts))
         return prover
 
-    def _llm_prover(self) -> LLMProver:
+    def make_answerer(self, seat: str) -> LLMProver:
+        """A prover on ``seat``'s model that picks the answer the seat defends (an open role:
+        ``prover.assignment: choose``)."""
+        return self._llm_prover(seat)
+
+    def _llm_prover(self, seat: str = "prover") -> LLMProver:
         p = self.prover
         return LLMProver(
-            self.models["prover"],
-            self.prompts_for("prover", p.belief_method),
+            self.model_for(seat),
+            self.prompts_for(seat, p.belief_method),
             direction=p.direction,
             recursion=p.recursion,
             belief_method=p.belief_method,
@@ -170,7 +212,7 @@ class Team:
     def make_estimator(self) -> LLMEstimator:
         e = self.estimator
         return LLMEstimator(
-            self.models["estimator"],
+            self.model_for("estimator"),
             self.prompts_for("estimator", e.method),
             method=e.method,
             samples=e.samples,
@@ -181,7 +223,7 @@ class Team:
     def _llm_judge(self) -> LLMJudge:
         j = self.judge
         return LLMJudge(
-            self.models["judge"],
+            self.model_for("judge"),
             self.prompts_for("judge", j.method),
             method=j.method,
             samples=j.samples,
@@ -204,12 +246,12 @@ class Team:
 
     def judge_name(self) -> str:
         """The judge's name in a transcript: its model, or the kind of a deferred judge."""
-        return self.judge.kind if self.judge_defers else self.models["judge"].name
+        return self.judge.kind if self.judge_defers else self.model_for("judge").name
 
     def make_naive_prover(self, answer: int) -> LLMNaiveProver:
         return LLMNaiveProver(
             self._llm_prover(),
-            self.models["prover"],
+            self.model_for("prover"),
             self.prompts_for("prover", self.prover.belief_method),
             answer=answer,
             method=self.prover.belief_method,
@@ -217,7 +259,7 @@ class Team:
 
     def make_challenger(self) -> LLMChallenger:
         return LLMChallenger(
-            self.models["estimator"],
+            self.model_for("estimator"),
             self.prompts_for("estimator", self.estimator.method),
             method=self.estimator.method,
         )

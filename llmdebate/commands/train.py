@@ -1,5 +1,6 @@
 """``llmdebate train --config FILE``: A-leading Stackelberg training of the prover and the
-estimator with TRL (needs the ``train`` extra).
+estimator with TRL, and expert iteration of the prover's decompositions (``expert``; needs
+the ``train`` extra).
 
 Exit status: 0 when the schedule finished, 2 for a user error (a bad config, a hosted model
 that cannot be trained, a missing extra).
@@ -21,7 +22,7 @@ from llmdebate.training import load_train_config, train
               required=True, help="YAML training config (configs/train-local.yaml).")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
               help="Training folder (default: <out_dir>/<name>-<timestamp>).")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=click.IntRange(min=0), default=None,
               help="Override iterations.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 def command(config_path: str, out_dir: str | None, iterations: int | None, quiet: bool) -> None:
@@ -34,6 +35,15 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
     else:
         out = Path(out_dir)
     res = train(cfg, out, progress=not quiet)
+    if res.expert is not None:
+        held = res.expert["held_out"]
+        shares = ", ".join(f"{k} {v['exact_splits']:.0%}" for k, v in held.items())
+        click.echo(f"{res.out}: expert iteration, {res.expert['steps']} steps in "
+                   f"{res.expert['train_seconds']:.0f} s; exact interval splits on "
+                   f"{res.expert['held_out_claims']} held-out claims: {shares or 'not graded'}; "
+                   f"adapter {res.out / 'expert' / 'adapter'}")
+        if not res.history:
+            return
     last = res.history[-1] if res.history else {}
     click.echo(
         f"{res.out}: {len(res.updates)} updates in {res.seconds:.0f} s; prover {res.prover_model}; "

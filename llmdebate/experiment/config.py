@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from llmdebate.agents.settings import (
     EstimatorSettings,
@@ -18,7 +25,13 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
-from llmdebate.protocols.interface import RECURSIVE
+from llmdebate.experiment.roster import (
+    TournamentSettings,
+    check_roster,
+    check_seats,
+    seat_models,
+)
+from llmdebate.protocols.interface import ASSIGNED, RECURSIVE
 from llmdebate.protocols.registry import PROTOCOLS, can
 from llmdebate.schemas import DebateConfig
 
@@ -82,6 +95,11 @@ class ExperimentConfig(_Section):
     prover: ProverSettings = Field(default_factory=ProverSettings)
     estimator: EstimatorSettings = Field(default_factory=EstimatorSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    seats: dict[str, ModelSettings] = Field(default_factory=dict)
+    """A model per debater seat, as JSON: {"debater_b": {"model": "openai/gpt-4o"}} (seats:
+    debater_a, debater_b, consultant, prover, estimator; a seat plays with its role's
+    settings, debaters and consultants the prover's)."""
+    tournament: TournamentSettings = Field(default_factory=TournamentSettings)
     max_concurrency: int = Field(default=4, ge=1, le=100_000)
     """Debates in flight at once."""
     model_concurrency: int | None = Field(default=None, ge=1)
@@ -112,6 +130,20 @@ class ExperimentConfig(_Section):
                 raise ValueError(PROTOCOLS.unknown(name))
         return v
 
+    @field_validator("seats")
+    @classmethod
+    def _seats(cls, v: dict[str, ModelSettings], info: ValidationInfo) -> dict[str, ModelSettings]:
+        if "protocols" in info.data:
+            check_seats(info.data["protocols"], v)
+        return v
+
+    @field_validator("tournament")
+    @classmethod
+    def _tournament(cls, v: TournamentSettings, info: ValidationInfo) -> TournamentSettings:
+        if "protocols" in info.data:
+            check_roster(info.data["protocols"], info.data.get("seats") or {}, v)
+        return v
+
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
         symmetric = [p for p in self.protocols if not can(p, RECURSIVE)]
@@ -125,18 +157,36 @@ class ExperimentConfig(_Section):
                 f"{', '.join(symmetric)} need the judge's probability: judge.method logprobs, "
                 "sampling or verbalised"
             )
-        if self.prover.assignment == "choose" and symmetric:
+        fixed = [p for p in symmetric if p != "direct" and not can(p, ASSIGNED)]
+        if self.prover.assignment == "choose" and fixed:
             raise ValueError(
-                "prover.assignment 'choose' applies to the asymmetric protocols only; "
-                f"remove {', '.join(symmetric)} or choose another assignment"
+                "prover.assignment 'choose' applies to protocols with an assigned answer "
+                f"(consultancy, the recursive ones); {', '.join(fixed)} assign both answers: "
+                "remove them or choose another assignment"
             )
+        if self.judge.interactive:
+            self._interactive()
         return self
+
+    def _interactive(self) -> None:
+        if self.judge.kind != "llm":
+            raise ValueError(
+                f"judge.interactive needs judge.kind llm (got {self.judge.kind}): a person "
+                "judging asks no questions of the debaters"
+            )
+        asking = [p for p in self.protocols if p in ("two-sided", "consultancy")]
+        if not asking:
+            raise ValueError(
+                "judge.interactive applies to two-sided and consultancy; "
+                f"the run has {', '.join(self.protocols)}"
+            )
 
     def role_settings(self) -> dict[str, ModelSettings]:
         """The model settings of every role that calls a model in this run."""
         roles: dict[str, ModelSettings] = {"prover": self.prover, "estimator": self.estimator}
         if self.judge.kind in ("llm", "oracle-or-llm"):
             roles["judge"] = self.judge
+        roles.update(seat_models(self.seats, self.tournament))
         return roles
 
 

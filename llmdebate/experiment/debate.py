@@ -23,6 +23,7 @@ from llmdebate.errors import (
     UserError,
 )
 from llmdebate.experiment.jobs import Job
+from llmdebate.experiment.roster import record_seats
 from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.protocols.registry import get_protocol
 from llmdebate.schemas import ModelCallRecord, Transcript
@@ -93,6 +94,7 @@ async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Tra
     Errors that belong to the debate become a ``failed`` transcript; fatal ones propagate.
     """
     spec = job.spec
+    team = team.seated(dict(job.seats))
     log: list[ModelCallRecord] = []
     start = time.perf_counter()
     server_failure = False
@@ -109,6 +111,7 @@ async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Tra
             server_failure = True
             t = failed_transcript(job, settings, log, failure_reason(exc))
     t.meta.update(spec.meta())
+    record_seats(t, team, spec.gold, spec.distractor)
     t.meta["wall_s"] = round(time.perf_counter() - start, 4)
     t.meta["retries"] = sum(getattr(c, "retries", 0) for c in log)
     return t, server_failure

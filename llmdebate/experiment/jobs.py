@@ -90,6 +90,9 @@ class Job:
 
     spec: DebateSpec
     problem: str | None = None
+    seats: tuple[tuple[str, str], ...] = ()
+    """(seat, model key) of the seats that hold their own model (a roster's or ``seats``'s);
+    :mod:`llmdebate.experiment.tournament` fills them."""
 
 
 def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:

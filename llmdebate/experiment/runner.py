@@ -53,9 +53,10 @@ from llmdebate.experiment.executors import (
     RunContext,
     make_executor,
 )
-from llmdebate.experiment.jobs import Job, make_jobs
+from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
+from llmdebate.experiment.tournament import Plan
 from llmdebate.models import Model
 from llmdebate.models.wrapper import requests_sent
 from llmdebate.paths import resolve_path
@@ -270,7 +271,8 @@ def run(
     items = _items(config)
     if any(is_protected(it) for it in items):  # no on-disk cache of protected text
         config = config.model_copy(update={"use_cache": False})
-    jobs = make_jobs(items, config)
+    plan = Plan(items, config)
+    jobs = plan.jobs()
     own_models = models is None
     models = models if models is not None else _build_models(config)
     servers = servers_of(models)
@@ -284,8 +286,10 @@ def run(
     out = run_dir / TRANSCRIPTS_FILE
     repair_transcripts(out)
     retried = retire_failed(run_dir)
+    jobs = plan.jobs(out)
     done = statuses(out)
     todo = [j for j in jobs if j.spec.debate_id not in done]
+    skipped = len(jobs) - len(todo)
     say = _sayer(progress)
     context = RunContext(
         config=config,
@@ -304,19 +308,15 @@ def run(
             + (f", {retried} failed ones retried" if retried else "")
             + f"), {config.max_concurrency} at a time{executor.executor.where}"
         )
-        invocation = _execute(
-            make_executor(executor, context),
-            todo,
-            out,
-            Progress(len(jobs), len(jobs) - len(todo), progress),
-            config.max_consecutive_failures,
-            models if own_models else {},
+        invocation = _execute_plan(
+            plan, jobs, todo, executor, context, out, progress, models if own_models else {}
         )
+        jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
     summary["last_invocation"].update(
         debates_run=invocation.finished,
-        debates_not_run=len(todo) - invocation.finished,
-        debates_skipped=len(jobs) - len(todo),
+        debates_not_run=len(jobs) - skipped - invocation.finished,
+        debates_skipped=skipped,
         failed_retried=retried,
         executor=executor.kind,
         debates_s=round(invocation.debates_s, 3),
@@ -331,7 +331,7 @@ def run(
     return RunResult(
         run_dir,
         invocation.finished,
-        len(jobs) - len(todo),
+        skipped,
         time.perf_counter() - start,
         summary,
         stopped=stopped.reason if stopped else None,
@@ -363,6 +363,36 @@ def _build_models(config: ExperimentConfig) -> dict[str, Model]:
     )
 
 
+def _execute_plan(
+    plan: Plan,
+    jobs: list[Job],
+    todo: list[Job],
+    options: ExecutorOptions,
+    context: RunContext,
+    out: Path,
+    progress: bool,
+    models: dict[str, Model],
+) -> Invocation:
+    """Run ``todo``, then the debates the plan adds as they finish (a Swiss schedule's next
+    round: drawn from the transcripts written so far), in one event loop, until none is
+    added or the run stops."""
+    have = {j.spec.debate_id for j in jobs}
+    bar = Progress(len(jobs), len(jobs) - len(todo), progress)
+
+    def more() -> list[Job]:
+        added = [j for j in plan.jobs(out) if j.spec.debate_id not in have]
+        have.update(j.spec.debate_id for j in added)
+        if added:
+            bar.bar.total += len(added)
+            context.say(f"{_count(len(added), 'debate')} more: the next round of the schedule")
+        return added
+
+    return _execute(
+        make_executor(options, context), todo, out, bar,
+        context.config.max_consecutive_failures, models, more=more if plan.swiss else None,
+    )
+
+
 @dataclass
 class Invocation:
     """What running the debates of one invocation came to."""
@@ -380,20 +410,17 @@ def _execute(
     bar: Progress,
     max_consecutive_failures: int,
     models: dict[str, Model],
+    more: Callable[[], list[Job]] | None = None,
 ) -> Invocation:
-    """Run ``todo`` on ``ex`` (closing it and ``models`` afterwards); what it came to."""
+    """Run ``todo`` on ``ex``, then what ``more`` adds after each batch until it adds none
+    (closing ``ex`` and ``models`` afterwards); what it came to."""
     result = Invocation()
     began = time.perf_counter()
     try:
         with lean_gc():
             asyncio.run(
                 _close_after(
-                    drive(
-                        ex, todo, out, max_consecutive_failures=max_consecutive_failures,
-                        on_done=bar,
-                    ),
-                    models,
-                    ex,
+                    _batches(ex, todo, out, max_consecutive_failures, bar, more), models, ex
                 )
             )
     except RunStopped as exc:
@@ -404,6 +431,19 @@ def _execute(
         result.finished = bar.finished
         bar.close()
     return result
+
+
+async def _batches(
+    ex: Executor,
+    todo: list[Job],
+    out: Path,
+    max_consecutive_failures: int,
+    bar: Progress,
+    more: Callable[[], list[Job]] | None,
+) -> None:
+    while todo:
+        await drive(ex, todo, out, max_consecutive_failures=max_consecutive_failures, on_done=bar)
+        todo = more() if more is not None else []
 
 
 def write_summary(

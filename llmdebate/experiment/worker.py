@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 from llmdebate.agents.factory import Team, build_models
+from llmdebate.agents.settings import ModelSettings
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, finish
 from llmdebate.experiment.jobs import Job
@@ -24,21 +26,53 @@ from llmdebate.prompts import Prompts
 RATE_OPTIONS = ("requests_per_minute", "tokens_per_minute")
 
 
+def each_model(
+    config: ExperimentConfig, change: Callable[[ModelSettings], ModelSettings | None]
+) -> ExperimentConfig:
+    """``config`` with ``change`` applied to the model settings of every role, seat and roster
+    model (None: unchanged)."""
+    update: dict[str, Any] = {}
+    for role in ("prover", "estimator", "judge"):
+        changed = change(getattr(config, role))
+        if changed is not None:
+            update[role] = changed
+    seats = {k: change(s) or s for k, s in config.seats.items()}
+    if seats != config.seats:
+        update["seats"] = seats
+    t = config.tournament
+    roster = {k: change(s) or s for k, s in t.roster.items()}
+    if roster != t.roster:
+        update["tournament"] = t.model_copy(update={"roster": roster})
+    return config.model_copy(update=update)
+
+
 def worker_config(config: ExperimentConfig, workers: int) -> ExperimentConfig:
     """What each of ``workers`` workers runs: the run's limits shared out (requests in flight
     per model, requests and tokens per minute), so the workers keep to them as one process
     would; and the paths a worker reads made absolute, as the driver resolves them."""
     config = portable(config)
-    update: dict[str, Any] = {}
     if config.model_concurrency is not None:
-        update["model_concurrency"] = max(1, math.ceil(config.model_concurrency / workers))
-    for role in ("prover", "estimator", "judge"):
-        section = getattr(config, role)
+        config = config.model_copy(
+            update={"model_concurrency": max(1, math.ceil(config.model_concurrency / workers))}
+        )
+
+    def share(section: ModelSettings) -> ModelSettings | None:
         opts = dict(section.options)
         shared = {k: opts[k] / workers for k in RATE_OPTIONS if opts.get(k)}
-        if shared:
-            update[role] = section.model_copy(update={"options": {**opts, **shared}})
-    return config.model_copy(update=update)
+        return section.model_copy(update={"options": {**opts, **shared}}) if shared else None
+
+    return each_model(config, share)
+
+
+def _absolute(section: ModelSettings) -> ModelSettings | None:
+    opts = dict(section.options)
+    changed = False
+    for key, value in opts.items():
+        if isinstance(value, str) and ".py:" in value:
+            file, _, attr = value.rpartition(":")
+            opts[key] = f"{resolve_path(file).resolve()}:{attr}"
+            changed = True
+    return section.model_copy(update={"options": opts}) if changed else None
 
 
 def portable(config: ExperimentConfig) -> ExperimentConfig:
@@ -48,18 +82,7 @@ def portable(config: ExperimentConfig) -> ExperimentConfig:
         update["prompts_dir"] = str(resolve_path(config.prompts_dir).resolve())
     if config.cache_dir:
         update["cache_dir"] = str(resolve_path(config.cache_dir).resolve())
-    for role in ("prover", "estimator", "judge"):
-        section = getattr(config, role)
-        opts = dict(section.options)
-        changed = False
-        for key, value in opts.items():
-            if isinstance(value, str) and ".py:" in value:
-                file, _, attr = value.rpartition(":")
-                opts[key] = f"{resolve_path(file).resolve()}:{attr}"
-                changed = True
-        if changed:
-            update[role] = section.model_copy(update={"options": opts})
-    return config.model_copy(update=update)
+    return each_model(config.model_copy(update=update), _absolute)
 
 
 class DebateWorker:

@@ -26,6 +26,10 @@ the tokens of ``GenerateConfig.logprob_tokens`` (those that are single tokens): 
 answer words, the answer masses are exact rather than top-k truncated. ``batch_sizes``
 counts the forward passes by batch size (how much batching happened).
 
+A LoRA adapter (``adapter``: a folder written by peft's ``save_pretrained``, or the name of one
+shipped under ``llmdebate/adapters/``) is loaded with peft on top of the weights and merged
+into them; the backend's identity (and so the response cache) names the adapter's digest.
+
 Structured outputs: a call with ``GenerateConfig.json_schema`` is decoded under the schema's
 grammar with xgrammar (extra ``local``): at every step the tokens the grammar forbids are
 masked out before the argmax or the draw, so the reply is schema-valid JSON unless
@@ -41,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import hashlib
 import logging
 import math
@@ -49,6 +54,7 @@ import queue
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import version as _version
 from pathlib import Path
@@ -59,11 +65,30 @@ from llmdebate.models.base import Backend, ChatMessage, GenerateConfig, ModelOut
 from llmdebate.models.cache import default_cache_dir
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
+from llmdebate.paths import resolve_path
 
 __all__ = ["TURN_STOPS", "HFBackend", "format_prompt"]
 
 log = logging.getLogger(__name__)
 EMBEDDED_NAME = "gemma-3-270m-q4_k_m"
+# torch's thread count is process-wide: the backends computing now share one setting
+_THREADS: dict[str, Any] = {"lock": threading.Lock(), "active": 0, "saved": 1}
+ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
+
+
+def adapter_path(adapter: str | Path) -> Path:
+    """The folder of a LoRA adapter: a name shipped under ``llmdebate/adapters/``, else a path
+    (relative paths as in a config: the current folder, then the repository)."""
+    text = str(adapter)
+    shipped = ADAPTERS_DIR / text
+    path = shipped if "/" not in text and shipped.is_dir() else resolve_path(text)
+    if not (path / "adapter_config.json").is_file():
+        shipped_names = sorted(p.parent.name for p in ADAPTERS_DIR.glob("*/adapter_config.json"))
+        raise UserError(
+            f"adapter {text!r}: no LoRA adapter (adapter_config.json) at {path}; shipped "
+            f"adapters: {', '.join(shipped_names) or 'none'}"
+        )
+    return path
 
 
 def sample_seed(seed: int | None, sample_index: int) -> int:
@@ -114,6 +139,7 @@ class HFBackend(Backend):
         batch_wait_s: float = 0.005,
         threads: int | None = None,
         structured: str = "xgrammar",
+        adapter: str | Path | None = None,
     ) -> None:
         require("torch", "local")
         require("transformers", "local")
@@ -124,6 +150,7 @@ class HFBackend(Backend):
         self.source = Path(source).expanduser() if source is not None else None
         if self.source is not None and not self.source.exists():
             raise UserError(f"{name}: no model directory or .gguf file at {self.source}")
+        self.adapter = adapter_path(adapter) if adapter is not None else None
         self.cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.max_batch = max_batch
         self.batch_wait_s = batch_wait_s
@@ -151,8 +178,37 @@ class HFBackend(Backend):
         return f"{self.source.stem}-{tag.hexdigest()[:12]}"
 
     @property
+    def adapter_id(self) -> str | None:
+        """The adapter's folder name and the digest of its weights (None: no adapter)."""
+        if self.adapter is None:
+            return None
+        digest = hashlib.sha256()
+        for f in sorted(self.adapter.glob("adapter_model.*")):
+            digest.update(f.read_bytes())
+        return f"{self.adapter.name}-{digest.hexdigest()[:12]}"
+
+    @property
     def identity(self) -> str:
-        return f"{self.name}@{self.weights_id}"
+        tail = f"+{self.adapter_id}" if self.adapter is not None else ""
+        return f"{self.name}@{self.weights_id}{tail}"
+
+    @contextlib.contextmanager
+    def torch_threads(self) -> Iterator[None]:
+        """torch's intra-op threads set to ``threads`` while any local backend of the process
+        loads or computes, and restored when the last one is done."""
+        torch: Any = require("torch", "local")
+        with _THREADS["lock"]:
+            if _THREADS["active"] == 0:
+                _THREADS["saved"] = torch.get_num_threads()
+                torch.set_num_threads(self.threads)
+            _THREADS["active"] += 1
+        try:
+            yield
+        finally:
+            with _THREADS["lock"]:
+                _THREADS["active"] -= 1
+                if _THREADS["active"] == 0:
+                    torch.set_num_threads(_THREADS["saved"])
 
     @property
     def weights_dir(self) -> Path:
@@ -169,40 +225,46 @@ class HFBackend(Backend):
         with self._load_lock:
             if self.model is not None:
                 return self.load_info
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            torch: Any = require("torch", "local")
-            transformers: Any = require("transformers", "local")
-            transformers.utils.logging.disable_progress_bar()
-            transformers.utils.logging.set_verbosity_error()
-            torch.set_num_threads(self.threads)
-            start = time.perf_counter()
-            auto_model = transformers.AutoModelForCausalLM
-            auto_tok = transformers.AutoTokenizer
-            is_gguf = self.source is None or self.source.suffix == ".gguf"
-            cold = False
-            if not is_gguf:
-                where = str(self.source)
-                tokenizer = auto_tok.from_pretrained(where)
-                model = auto_model.from_pretrained(where, dtype=torch.float32)
-            elif (self.weights_dir / "config.json").exists():
-                tokenizer = auto_tok.from_pretrained(str(self.weights_dir))
-                model = auto_model.from_pretrained(str(self.weights_dir), dtype=torch.float32)
-            else:
-                cold = True
-                log.info("dequantising %s once (about a minute on 2 cores)", self.name)
-                require("gguf", "local")
-                gguf = self._gguf_path()
-                tokenizer = auto_tok.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-                model = auto_model.from_pretrained(
-                    str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-                )
-                self._save_weights(model, tokenizer)
-            model.eval()
-            tokenizer.padding_side = "left"
-            self.tokenizer, self.model = tokenizer, model
-            self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
-            return self.load_info
+            with self.torch_threads():
+                return self._load()
+
+    def _load(self) -> LoadInfo:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        torch: Any = require("torch", "local")
+        transformers: Any = require("transformers", "local")
+        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()
+        start = time.perf_counter()
+        auto_model = transformers.AutoModelForCausalLM
+        auto_tok = transformers.AutoTokenizer
+        is_gguf = self.source is None or self.source.suffix == ".gguf"
+        cold = False
+        if not is_gguf:
+            where = str(self.source)
+            tokenizer = auto_tok.from_pretrained(where)
+            model = auto_model.from_pretrained(where, dtype=torch.float32)
+        elif (self.weights_dir / "config.json").exists():
+            tokenizer = auto_tok.from_pretrained(str(self.weights_dir))
+            model = auto_model.from_pretrained(str(self.weights_dir), dtype=torch.float32)
+        else:
+            cold = True
+            log.info("dequantising %s once (about a minute on 2 cores)", self.name)
+            require("gguf", "local")
+            gguf = self._gguf_path()
+            tokenizer = auto_tok.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = auto_model.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+            )
+            self._save_weights(model, tokenizer)
+        if self.adapter is not None:
+            peft: Any = require("peft", "local")
+            model = peft.PeftModel.from_pretrained(model, str(self.adapter)).merge_and_unload()
+        model.eval()
+        tokenizer.padding_side = "left"
+        self.tokenizer, self.model = tokenizer, model
+        self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
+        return self.load_info
 
     def _save_weights(self, model: Any, tokenizer: Any) -> None:
         """Save the dequantised weights atomically (a temp dir renamed into place)."""
@@ -289,6 +351,10 @@ class HFBackend(Backend):
     def run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
         """Generate for several prompts in one left-padded batch (on the calling thread)."""
         self.load()
+        with self.torch_threads():
+            return self._run_batch(batch)
+
+    def _run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
         tok, model = self.tokenizer, self.model
         self.batch_sizes[len(batch)] += 1

@@ -71,6 +71,8 @@ class InspectOptions(_Options):
 class LocalOptions(_Options):
     structured: Literal["xgrammar", "none"] | None = None
     """xgrammar: constrained decoding; none: unconstrained."""
+    adapter: str | None = None
+    """A LoRA adapter: the name of one shipped under ``llmdebate/adapters/``, or a folder."""
 
 
 def _installed(package: str, extra: str) -> None:

@@ -68,6 +68,7 @@ class RecursiveProtocol(Protocol):
     """A protocol of rounds of claims down to a leaf claim the judge rules on."""
 
     capabilities = frozenset({RECURSIVE, ASSIGNED, JUDGE_DEFERRABLE})
+    seats = ("prover", "estimator")
 
     def complete(
         self,

@@ -41,10 +41,15 @@ def options_text(options: tuple[str, str] | list[str]) -> str:
     return "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
 
 
+def _speaker(t: Turn) -> str:
+    """Who spoke: a debater with its answer, or the judge asking after a round."""
+    if t.position is None:
+        return f"{t.role} (after round {t.round})"
+    return f'{t.role} (round {t.round}, arguing for "{t.position}")'
+
+
 def transcript_text(turns: list[Turn]) -> str:
-    return "\n\n".join(
-        f'{t.role} (round {t.round}, arguing for "{t.position}"):\n{t.text.strip()}' for t in turns
-    )
+    return "\n\n".join(f"{_speaker(t)}:\n{t.text.strip()}" for t in turns)
 
 
 Decision = tuple[str, float, dict[str, Any]]
@@ -135,7 +140,7 @@ async def speak(
     ``position``). A model that replays recorded speeches (``replays(role, rnd)`` true: a fork)
     is asked once, as without best of n.
     """
-    model = team.models["prover"]
+    model = team.model_for(role)
     act = f"argue round {rnd}"
     n = speech_candidates(team)
     if n <= 1 or model.replays(role, rnd):
@@ -248,6 +253,10 @@ class ChoiceProtocol(Protocol):
     """The prompt of the judge's choice."""
     shows_transcript: ClassVar[bool] = True
     """Whether the judge prompt holds the transcript of the speeches."""
+
+    def needs_wrong_answer(self, variant: str) -> bool:
+        """Every debate of a choice between two answers needs the distractor."""
+        return True
 
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
         item = t.item or {}

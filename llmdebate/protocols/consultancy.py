@@ -18,7 +18,9 @@ from llmdebate.protocols.common import (
     speak,
     transcript_text,
 )
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import ASSIGNED, SPEECHES
+from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
 
@@ -29,17 +31,21 @@ class Consultancy(ChoiceProtocol):
 
     capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED}
     title = "Consultancy"
+    seats = ("consultant",)
     rank = 1
     judge_act = "consultancy_judge"
 
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
-        if spec.answer is None:
-            raise ProtocolViolation("consultancy needs an assigned answer")
         position = spec.answer
-        model = team.models["prover"]
+        if position is None:
+            if spec.variant != "chosen":
+                raise ProtocolViolation("consultancy needs an assigned answer")
+            position = await chosen_position(team, spec, "consultant", log)
+        model = team.model_for("consultant")
         turns: list[Turn] = []
+        asks = JudgeTurns(team, spec, spec.shown, settings.rounds, "a consultant")
         for rnd in range(1, settings.rounds + 1):
             msgs = team.prompts.render(
                 "consultancy_consultant",
@@ -56,7 +62,14 @@ class Consultancy(ChoiceProtocol):
                 options=spec.shown, judge_act=self.judge_act, log=log,
             )
             turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
-        decision = await judge_choice(
+            shown_to_judge = {
+                "question": spec.item.question,
+                "context": spec.item.context,
+                "transcript": transcript_text(turns),
+            }
+            if not await asks.goes_on(rnd, turns, log, shown_to_judge):
+                break
+        decision = asks.decision() or await judge_choice(
             team,
             self.judge_act,
             spec.shown,
@@ -72,7 +85,8 @@ class Consultancy(ChoiceProtocol):
             turns=turns,
             log=log,
             decision=decision,
-            judge_round=settings.rounds + 1,
+            judge_round=asks.judge_round(),
             options=spec.shown,
             rounds=settings.rounds,
+            **asks.meta(),
         )

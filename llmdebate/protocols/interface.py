@@ -104,6 +104,9 @@ class Protocol(ABC):
     """Place in a comparison (reports, judge assignments): lower first; ties by name."""
     opens_in_report: ClassVar[bool] = False
     """Whether the report's debate section of a transcript starts open."""
+    seats: ClassVar[tuple[str, ...]] = ()
+    """The debater seats of a debate (roles of its transcript), each of which may hold its own
+    model (``seats`` and ``tournament.roster`` in the config); the judge is not among them."""
     reward_scheme: ClassVar[str | None] = None
     """The rewards its transcripts record (:func:`llmdebate.scoring.reward_scheme`): None (the
     judge's choice only), ``discounted`` or ``plus-minus-one``."""

@@ -18,6 +18,7 @@ from llmdebate.protocols.common import (
     speak,
     transcript_text,
 )
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import SPEECHES
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript, Turn
@@ -60,6 +61,7 @@ class TwoSided(ChoiceProtocol):
 
     capabilities = ChoiceProtocol.capabilities | {SPEECHES}
     title = "Two-sided debate"
+    seats = ("debater A", "debater B")
     rank = 2
     judge_act = JUDGE_ACT
 
@@ -72,6 +74,7 @@ class TwoSided(ChoiceProtocol):
         shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
         pos_a, pos_b = shown
         turns: list[Turn] = []
+        asks = JudgeTurns(team, spec, shown, settings.rounds, "two debaters")
         for rnd in range(1, settings.rounds + 1):
             before = list(turns)
             a = await _speech(
@@ -82,7 +85,14 @@ class TwoSided(ChoiceProtocol):
                 team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
             )
             turns += [a, b]
-        decision = await judge_choice(
+            shown_to_judge = {
+                "question": spec.item.question,
+                "context": spec.item.context,
+                "transcript": transcript_text(turns),
+            }
+            if not await asks.goes_on(rnd, turns, log, shown_to_judge):
+                break
+        decision = asks.decision() or await judge_choice(
             team,
             self.judge_act,
             shown,
@@ -91,17 +101,21 @@ class TwoSided(ChoiceProtocol):
             context=spec.item.context,
             transcript=transcript_text(turns),
         )
-        debater = team.models["prover"].name
         return decided(
             spec,
             settings,
-            agents={"debater A": debater, "debater B": debater, "judge": team.judge_name()},
+            agents={
+                "debater A": team.model_for("debater A").name,
+                "debater B": team.model_for("debater B").name,
+                "judge": team.judge_name(),
+            },
             turns=turns,
             log=log,
             decision=decision,
-            judge_round=settings.rounds + 1,
+            judge_round=asks.judge_round(),
             options=shown,
             order=list(shown),
             rounds=settings.rounds,
             mode=settings.mode,
+            **asks.meta(),
         )

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llmdebate.report import asking_judge, judges, judges_html, metrics, plots, tables
 from llmdebate.report import html as report_html
-from llmdebate.report import judges, judges_html, metrics, plots, tables
+from llmdebate.report.merge import merged_runs
+from llmdebate.report.tournament_section import tournament_part
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
 
@@ -73,17 +75,28 @@ def formal_section() -> dict[str, Any]:
 
 
 def build_report(
-    run_dir: Path,
+    run_dir: Path | Sequence[Path],
     *,
     formal: bool | None = None,
     bootstrap: int | None = None,
     calibration_bins: int | None = None,
     progress: bool = False,
+    out_dir: Path | None = None,
 ) -> Path:
-    """Write the report of ``run_dir``; return the path of report.html."""
-    info = read_run_config(run_dir)
-    transcripts = load_transcripts(run_dir)
-    judged = load_transcripts(run_dir, judged=True)
+    """Write the report of ``run_dir`` (or of several run directories merged, into
+    ``out_dir``: :func:`llmdebate.report.merge.merged_runs`); return the path of report.html.
+    """
+    dirs = [run_dir] if isinstance(run_dir, Path) else list(run_dir)
+    if len(dirs) == 1:
+        info = read_run_config(dirs[0])
+        transcripts = load_transcripts(dirs[0])
+        judged = load_transcripts(dirs[0], judged=True)
+        run_dir = out_dir or dirs[0]
+    else:
+        info, transcripts, judged = merged_runs(dirs)
+        run_dir = out_dir or default_merged_dir(dirs)
+        info["name"] = run_dir.name
+    run_dir.mkdir(parents=True, exist_ok=True)
     settings = info.get("report") or {}
     if progress:
         print(f"writing the report of {len(transcripts)} debates…", file=sys.stderr, flush=True)
@@ -97,6 +110,11 @@ def build_report(
         judged=judged,
     )
     return run_dir / "report.html"
+
+
+def default_merged_dir(dirs: Sequence[Path]) -> Path:
+    """Where the report of several runs goes by default: ``<first's parent>/<a>+<b>...``."""
+    return dirs[0].parent / "+".join(d.name for d in dirs)
 
 
 def write_outputs(
@@ -125,11 +143,23 @@ def write_outputs(
         m["judges"] = judges.section(judged, transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
         extra_md = "\n" + judges_html.render_markdown(m["judges"])
         extra_html = judges_html.render(m["judges"])
+    asking = asking_judge.section(transcripts)
+    if asking is not None:
+        m["asking_judge"] = asking
+        extra_md += "\n" + asking_judge.markdown(asking)
+        extra_html = asking_judge.html(asking) + extra_html
+    part = tournament_part(transcripts, seed=seed, n_boot=n_boot)
+    if part is not None:
+        m["tournament"] = part.data
+        extra_md += "\n" + part.markdown
+        extra_html = part.html + extra_html
     (run_dir / "comparison.json").write_text(json.dumps(m, indent=2) + "\n")
     (run_dir / "comparison.md").write_text(
         tables.comparison_markdown(m, f"Comparison: {name}") + extra_md
     )
     pngs = plots.all_plots(m)
+    if part is not None:
+        pngs.update(part.pngs)
     if judged:
         pngs["judges_calibration"] = judges_html.calibration_png(
             m["judges"]["calibration"], m["judges"].get("calibration_per_judge")

@@ -327,6 +327,15 @@ def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _points(
+    matches: Sequence[Match], table: RatingTable, protocol: str, seed: int
+) -> list[AccuracyPoint]:
+    """Accuracy per model over its self-play debates where the schedule had them (Khan et
+    al.'s plot), else over the debates it argued either side of."""
+    self_play = any(m.correct is not None and m.correct == m.incorrect for m in matches)
+    return accuracy_points(matches, table, protocol=protocol, self_play=self_play, seed=seed)
+
+
 def section(
     matches: Sequence[Match],
     pe_records: Sequence[PERecord] = (),
@@ -342,9 +351,7 @@ def section(
     points = [
         p
         for proto, t in tables.items()
-        for p in accuracy_points(
-            [m for m in matches if m.protocol == proto], t, protocol=proto, seed=seed
-        )
+        for p in _points([m for m in matches if m.protocol == proto], t, proto, seed)
     ]
     data: dict[str, Any] = {
         "ratings": {proto: t.to_dict() for proto, t in tables.items()},

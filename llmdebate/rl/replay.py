@@ -368,7 +368,7 @@ def _finish(
     """The run's own meta of a replayed debate: as recorded when nothing changed, else where
     it was forked from."""
     same = not swapped and inject is None
-    for key in ("wall_s", "retries", "servers") if same else ("servers",):
+    for key in ("wall_s", "retries", "servers", "seats") if same else ("servers",):
         if key in t.meta:
             out.meta[key] = t.meta[key]
     if not same:

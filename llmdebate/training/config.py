@@ -23,6 +23,60 @@ class LoraSettings(_Section):
     """Modules that get adapters (names in the model)."""
 
 
+def _all_projections() -> list[str]:
+    return ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class ExpertSettings(_Section):
+    """Expert iteration on the decompose act: supervised LoRA training of the prover on the
+    exact splits of interval claims drawn apart from the debate data, graded on held-out
+    claims before and after (llmdebate/training/expert.py)."""
+
+    train_claims: int = Field(default=320, ge=2)
+    """Training claims (one per number)."""
+    train_seed: int = Field(default=1, ge=0)
+    """Seed of the training claims (round r: train_seed + 1000 r)."""
+    rounds: int = Field(default=1, ge=1)
+    """Rounds of expert iteration: each trains on fresh claims (same count), going on from
+    the last round's adapter with a fresh optimizer and schedule."""
+    train_numbers: tuple[int, int] = (3000, 10000)
+    """Range [lo, hi) of the training claims' numbers."""
+    held_out_numbers_count: int = Field(default=20, ge=1)
+    """Held-out numbers; each gives the two claims a depth-2 debate asks to split."""
+    held_out_seed: int = Field(default=2, ge=0)
+    """Seed of the held-out claims."""
+    held_out_numbers: tuple[int, int] = (100, 3000)
+    """Range [lo, hi) of the held-out claims' numbers (the debate dataset's range)."""
+    apart_from: str | None = "datasets/divisors.jsonl"
+    """Debate dataset whose numbers neither set may contain (checked; null: no check)."""
+    widths: list[int] = Field(default_factory=lambda: [2], min_length=1)
+    """Widths (subclaims per split) the claims are drawn with."""
+    learning_rate: float = Field(default=5e-4, gt=0.0)
+    """Peak learning rate (linear warm-up, then linear decay to 0)."""
+    warmup_steps: int = Field(default=5, ge=0)
+    """Warm-up steps."""
+    batch_size: int = Field(default=4, ge=1)
+    """Pairs per optimizer step."""
+    epochs: int = Field(default=1, ge=1)
+    """Passes over the training claims (each in a fresh seeded shuffle)."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """Stop after this many steps (null: every epoch)."""
+    eval_every: int = Field(default=10, ge=1)
+    """Steps between held-out loss measurements."""
+    held_out_loss_claims: int = Field(default=8, ge=0)
+    """Held-out claims whose loss is logged along the way."""
+    evaluate: bool = True
+    """Grade greedy decompositions of every held-out claim after training."""
+    evaluate_before: bool = True
+    """Grade them with the base model too, before training."""
+    threads: int | None = Field(default=None, ge=1)
+    """torch threads while training and grading (null: torch's default)."""
+    lora: LoraSettings = Field(
+        default_factory=lambda: LoraSettings(r=8, alpha=16, target_modules=_all_projections())
+    )
+    """The adapter: attention and MLP projections."""
+
+
 class UpdateSettings(_Section):
     """How one role is updated: a few steps of a TRL trainer on its exported decisions."""
 
@@ -81,8 +135,12 @@ class TrainConfig(_Section):
     experiment: str | dict[str, Any] = "configs/local-divisors.yaml"
     """The experiment whose debates are generated: a config file, or the config inline. Its
     prover and estimator models are the starting points (local, or hf/<dir>)."""
-    iterations: int = Field(default=1, ge=1)
-    """Prover updates (each after estimator_updates estimator updates)."""
+    iterations: int = Field(default=1, ge=0)
+    """Prover updates (each after estimator_updates estimator updates); 0: none (with
+    ``expert``: expert iteration alone)."""
+    expert: ExpertSettings | None = None
+    """Expert iteration on exactly graded decompositions before the debate updates: the
+    prover's LoRA adapter (written to <out>/expert/adapter)."""
     estimator_updates: int = Field(default=2, ge=0)
     """m: estimator updates per prover update (A-leading Stackelberg: B best-responds)."""
     regenerate: bool = True

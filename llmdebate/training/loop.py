@@ -28,10 +28,17 @@ from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
 from llmdebate.models.registry import release_local
 from llmdebate.paths import resolve_path
+from llmdebate.prompts import Prompts
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.training.config import TrainConfig
 from llmdebate.training.metrics import generation_metrics, plot_metrics
-from llmdebate.training.update import UpdateResult, model_dir, update_role
+from llmdebate.training.update import (
+    UpdateResult,
+    _device,
+    merged_adapter,
+    model_dir,
+    update_role,
+)
 
 
 def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
@@ -77,6 +84,7 @@ class TrainResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     updates: list[UpdateResult] = field(default_factory=list)
     seconds: float = 0.0
+    expert: dict[str, Any] | None = None
 
 
 class Trainer:
@@ -104,8 +112,8 @@ class Trainer:
                 "name": f"{self.cfg.name}-iter{it}-gen{g}",
                 "seed": self.cfg.seed + 1000 * it + g,
                 "protocols": ["prover-estimator"],
-                "prover": e.prover.model_copy(update={"model": self.models["prover"]}),
-                "estimator": e.estimator.model_copy(update={"model": self.models["estimator"]}),
+                "prover": self.settings_of("prover"),
+                "estimator": self.settings_of("estimator"),
             }
         )
         run_dir = self.out / f"iter-{it:02d}" / f"gen-{g}"
@@ -122,6 +130,16 @@ class Trainer:
         self.history.append(m)
         self.write()
         return run_dir
+
+    def settings_of(self, role: str) -> Any:
+        """The role's model settings with its current model; a checkpoint already holds the
+        experiment's adapter (merged before the first update), so it is not applied again."""
+        settings = getattr(self.exp, role)
+        model = self.models[role]
+        if model == settings.model:
+            return settings
+        options = {k: v for k, v in settings.options.items() if k != "adapter"}
+        return settings.model_copy(update={"model": model, "options": options})
 
     def update(self, role: str, run_dir: Path, it: int, j: int) -> UpdateResult:
         """Export ``role``'s decisions of ``run_dir`` and train its model on them."""
@@ -143,6 +161,9 @@ class Trainer:
         data.parent.mkdir(parents=True, exist_ok=True)
         data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         start = model_dir(self.models[role], self.exp.cache_dir)
+        adapter = getattr(self.exp, role).options.get("adapter")
+        if adapter and self.models[role] == getattr(self.exp, role).model:
+            start = merged_adapter(start, adapter, self.out / f"{role}-start")
         ckpt = self.out / f"iter-{it:02d}" / f"{role}-{j}"
         self.say(f"iteration {it}: {role} update {j} on {len(records)} rows from {start}")
         res = update_role(role, start, records, ckpt, settings, device=self.cfg.device,
@@ -203,15 +224,34 @@ def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
     saved = cfg.model_dump(mode="json")
     saved["experiment"] = dump(trainer.exp)
     (out / "train.yaml").write_text(yaml.safe_dump(saved, sort_keys=False), encoding="utf-8")
+    expert = run_expert(cfg, trainer, out, progress=progress) if cfg.expert else None
     for it in range(cfg.iterations):
         trainer.iteration(it)
     if cfg.evaluate_last:
         trainer.generate(cfg.iterations, 0)
-    trainer.write()
+    if cfg.iterations or cfg.evaluate_last:
+        trainer.write()
     return TrainResult(
         out, trainer.models["prover"], trainer.models["estimator"], trainer.history,
-        trainer.updates, time.perf_counter() - trainer.t0,
+        trainer.updates, time.perf_counter() - trainer.t0, expert,
     )
+
+
+def run_expert(cfg: TrainConfig, trainer: Trainer, out: Path, *, progress: bool) -> Any:
+    """Expert iteration of the prover's decompose act (``expert``), into ``<out>/expert``."""
+    from llmdebate.training.expert import expert_iteration
+
+    assert cfg.expert is not None
+    if cfg.iterations:
+        raise ConfigError(
+            "expert: expert iteration trains an adapter on its own; set iterations: 0 (and "
+            "train debates from the adapter's prover in a second run)"
+        )
+    exp = trainer.exp
+    start = model_dir(exp.prover.model, exp.cache_dir)
+    prompts = Prompts(resolve_path(exp.prompts_dir) if exp.prompts_dir else None)
+    return expert_iteration(cfg.expert, start, out / "expert", prompts=prompts,
+                            seed=cfg.seed, device=_device(cfg.device), progress=progress)
 
 
 def _baseline(value: str) -> str | float:

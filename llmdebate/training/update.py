@@ -51,6 +51,42 @@ def model_dir(model: str, cache_dir: str | None = None) -> Path:
     )
 
 
+def draw_rows(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` rows drawn across decisions: grouped by (act, round), each group shuffled by
+    ``random.Random(seed)``, then taken in turn from the groups (in a shuffled order), so a
+    small update sees every kind of decision rather than the first rows of one debate."""
+    rng = random.Random(seed)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((str(r.get("act")), str(r.get("round_k"))), []).append(r)
+    queues = [groups[k] for k in sorted(groups)]
+    for q in queues:
+        rng.shuffle(q)
+    rng.shuffle(queues)
+    out: list[dict[str, Any]] = []
+    while len(out) < n and any(queues):
+        for q in queues:
+            if q and len(out) < n:
+                out.append(q.pop())
+    return out
+
+
+def merged_adapter(start: Path, adapter: str, out: Path) -> Path:
+    """``start``'s weights with a LoRA adapter (the local backend's ``adapter`` option) merged
+    in, saved once in ``out``: the first update of a role that played with an adapter starts
+    from the model it played with."""
+    if (out / "config.json").exists():
+        return out
+    from llmdebate.models.hf_backend import adapter_path
+
+    torch, transformers, peft = _need("torch"), _need("transformers"), _need("peft")
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
+    merged = peft.PeftModel.from_pretrained(model, str(adapter_path(adapter))).merge_and_unload()
+    merged.save_pretrained(str(out))
+    transformers.AutoTokenizer.from_pretrained(str(start)).save_pretrained(str(out))
+    return out
+
+
 @dataclass
 class UpdateResult:
     role: str
@@ -61,6 +97,7 @@ class UpdateResult:
     seconds: float = 0.0
     skipped: str | None = None
     log: list[dict[str, Any]] = field(default_factory=list)
+    data_seed: int | None = None
 
 
 def _device(device: str) -> str:
@@ -128,10 +165,10 @@ def update_role(
     rows = [r for r in records if settings.acts is None or r.get("act") in settings.acts]
     if settings.method == "sft":
         rows = [r for r in rows if r["label"]]
-    if settings.method == "grpo" and settings.max_rows is None:
-        rows = rows[: settings.batch_size * settings.max_steps]
-    if settings.max_rows is not None and len(rows) > settings.max_rows:
-        rows = random.Random(seed).sample(rows, settings.max_rows)
+    limit = settings.max_rows
+    if settings.method == "grpo" and limit is None:
+        limit = settings.batch_size * settings.max_steps
+    rows = draw_rows(rows, min(limit, len(rows)) if limit else len(rows), seed)
     if len(rows) < 2:
         return UpdateResult(role, start, len(rows), skipped=f"{len(rows)} rows to train on")
     torch = _need("torch")
@@ -202,6 +239,7 @@ def update_role(
         loss=float(losses[-1]) if losses else None,
         seconds=time.perf_counter() - t0,
         log=history,
+        data_seed=seed,
     )
 
 

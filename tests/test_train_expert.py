@@ -1,0 +1,214 @@
+"""Expert iteration on decompositions: claims drawn apart from the debates, the exact split as
+the grader sees it, rows drawn across decisions, and a few LoRA steps on a tiny random model
+(built here, no download) that lower the loss of the exact split and load back through the
+local backend as an adapter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmdebate.errors import UserError
+from llmdebate.prompts import Prompts
+from llmdebate.training.claims import (
+    IntervalClaim,
+    check_apart,
+    dataset_numbers,
+    draw_claims,
+    exact_reply,
+)
+from llmdebate.training.config import ExpertSettings, LoraSettings
+from llmdebate.training.decompose_eval import decompose_prompt, grade
+from llmdebate.training.expert import claim_sets
+from llmdebate.training.update import draw_rows
+
+try:
+    from tests.test_train_grpo import tiny_model
+except ImportError:  # pytest run from inside tests/
+    from test_train_grpo import tiny_model  # type: ignore[no-redef]
+
+DIVISORS = Path(__file__).resolve().parent.parent / "datasets" / "divisors.jsonl"
+
+
+def test_the_claim_sets_are_apart_from_each_other_and_the_debates() -> None:
+    train, held_out = claim_sets(ExpertSettings(train_claims=50, held_out_numbers_count=10))
+    debate = dataset_numbers(DIVISORS)
+    assert len(debate) == 30
+    assert len(held_out) == 20 and len(train) == 50
+    assert not {c.n for c in train} & {c.n for c in held_out}
+    assert not ({c.n for c in train} | {c.n for c in held_out}) & debate
+    # the same seeds draw the same claims; the held-out ones are the debates' own kind
+    again, _ = claim_sets(ExpertSettings(train_claims=50, held_out_numbers_count=10))
+    assert again == train
+    assert all(c.lo == 2 for c in held_out[::2])
+
+
+def test_a_shared_number_is_refused() -> None:
+    n = sorted(dataset_numbers(DIVISORS))[0]
+    claim = IntervalClaim(n, 2, 10, True, 2)
+    with pytest.raises(UserError, match="held-out and debate"):
+        check_apart([], [claim], {n})
+    with pytest.raises(UserError, match="training and held-out"):
+        check_apart([claim], [claim], set())
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_the_expert_reply_is_graded_exact(width: int) -> None:
+    for claim in draw_claims(20, 5, (3000, 10000), [width], debate_like=False):
+        row = grade(claim, exact_reply(claim))
+        assert row["valid"] and row["exact_split"] and row["rule_right"], row
+        prompt = decompose_prompt(Prompts(), claim)
+        assert prompt.endswith(f"Claim: {claim.text}\n\nAnswer:")
+
+
+def test_the_base_model_mistake_is_graded_wrong() -> None:
+    # the embedded model's typical reply: the claim again, then an interval past the top
+    claim = IntervalClaim(2843, 2, 54, True, 2)
+    reply = json.dumps({"subclaims": [claim.text, "2843 has no divisor d with 54 <= d < 2843."],
+                        "rule": {"kind": "or", "k": None, "expr": None}})
+    row = grade(claim, reply)
+    assert row["valid"] and not row["exact_split"]
+    assert not grade(claim, "{not json")["valid"]
+
+
+def test_rows_are_drawn_across_decisions_from_the_seed() -> None:
+    rows = [{"act": "evidence", "round_k": 0, "i": i} for i in range(20)]
+    rows += [{"act": "decompose", "round_k": k, "i": 100 + i} for k in (1, 2) for i in range(3)]
+    drawn = draw_rows(list(rows), 6, seed=3)
+    kinds = {(r["act"], r["round_k"]) for r in drawn}
+    assert kinds == {("evidence", 0), ("decompose", 1), ("decompose", 2)}
+    assert drawn == draw_rows(list(rows), 6, seed=3)
+    assert [r["i"] for r in drawn] != [r["i"] for r in draw_rows(list(rows), 6, seed=4)]
+    assert len(draw_rows(list(rows), 100, seed=0)) == len(rows)
+
+
+def test_a_few_steps_lower_the_loss_of_the_exact_split_and_load_as_an_adapter(
+    tmp_path: Path,
+) -> None:
+    import torch
+
+    from llmdebate.models.hf_backend import HFBackend
+    from llmdebate.training.sft import Encoded, SFTSettings, batch_loss, train_adapter
+
+    model = tiny_model(tmp_path / "tiny")
+    claims = draw_claims(3, 7, (3000, 10000), [2], debate_like=False)
+    pairs = [(decompose_prompt(Prompts(), c), exact_reply(c)) for c in claims]
+    every = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    settings = SFTSettings(lora=LoraSettings(r=8, alpha=32, target_modules=every),
+                           learning_rate=0.05, batch_size=3, epochs=8, warmup_steps=0,
+                           eval_every=4, threads=1)
+    threads = torch.get_num_threads()
+    res = train_adapter(model, pairs, pairs, settings, tmp_path / "adapter", seed=0)
+    assert torch.get_num_threads() == threads
+    losses = [e["held_out_loss"] for e in res.log if "held_out_loss" in e]
+    assert res.steps == 8 and len(losses) == 3
+    # nats per completion token; a random 2-layer model learns the characters' frequencies
+    assert losses[-1] < losses[0] - 0.1, losses
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").stat().st_size < 200_000
+
+    plain = HFBackend("hf/tiny", model, cache_dir=tmp_path, threads=1)
+    tuned = HFBackend("hf/tiny", model, cache_dir=tmp_path, threads=1,
+                      adapter=tmp_path / "adapter")
+    assert tuned.identity.startswith(plain.identity + "+adapter-")
+    plain.load()
+    tuned.load()
+    assert torch.get_num_threads() == threads
+    rows = [Encoded(tuned.tokenizer, p) for p in pairs]
+    with torch.no_grad():
+        base_loss = float(batch_loss(plain.model, rows, 0, "cpu")[0])
+        tuned_loss = float(batch_loss(tuned.model, rows, 0, "cpu")[0])
+    # the backend's merged adapter (float16 on disk) is the model as trained
+    assert base_loss == pytest.approx(losses[0], abs=1e-3)
+    assert tuned_loss == pytest.approx(losses[-1], abs=2e-2)
+    # a debate update of a role that played with the adapter starts from the merged weights
+    import transformers
+
+    from llmdebate.training.update import merged_adapter
+
+    merged = merged_adapter(model, str(tmp_path / "adapter"), tmp_path / "merged")
+    start = transformers.AutoModelForCausalLM.from_pretrained(str(merged))
+    with torch.no_grad():
+        assert float(batch_loss(start, rows, 0, "cpu")[0]) == pytest.approx(tuned_loss, abs=1e-4)
+
+
+def test_an_unknown_adapter_names_the_shipped_ones(tmp_path: Path) -> None:
+    from llmdebate.models.hf_backend import HFBackend
+
+    with pytest.raises(UserError, match=r"adapter 'nope': no LoRA adapter .* shipped adapters"):
+        HFBackend("local", adapter="nope", cache_dir=tmp_path)
+
+
+def test_two_rounds_go_on_from_the_first_rounds_adapter(tmp_path: Path) -> None:
+    from llmdebate.training.expert import expert_iteration
+
+    model = tiny_model(tmp_path / "tiny")
+    every = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    s = ExpertSettings(train_claims=3, held_out_numbers_count=1, rounds=2, batch_size=3,
+                       epochs=3, learning_rate=0.05, warmup_steps=0, eval_every=3,
+                       held_out_loss_claims=2, evaluate=False, evaluate_before=False,
+                       threads=1, lora=LoraSettings(r=8, alpha=32, target_modules=every))
+    prov = expert_iteration(s, model, tmp_path / "out", prompts=Prompts(), seed=0,
+                            progress=False)
+    steps = [json.loads(x) for x in (tmp_path / "out" / "expert.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in steps if "loss" in e] == [1, 2, 3, 4, 5, 6]
+    held = prov["held_out_loss"]
+    assert len(held) == 3 and held[2] < held[0] - 0.1, held
+    assert (tmp_path / "out" / "round-0" / "adapter_config.json").is_file()
+    assert (tmp_path / "out" / "adapter" / "provenance.json").is_file()
+    assert (tmp_path / "out" / "learning-curve.png").stat().st_size > 10_000
+
+
+def test_the_shipped_adapter_is_package_data_small_and_documented() -> None:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    from llmdebate.models.hf_backend import adapter_path
+
+    root = Path(__file__).resolve().parent.parent
+    folder = adapter_path("divisors-prover")
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped = {p for g in data["package-data"]["llmdebate"] for p in (root / "llmdebate").glob(g)}
+    assert {folder / "adapter_config.json", folder / "adapter_model.safetensors"} <= shipped
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 5_000_000
+    prov = json.loads((folder / "provenance.json").read_text())
+    assert prov["command"].endswith("--config configs/train-embedded.yaml")
+    assert set(prov["held_out"]) == {"before", "after"}
+    config = json.loads((folder / "adapter_config.json").read_text())
+    assert "/" not in config["base_model_name_or_path"]  # no path of the training machine
+
+
+def test_llmdebate_train_runs_expert_iteration_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from llmdebate.cli import main
+
+    model = tiny_model(tmp_path / "tiny")
+    experiment = {
+        "name": "e", "dataset": {"path": str(DIVISORS), "limit": 1},
+        "debate": {"depth": 2, "width": 2},
+        "prover": {"model": f"hf/{model}"}, "estimator": {"model": f"hf/{model}"},
+        "judge": {"kind": "oracle"},
+    }
+    cfg = {"name": "x", "experiment": experiment, "iterations": 0, "evaluate_last": False,
+           "expert": {"train_claims": 4, "held_out_numbers_count": 1, "batch_size": 2,
+                      "held_out_loss_claims": 1, "eval_every": 1, "evaluate": False,
+                      "evaluate_before": False, "threads": 1}}
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["train", "--config", str(path), "--out-dir", str(tmp_path / "out"),
+                 "--quiet"]) == 0
+    assert "expert iteration, 2 steps" in capsys.readouterr().out
+    prov = json.loads((tmp_path / "out" / "expert" / "adapter" / "provenance.json").read_text())
+    assert prov["steps"] == 2 and len(prov["held_out_loss"]) == 3
+    # expert iteration trains an adapter on its own: debate updates are refused beside it
+    path.write_text(yaml.safe_dump({**cfg, "iterations": 1}))
+    assert main(["train", "--config", str(path), "--out-dir", str(tmp_path / "o2")]) == 2
+    assert "set iterations: 0" in capsys.readouterr().err
