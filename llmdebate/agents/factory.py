@@ -186,6 +186,7 @@ class Team:
             method=j.method,
             samples=j.samples,
             temperature=j.temperature,
+            passage=j.passage,
         )
 
     def make_judge(self) -> Judge:

@@ -106,6 +106,9 @@ class ModelSettings(_Section):
     """Environment variable holding the API key (default: the provider's usual one)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Backend options as JSON (e.g. {"requests_per_minute": 500}); never secrets."""
+    context_length: int | None = Field(default=None, ge=1)
+    """The model's context window in tokens: a prompt that cannot fit fails its debate before
+    it is sent (default: what the backend reports, if it does; else no check)."""
 
     @field_validator("base_url")
     @classmethod
@@ -175,6 +178,17 @@ class ProverSettings(ModelSettings):
     keep_invalid: bool = False
     """When every attempt at a decomposition fails only a check the schema cannot express (a
     subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
+    max_words: int | None = Field(default=None, ge=1)
+    """Words per speech (two-sided debate, consultancy) and per leaf evidence: one re-ask when
+    over, then a cut at a sentence end with a visible marker (None: no limit)."""
+    min_words: int | None = Field(default=None, ge=0)
+    """Fewest words per speech: one re-ask when under, then kept as it is (None: no minimum)."""
+    quote_words: int | None = Field(default=None, ge=0)
+    """Quoted words per speech (and leaf evidence): one re-ask when over, then the quotes past
+    the budget are shown to the judge as unverified (None: no budget)."""
+    scratchpad: bool = True
+    """Speeches may open with a private <thinking> scratchpad that no judge or opponent sees
+    (kept in the transcript); only the <argument> is shown."""
     best_of_acts: list[BestOfAct] = Field(default_factory=_decompose_only)
     """The decisions best_of applies to: decompose, and direction (with direction: model; each
     sampled direction scored by its exact expected reward for the round's decomposition), and
@@ -204,3 +218,12 @@ class JudgeSettings(ModelSettings):
     """Samples per probability with the sampling method."""
     temperature: float = Field(default=1.0, ge=0.0)
     """Sampling temperature."""
+    passage: Literal["hidden", "shown"] = "hidden"
+    """What the judge sees of an item's passage: hidden (only the debaters' quotes, marked
+    verified or unverified) or shown (the whole passage). Debaters, consultant, prover and
+    estimator always see it."""
+    direct_passage: list[Literal["hidden", "shown"]] = Field(
+        default_factory=lambda: ["hidden", "shown"]
+    )
+    """The direct protocol on items with a passage: one debate per entry, variant blind
+    (hidden: the judge answers from the question alone) and expert (shown)."""

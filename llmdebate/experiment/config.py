@@ -18,6 +18,7 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
+from llmdebate.data.quality import FILTERS as QUALITY_FILTERS
 from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import PROTOCOLS, can
 from llmdebate.schemas import DebateConfig
@@ -52,6 +53,24 @@ class DatasetSettings(_Section):
     """Use only these item ids (JSON list)."""
     password: str | None = None
     """Password of an encrypted zip (default for GPQA: the one its authors publish)."""
+    format: Literal["auto", "common", "quality"] = "auto"
+    """How the file is read: quality (QuALITY's own files or its questions in the common
+    schema: filters, best distractors), common, or auto (quality when the first record is in
+    QuALITY's format or names dataset quality)."""
+    filters: str = "all"
+    """QuALITY: the questions kept (all, hard, answerable, khan2024, michael2023)."""
+    distractor: Literal["best", "random"] = "best"
+    """QuALITY: the dishonest answer: best (the option most validators named the best
+    distractor) or random (a wrong option drawn from the seed)."""
+    pair: bool = False
+    """QuALITY: cut every question's choices to the gold answer and its distractor."""
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, v: str) -> str:
+        if v not in QUALITY_FILTERS:
+            raise ValueError(f"{v!r} is not one of {', '.join(QUALITY_FILTERS)}")
+        return v
 
 
 class ReportSettings(_Section):

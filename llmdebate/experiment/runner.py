@@ -45,7 +45,6 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from llmdebate.agents.factory import Team, build_models
-from llmdebate.data import load_items
 from llmdebate.errors import RuleError, TranscriptError, UserError, require
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import (
@@ -56,6 +55,7 @@ from llmdebate.experiment.debate import (
     run_one,
 )
 from llmdebate.experiment.executors import Executor, ExecutorOptions, make_executor
+from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.sink import TranscriptWriter
@@ -276,17 +276,7 @@ def run(
         Path(config.runs_dir) / (run_id or default_run_id(config))
     )
     prompts = Prompts(resolve_path(config.prompts_dir) if config.prompts_dir else None)
-    ds = config.dataset
-    items = load_items(
-        resolve_path(ds.path),
-        shuffle_seed=ds.shuffle_seed,
-        limit=ds.limit,
-        ids=ds.ids,
-        password=ds.password,
-        split=ds.split,
-        subset=ds.subset,
-        fields=ds.fields,
-    )
+    items = load_run_items(config.dataset, config.seed)
     if any(is_protected(it) for it in items):  # no on-disk cache of protected text
         config = config.model_copy(update={"use_cache": False})
     jobs = make_jobs(items, config)

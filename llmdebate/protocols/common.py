@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from llmdebate import scoring
 from llmdebate.agents.best_of_n import best_of_speech
 from llmdebate.agents.factory import Team
+from llmdebate.agents.passage import HIDDEN, SHOWN, JudgeView
 from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
@@ -33,18 +34,58 @@ from llmdebate.protocols.interface import (
 )
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import ModelCallRecord, Transcript, Turn
+from llmdebate.speech import parse_reply
 
 LETTERS = "AB"
+VIEW_VARIANTS = {"blind": HIDDEN, "expert": SHOWN}
+"""Variants that set the judge's view of the passage themselves (the direct baselines)."""
 
 
 def options_text(options: tuple[str, str] | list[str]) -> str:
     return "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
 
 
-def transcript_text(turns: list[Turn]) -> str:
+def transcript_text(turns: list[Turn], view: JudgeView | None = None) -> str:
+    """The speeches as a judge (or the next speaker) reads them: arguments only (never a
+    scratchpad), each quote marked verified or unverified when the item has a passage."""
     return "\n\n".join(
-        f'{t.role} (round {t.round}, arguing for "{t.position}"):\n{t.text.strip()}' for t in turns
+        f'{t.role} (round {t.round}, arguing for "{t.position}"):\n'
+        + (view.for_model(t.text, t.quotes) if view is not None else t.text).strip()
+        for t in turns
     )
+
+
+def passage_mode(variant: str, configured: str) -> str:
+    """The judge's view of the passage in a debate of ``variant`` (``judge.passage``
+    unless the variant sets it)."""
+    return VIEW_VARIANTS.get(variant, configured)
+
+
+def view_of(spec: DebateSpec, team: Team) -> JudgeView:
+    """The judge's view of the passage of debate ``spec``."""
+    mode = passage_mode(spec.variant, team.judge.passage)
+    return JudgeView.of({"context": spec.item.context}, mode)
+
+
+def recorded_view(t: Transcript) -> JudgeView:
+    """The judge's view of a recorded debate (its ``meta.passage``; hidden when unrecorded)."""
+    return JudgeView.of(t.item, str(t.meta.get("passage") or HIDDEN))
+
+
+def judge_variables(
+    question: str, view: JudgeView, turns: list[Turn] | None = None
+) -> dict[str, Any]:
+    """What a judge's prompt is given: the question, the passage only when shown, and the
+    speeches with their quotes marked."""
+    out: dict[str, Any] = {
+        "question": question,
+        "context": view.context(),
+        "hidden": view.hidden,
+        "quoted": view.passage is not None,
+    }
+    if turns is not None:
+        out["transcript"] = transcript_text(turns, view)
+    return out
 
 
 Decision = tuple[str, float, dict[str, Any]]
@@ -126,6 +167,7 @@ async def speak(
     options: tuple[str, str],
     judge_act: str,
     log: Log,
+    view: JudgeView | None = None,
 ) -> str:
     """The speech of ``role`` in round ``rnd`` (prompt ``messages``; ``seen``: the turns it saw).
 
@@ -148,11 +190,14 @@ async def speak(
             f"(judge.kind is {team.judge.kind})"
         )
 
+    shown = view if view is not None else view_of(spec, team)
+
     async def score(text: str, own: list[ModelCallRecord]) -> float:
-        turn = Turn(role=role, round=rnd, text=text, position=position)
+        argument = parse_reply(text).argument if team.prover.scratchpad else text
+        turn = Turn(role=role, round=rnd, text=argument, position=position)
         decision = await judge_choice(
-            team, judge_act, options, own, question=spec.item.question,
-            context=spec.item.context, transcript=transcript_text([*seen, turn]),
+            team, judge_act, options, own,
+            **judge_variables(spec.item.question, shown, [*seen, turn]),
         )
         assert decision is not None  # the judge does not defer
         choice, _, raw = decision
@@ -252,13 +297,10 @@ class ChoiceProtocol(Protocol):
 
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
         item = t.item or {}
-        variables: dict[str, Any] = {
-            "question": item.get("question", ""),
-            "context": item.get("context"),
-        }
-        if self.shows_transcript:
-            variables["transcript"] = transcript_text([x for x in t.turns if x.role != "judge"])
-        return self.judge_act, variables
+        turns = [x for x in t.turns if x.role != "judge"] if self.shows_transcript else None
+        return self.judge_act, judge_variables(
+            str(item.get("question", "")), recorded_view(t), turns
+        )
 
     def complete(
         self,

@@ -14,12 +14,14 @@ from llmdebate.protocols.common import (
     ChoiceProtocol,
     decided,
     judge_choice,
+    judge_variables,
     options_text,
-    speak,
     transcript_text,
+    view_of,
 )
 from llmdebate.protocols.interface import ASSIGNED, SPEECHES
 from llmdebate.protocols.registry import register
+from llmdebate.protocols.speeches import Rules, deliver
 from llmdebate.schemas import Transcript, Turn
 
 
@@ -39,6 +41,8 @@ class Consultancy(ChoiceProtocol):
             raise ProtocolViolation("consultancy needs an assigned answer")
         position = spec.answer
         model = team.models["prover"]
+        view = view_of(spec, team)
+        rules = Rules.of(team.prover).prompt_variables()
         turns: list[Turn] = []
         for rnd in range(1, settings.rounds + 1):
             msgs = team.prompts.render(
@@ -49,21 +53,21 @@ class Consultancy(ChoiceProtocol):
                 position=position,
                 round=rnd,
                 rounds=settings.rounds,
-                transcript=transcript_text(turns),
+                transcript=transcript_text(turns, view),
+                **rules,
             )
-            text = await speak(
-                team, spec, msgs, role="consultant", position=position, rnd=rnd, seen=turns,
-                options=spec.shown, judge_act=self.judge_act, log=log,
+            turns.append(
+                await deliver(
+                    team, spec, view, msgs, role="consultant", position=position, rnd=rnd,
+                    seen=turns, options=spec.shown, judge_act=self.judge_act, log=log,
+                )
             )
-            turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
         decision = await judge_choice(
             team,
             self.judge_act,
             spec.shown,
             log,
-            question=spec.item.question,
-            context=spec.item.context,
-            transcript=transcript_text(turns),
+            **judge_variables(spec.item.question, view, turns),
         )
         return decided(
             spec,
@@ -75,4 +79,5 @@ class Consultancy(ChoiceProtocol):
             judge_round=settings.rounds + 1,
             options=spec.shown,
             rounds=settings.rounds,
+            passage=view.mode,
         )

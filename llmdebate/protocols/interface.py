@@ -8,7 +8,8 @@ capabilities; no module names a protocol.
 
 The hooks, in the order a debate meets them:
 
-* which debates an item yields: :meth:`Protocol.variants`, :meth:`Protocol.assigned_answer`,
+* which debates an item yields: :meth:`Protocol.variants`, :meth:`Protocol.passage_variants`,
+  :meth:`Protocol.assigned_answer`,
   :meth:`Protocol.needs_wrong_answer` (:mod:`llmdebate.experiment.jobs`);
 * running one debate: :meth:`Protocol.run` (a protocol object is also callable as its run);
 * a judge that deferred: :meth:`Protocol.judge_prompt` (what a model judge of the waiting
@@ -31,6 +32,7 @@ transcripts hold rounds of claims down to a leaf verdict declares ``recursive``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 from typing import Protocol as TypingProtocol
 
@@ -119,6 +121,14 @@ class Protocol(ABC):
         if self.can(ASSIGNED):
             return assignment_variants(assignment, index)
         return (self.name,)
+
+    def passage_variants(
+        self, variants: tuple[str, ...], views: Sequence[str]
+    ) -> tuple[str, ...]:
+        """The debates of an item that has a passage, given ``variants`` and the judge views
+        a run asks for (``judge.direct_passage``): a protocol that runs one debate per view
+        of the passage (the direct baselines) names them; others keep ``variants``."""
+        return variants
 
     def assigned_answer(self, variant: str, gold: str, distractor: str) -> str | None:
         """The answer the debater of ``variant`` defends (None: chosen, or none)."""

@@ -6,7 +6,12 @@ from __future__ import annotations
 from llmdebate import scoring
 from llmdebate.agents.factory import Team
 from llmdebate.engine import run_naive_recursive
-from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
+from llmdebate.protocols.asymmetric import (
+    RecursiveProtocol,
+    annotate_truth,
+    chosen_claim,
+    leaf_view,
+)
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
@@ -40,7 +45,7 @@ class NaiveRecursive(RecursiveProtocol):
             calls=log,
         )
         annotate_truth(t, spec.item.meta)
-        t.meta.update(claimed_answer=claim.data["answer"])
+        t.meta.update(passage=leaf_view(spec, team).mode, claimed_answer=claim.data["answer"])
         return t
 
     def injectable(self, d: DecisionRow) -> bool:

@@ -9,7 +9,12 @@ from __future__ import annotations
 from llmdebate import scoring
 from llmdebate.agents.factory import Team
 from llmdebate.engine import run_prover_estimator
-from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
+from llmdebate.protocols.asymmetric import (
+    RecursiveProtocol,
+    annotate_truth,
+    chosen_claim,
+    leaf_view,
+)
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
 from llmdebate.protocols.registry import register
@@ -45,7 +50,11 @@ class ProverEstimator(RecursiveProtocol):
             calls=log,
         )
         annotate_truth(t, spec.item.meta)
-        t.meta.update(claimed_answer=claim.data["answer"], prover_beliefs=dict(prover.beliefs))
+        t.meta.update(
+            passage=leaf_view(spec, team).mode,
+            claimed_answer=claim.data["answer"],
+            prover_beliefs=dict(prover.beliefs),
+        )
         return t
 
     def expected_payoff(self, t: Transcript) -> float | None:

@@ -9,24 +9,29 @@ across the pair. ``mode``: ``sequential`` (B sees A's speech of the same round) 
 from __future__ import annotations
 
 from llmdebate.agents.factory import Team
+from llmdebate.agents.passage import JudgeView
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import (
     ChoiceProtocol,
     decided,
     judge_choice,
+    judge_variables,
     options_text,
-    speak,
     transcript_text,
+    view_of,
 )
 from llmdebate.protocols.interface import SPEECHES
 from llmdebate.protocols.registry import register
+from llmdebate.protocols.speeches import Rules, deliver
 from llmdebate.schemas import Transcript, Turn
 
 JUDGE_ACT = "two_sided_judge"
 
+
 async def _speech(
     team: Team,
     spec: DebateSpec,
+    view: JudgeView,
     options: tuple[str, str],
     who: str,
     position: str,
@@ -45,13 +50,13 @@ async def _speech(
         opponent_position=opponent,
         round=rnd,
         rounds=rounds,
-        transcript=transcript_text(seen),
+        transcript=transcript_text(seen, view),
+        **Rules.of(team.prover).prompt_variables(),
     )
-    text = await speak(
-        team, spec, msgs, role=who, position=position, rnd=rnd, seen=seen, options=options,
-        judge_act=JUDGE_ACT, log=log,
+    return await deliver(
+        team, spec, view, msgs, role=who, position=position, rnd=rnd, seen=seen,
+        options=options, judge_act=JUDGE_ACT, log=log,
     )
-    return Turn(role=who, round=rnd, text=text, position=position)
 
 
 @register("two-sided")
@@ -71,15 +76,18 @@ class TwoSided(ChoiceProtocol):
     ) -> Transcript:
         shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
         pos_a, pos_b = shown
+        view = view_of(spec, team)
         turns: list[Turn] = []
         for rnd in range(1, settings.rounds + 1):
             before = list(turns)
             a = await _speech(
-                team, spec, shown, "debater A", pos_a, pos_b, rnd, settings.rounds, before, log
+                team, spec, view, shown, "debater A", pos_a, pos_b, rnd, settings.rounds,
+                before, log,
             )
             seen_b = [*before, a] if settings.mode == "sequential" else before
             b = await _speech(
-                team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
+                team, spec, view, shown, "debater B", pos_b, pos_a, rnd, settings.rounds,
+                seen_b, log,
             )
             turns += [a, b]
         decision = await judge_choice(
@@ -87,9 +95,7 @@ class TwoSided(ChoiceProtocol):
             self.judge_act,
             shown,
             log,
-            question=spec.item.question,
-            context=spec.item.context,
-            transcript=transcript_text(turns),
+            **judge_variables(spec.item.question, view, turns),
         )
         debater = team.models["prover"].name
         return decided(
@@ -104,4 +110,5 @@ class TwoSided(ChoiceProtocol):
             order=list(shown),
             rounds=settings.rounds,
             mode=settings.mode,
+            passage=view.mode,
         )
