@@ -179,13 +179,16 @@ class ProverSettings(ModelSettings):
     """When every attempt at a decomposition fails only a check the schema cannot express (a
     subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
     max_words: int | None = Field(default=None, ge=1)
-    """Words per speech (two-sided debate, consultancy) and per leaf evidence: one re-ask when
-    over, then a cut at a sentence end with a visible marker (None: no limit)."""
+    """Words per speech (two-sided debate, consultancy): one re-ask when over, then a cut at a
+    sentence end with a visible marker (None: no limit)."""
     min_words: int | None = Field(default=None, ge=0)
     """Fewest words per speech: one re-ask when under, then kept as it is (None: no minimum)."""
     quote_words: int | None = Field(default=None, ge=0)
-    """Quoted words per speech (and leaf evidence): one re-ask when over, then the quotes past
-    the budget are shown to the judge as unverified (None: no budget)."""
+    """Quoted words per speech: one re-ask when over, then the quotes past the budget are left
+    out of what the judge reads (None: no budget)."""
+    quote_penalty: float = Field(default=0.0, ge=0.0)
+    """Weight of the optional training term that penalises quotes not found in the passage:
+    -weight per unverified quote, recorded per speaker in meta.quote_penalty (0: off)."""
     scratchpad: bool = True
     """Speeches may open with a private <thinking> scratchpad that no judge or opponent sees
     (kept in the transcript); only the <argument> is shown."""

@@ -64,6 +64,9 @@ class DatasetSettings(_Section):
     distractor) or random (a wrong option drawn from the seed)."""
     pair: bool = False
     """QuALITY: cut every question's choices to the gold answer and its distractor."""
+    passage_chars: int | None = Field(default=None, ge=200)
+    """Keep only the start of every passage, at most this many characters, cut at a paragraph
+    or sentence end (quick runs of a small model; the published studies use whole stories)."""
 
     @field_validator("filters")
     @classmethod

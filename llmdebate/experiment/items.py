@@ -44,8 +44,36 @@ def is_quality(ds: DatasetSettings) -> bool:
     return ("article" in first and "questions" in first) or first.get("dataset") == "quality"
 
 
+def cut_passage(text: str, limit: int) -> str:
+    """The start of ``text``, at most ``limit`` characters, ending at the last paragraph end
+    within them (else the last sentence end, else the last space)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    for mark in ("\n\n", ". ", "\n", " "):
+        at = head.rfind(mark)
+        if at >= limit // 2:
+            return head[: at + (1 if mark == ". " else 0)].rstrip()
+    return head
+
+
 def load_run_items(ds: DatasetSettings, seed: int) -> list[Item]:
-    """The items of a run's dataset (``seed``: the run's, for QuALITY's distractor ties)."""
+    """The items of a run's dataset (``seed``: the run's, for QuALITY's distractor ties),
+    passages cut to ``dataset.passage_chars`` when set (recorded in ``meta.passage_cut``)."""
+    items = _load(ds, seed)
+    if ds.passage_chars is None:
+        return items
+    out = []
+    for it in items:
+        if it.context and len(it.context) > ds.passage_chars:
+            cut = cut_passage(it.context, ds.passage_chars)
+            meta = {**it.meta, "passage_cut": {"chars": len(cut), "of": len(it.context)}}
+            it = it.model_copy(update={"context": cut, "meta": meta})
+        out.append(it)
+    return out
+
+
+def _load(ds: DatasetSettings, seed: int) -> list[Item]:
     if not is_quality(ds):
         return load_items(
             resolve_path(ds.path),

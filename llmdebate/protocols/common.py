@@ -212,6 +212,18 @@ async def speak(
     )
 
 
+def with_quote_penalty(t: Transcript, team: Team) -> Transcript:
+    """``t`` with the optional quote penalty recorded (``prover.quote_penalty`` > 0): per
+    speaker, :func:`llmdebate.scoring.quote_penalties`, re-scored like every reward."""
+    weight = team.prover.quote_penalty
+    if weight > 0:
+        t.meta["quote_penalty"] = {
+            "weight": weight,
+            "by_role": scoring.quote_penalties(t, weight),
+        }
+    return t
+
+
 def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
     """The judge prompt (act, variables) of a debate awaiting its verdict: what the protocol
     would have shown its model judge (:meth:`Protocol.judge_prompt`)."""

@@ -18,6 +18,7 @@ from llmdebate.protocols.common import (
     options_text,
     transcript_text,
     view_of,
+    with_quote_penalty,
 )
 from llmdebate.protocols.interface import ASSIGNED, SPEECHES
 from llmdebate.protocols.registry import register
@@ -69,7 +70,7 @@ class Consultancy(ChoiceProtocol):
             log,
             **judge_variables(spec.item.question, view, turns),
         )
-        return decided(
+        t = decided(
             spec,
             settings,
             agents={"consultant": model.name, "judge": team.judge_name()},
@@ -81,3 +82,4 @@ class Consultancy(ChoiceProtocol):
             rounds=settings.rounds,
             passage=view.mode,
         )
+        return with_quote_penalty(t, team)

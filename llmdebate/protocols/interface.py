@@ -173,8 +173,11 @@ class Protocol(ABC):
 
     # -- scoring --------------------------------------------------------------------------
     def rescore(self, t: Transcript) -> scoring.Score:
-        """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.scoring`."""
-        return scoring.score_transcript(t, self.reward_scheme)
+        """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.scoring`,
+        the optional quote penalty included."""
+        s = scoring.score_transcript(t, self.reward_scheme)
+        scoring.check_quote_penalties(t, s)
+        return s
 
     def judgment_scores(self, t: Transcript) -> dict[str, float | None]:
         """How well the judge of a complete debate did against the gold truth."""

@@ -13,6 +13,7 @@ from llmdebate.protocols.asymmetric import (
     leaf_view,
 )
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
@@ -46,7 +47,7 @@ class NaiveRecursive(RecursiveProtocol):
         )
         annotate_truth(t, spec.item.meta)
         t.meta.update(passage=leaf_view(spec, team).mode, claimed_answer=claim.data["answer"])
-        return t
+        return with_quote_penalty(t, team)
 
     def injectable(self, d: DecisionRow) -> bool:
         """A debater's decomposition, subclaim probability or evidence; the challenger's pick."""

@@ -16,6 +16,7 @@ from llmdebate.protocols.asymmetric import (
     leaf_view,
 )
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
@@ -55,7 +56,7 @@ class ProverEstimator(RecursiveProtocol):
             claimed_answer=claim.data["answer"],
             prover_beliefs=dict(prover.beliefs),
         )
-        return t
+        return with_quote_penalty(t, team)
 
     def expected_payoff(self, t: Transcript) -> float | None:
         return scoring.normalized_total(t, expected=True, scheme=self.reward_scheme)

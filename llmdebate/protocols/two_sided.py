@@ -19,6 +19,7 @@ from llmdebate.protocols.common import (
     options_text,
     transcript_text,
     view_of,
+    with_quote_penalty,
 )
 from llmdebate.protocols.interface import SPEECHES
 from llmdebate.protocols.registry import register
@@ -98,7 +99,7 @@ class TwoSided(ChoiceProtocol):
             **judge_variables(spec.item.question, view, turns),
         )
         debater = team.models["prover"].name
-        return decided(
+        t = decided(
             spec,
             settings,
             agents={"debater A": debater, "debater B": debater, "judge": team.judge_name()},
@@ -112,3 +113,4 @@ class TwoSided(ChoiceProtocol):
             mode=settings.mode,
             passage=view.mode,
         )
+        return with_quote_penalty(t, team)
