@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.config import DatasetSettings, ExperimentConfig
+from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.runner import run
 from llmdebate.models import Model, get_model
 from llmdebate.quotes import normalise
@@ -54,9 +55,9 @@ def run_scripted(tmp: Path, judge: dict[str, Any], **extra: Any) -> tuple[Path, 
 
 
 def passage() -> str:
-    import json
-
-    return str(json.loads(SAMPLE.read_text().splitlines()[0])["context"])
+    """The story of the sample's first question, as the loader gives it (HTML to text)."""
+    items = load_run_items(DatasetSettings(path=str(SAMPLE), limit=1), 0)
+    return str(items[0].context)
 
 
 def windows(text: str) -> set[str]:
