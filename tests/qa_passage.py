@@ -77,3 +77,16 @@ def leaks(text: str, passage_windows: set[str]) -> list[str]:
 
 def request_text(messages: list[dict[str, str]]) -> str:
     return "\n\x00\n".join(m["content"] for m in messages)
+
+
+def run_cli(tmp: Path, judge: dict[str, Any], **extra: Any) -> Path:
+    """``llmdebate run`` of ``config(judge, **extra)`` (models built from the config)."""
+    import yaml
+
+    from llmdebate.cli import main
+
+    path = tmp / "qa.yaml"
+    path.write_text(yaml.safe_dump(config(judge, **extra)))
+    run_dir = tmp / "cli-run"
+    main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"])
+    return run_dir
