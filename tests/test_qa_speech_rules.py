@@ -60,7 +60,7 @@ def test_over_the_word_limit_is_reasked_then_cut_and_the_scratchpad_stays_privat
 def test_under_the_minimum_is_reasked_then_kept_and_quotes_over_budget_are_left_out(
     tmp_path: Path,
 ) -> None:
-    run_dir, models = run_scripted(
+    run_dir, _ = run_scripted(
         tmp_path, {}, protocols=["consultancy"], rounds=1,
         prover={"model": "scripted", "min_words": 200, "quote_words": 5},
     )

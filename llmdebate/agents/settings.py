@@ -210,6 +210,13 @@ class EstimatorSettings(ModelSettings):
     """Ask all b_i of a round in one batch, ignoring z_<i (cheaper; not the paper's protocol)."""
 
 
+PassageView = Literal["hidden", "shown"]
+
+
+def _both_views() -> list[PassageView]:
+    return ["hidden", "shown"]
+
+
 class JudgeSettings(ModelSettings):
     kind: Literal["llm", "oracle", "oracle-or-llm", "deferred", "human"] = "llm"
     """llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
@@ -221,12 +228,10 @@ class JudgeSettings(ModelSettings):
     """Samples per probability with the sampling method."""
     temperature: float = Field(default=1.0, ge=0.0)
     """Sampling temperature."""
-    passage: Literal["hidden", "shown"] = "hidden"
+    passage: PassageView = "hidden"
     """What the judge sees of an item's passage: hidden (only the debaters' quotes, marked
     verified or unverified) or shown (the whole passage). Debaters, consultant, prover and
     estimator always see it."""
-    direct_passage: list[Literal["hidden", "shown"]] = Field(
-        default_factory=lambda: ["hidden", "shown"]
-    )
+    direct_passage: list[PassageView] = Field(default_factory=_both_views)
     """The direct protocol on items with a passage: one debate per entry, variant blind
     (hidden: the judge answers from the question alone) and expert (shown)."""

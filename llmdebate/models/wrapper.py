@@ -140,7 +140,7 @@ class Model:
         length = self.context_length or getattr(loaded, "max_position_embeddings", None)
         if not isinstance(length, int) or length <= 0:
             return
-        tok = getattr(self.backend, "tokenizer", None)
+        tok: Any = getattr(self.backend, "tokenizer", None)
         counter = tokenizer_counter(tok) if callable(getattr(tok, "encode", None)) else None
         problem = context_fit(messages, length, counter=counter, reply_tokens=config.max_tokens)
         if problem is not None:
@@ -293,7 +293,7 @@ class Model:
         if after is not None:
             return min(float(after), self.max_retry_after)
         # base * 2^(n-1), capped, plus U(0, base)
-        delay = self.retry_base_delay * 2 ** (attempt - 1)
+        delay: float = self.retry_base_delay * 2 ** (attempt - 1)
         return min(delay, self.retry_max_delay) + random.uniform(0, self.retry_base_delay)
 
     async def _send(

@@ -35,7 +35,7 @@ class Direct(ChoiceProtocol):
     def passage_variants(
         self, variants: tuple[str, ...], views: Sequence[str]
     ) -> tuple[str, ...]:
-        names = {mode: name for name, mode in VIEW_VARIANTS.items()}
+        names: dict[str, str] = {mode: name for name, mode in VIEW_VARIANTS.items()}
         return tuple(names[v] for v in views) or (names[HIDDEN],)
 
     async def run(
