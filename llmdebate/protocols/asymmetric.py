@@ -65,6 +65,12 @@ def leaf_view(spec: DebateSpec, team: Team) -> JudgeView:
     return JudgeView.of({"context": spec.item.context}, team.judge.passage)
 
 
+def record_view(t: Transcript, view: JudgeView) -> None:
+    """Record the leaf judge's view of the passage (``meta.passage``) of an item that has one."""
+    if view.mode is not None:
+        t.meta["passage"] = view.mode
+
+
 async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log) -> Claim:
     answer = spec.answer
     if answer is None:  # assignment "choose": the prover answers the question itself

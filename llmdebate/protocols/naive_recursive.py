@@ -11,6 +11,7 @@ from llmdebate.protocols.asymmetric import (
     annotate_truth,
     chosen_claim,
     leaf_view,
+    record_view,
 )
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import with_quote_penalty
@@ -46,7 +47,8 @@ class NaiveRecursive(RecursiveProtocol):
             calls=log,
         )
         annotate_truth(t, spec.item.meta)
-        t.meta.update(passage=leaf_view(spec, team).mode, claimed_answer=claim.data["answer"])
+        record_view(t, leaf_view(spec, team))
+        t.meta.update(claimed_answer=claim.data["answer"])
         return with_quote_penalty(t, team)
 
     def injectable(self, d: DecisionRow) -> bool:

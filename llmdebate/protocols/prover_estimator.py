@@ -14,6 +14,7 @@ from llmdebate.protocols.asymmetric import (
     annotate_truth,
     chosen_claim,
     leaf_view,
+    record_view,
 )
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import with_quote_penalty
@@ -51,9 +52,9 @@ class ProverEstimator(RecursiveProtocol):
             calls=log,
         )
         annotate_truth(t, spec.item.meta)
+        record_view(t, leaf_view(spec, team))
         t.meta.update(
-            passage=leaf_view(spec, team).mode,
-            claimed_answer=claim.data["answer"],
+                        claimed_answer=claim.data["answer"],
             prover_beliefs=dict(prover.beliefs),
         )
         return with_quote_penalty(t, team)
