@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from qa_passage import FIXTURE, SAMPLE, config, run_cli, run_scripted
 
@@ -112,3 +113,11 @@ def test_the_report_of_the_quality_config_splits_accuracy_by_passage_and_shows_q
     page = (run_dir / "report.html").read_text()
     assert "Quotes from the passage" in page and "hidden" in page
     assert FIXTURE  # the scripted debater of the run
+
+
+def test_the_judge_view_settings_are_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--judge-passage", "--judge-direct-passage", "--prover-max-words",
+                 "--prover-quote-words", "--dataset-distractor", "--prover-context-length"):
+        assert flag in out
