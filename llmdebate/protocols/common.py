@@ -1,5 +1,11 @@
 """What the speech protocols share: the options text, the transcript text, the judge's choice.
 
+What a judge reads of an item's passage is one :class:`~llmdebate.agents.passage.JudgeView`
+per debate (:func:`view_of`: ``judge.passage``, or the direct baseline's variant ``blind`` /
+``expert``): :func:`judge_variables` gives every judge prompt the passage only when shown, and
+the speeches with their quotes checked (:func:`transcript_text`); the speeches themselves go
+through :mod:`llmdebate.protocols.speeches` (scratchpad, word limits, quotes).
+
 Two-sided debate, consultancy and the direct judge all end with the judge choosing between
 the item's gold answer and its distractor, shown in the order ``spec.shown``. With a judge that
 defers (``judge.kind`` human or deferred) the debate stops there, status ``awaiting_verdict``,
