@@ -315,7 +315,7 @@ def run_debates(
         if ray_workers:
             from llmdebate.experiment.executors import ExecutorOptions
 
-            extra["executor"] = ExecutorOptions("ray", ray_workers=ray_workers)
+            extra["executor"] = ExecutorOptions("ray", workers=ray_workers)
         if processes:
             from llmdebate.experiment.executors import ExecutorOptions
 
@@ -527,13 +527,13 @@ def orchestration_once(
     from llmdebate.agents.factory import Team
     from llmdebate.data import load_items
     from llmdebate.experiment.debate import run_one
-    from llmdebate.experiment.executors import LocalExecutor
+    from llmdebate.experiment.executors.local import LocalExecutor
     from llmdebate.experiment.jobs import make_jobs
-    from llmdebate.experiment.runner import drive, lean_gc
+    from llmdebate.experiment.runner import drive
+    from llmdebate.experiment.runtime import lean_gc, protocol_settings
     from llmdebate.models import get_model
     from llmdebate.models.cache import ResponseCache
     from llmdebate.prompts import Prompts
-    from llmdebate.protocols.base import ProtocolSettings
 
     sys.path.insert(0, str(REPO / "tests"))
     from fixtures.llm_fixtures import responder  # type: ignore[import-not-found]
@@ -547,7 +547,7 @@ def orchestration_once(
         m.cache = ResponseCache(tmp / f"cache-{depth}-{width}-{debates}.sqlite")
     team = Team({"prover": m, "estimator": m, "judge": m}, Prompts(), cfg.prover, cfg.estimator,
                 cfg.judge)
-    settings = ProtocolSettings(debate=cfg.debate.model_copy(update={"seed": cfg.seed}))
+    settings = protocol_settings(cfg)
     servers: dict[str, str | None] = {"prover": None, "estimator": None, "judge": None}
     out = tmp / f"t-{time.monotonic_ns()}.jsonl"
     calls = 0

@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "llmdebate.commands.score",
     "llmdebate.commands.formal",
     "llmdebate.commands.reproduce",
+    "llmdebate.commands.attack",
     "llmdebate.commands.run",
     "llmdebate.commands.compare",
     "llmdebate.commands.report",

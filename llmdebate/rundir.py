@@ -14,8 +14,8 @@
   judged by K people has K scored lines there and its waiting line stays as it was;
 * ``judging.db`` — the judges, assignments and judgments of a human-judge study (SQLite).
 
-Readers (``report``, ``score``, judging, export) use :func:`load_transcripts`; nothing here
-runs a debate.
+Readers (``report``, judging, export) use :func:`load_transcripts`, which reads through
+:func:`llmdebate.transcripts.iter_transcripts`; nothing here runs a debate.
 """
 
 from __future__ import annotations
@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
-from llmdebate.errors import RuleError, TranscriptError, UserError
-from llmdebate.jsonl import first_error, iter_json_lines
-from llmdebate.redact import redact
+from llmdebate.errors import TranscriptError, UserError
+from llmdebate.jsonl import iter_json_lines
 from llmdebate.schemas import Transcript
+from llmdebate.transcripts import iter_transcripts, transcript_line
 
 CONFIG_FILE = "config.yaml"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
@@ -146,20 +145,7 @@ def load_transcripts(run_dir: Path, *, judged: bool = False) -> list[Transcript]
     complete line raises one :class:`TranscriptError` naming the file and the line.
     """
     path = run_dir / (JUDGED_FILE if judged else TRANSCRIPTS_FILE)
-    if not path.is_file():
-        return []
-    out: list[Transcript] = []
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.endswith(b"\n") or not raw.strip():
-                continue
-            try:
-                out.append(Transcript.model_validate_json(raw))
-            except ValidationError as exc:
-                raise TranscriptError(f"{path}:{lineno}: {first_error(exc)}") from None
-            except RuleError as exc:
-                raise TranscriptError(f"{path}:{lineno}: {exc}") from None
-    return out
+    return list(iter_transcripts(path)) if path.is_file() else []
 
 
 def append_judged(run_dir: Path, transcript: Transcript) -> bool:
@@ -171,7 +157,7 @@ def append_judged(run_dir: Path, transcript: Transcript) -> bool:
     import fcntl
 
     path = run_dir / JUDGED_FILE
-    line = redact(transcript).model_dump_json().encode("utf-8") + b"\n"
+    line = transcript_line(transcript)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -409,6 +409,115 @@ def judgment_scores(t: Transcript) -> dict[str, float | None]:
     return out
 
 
+# ---------------------------------------------------------------------------- interactive judges
+
+
+def interactive_judge_score(
+    p_correct: float, turns: int, turn_cost: float, *, log_base: float = float(np.e)
+) -> float:
+    """The score of a judge who may ask the debaters questions and end the debate when it
+    chooses (Michael et al. 2023, "Debate Helps Supervise Unreliable Experts"): the log score
+    of its final probability on the correct answer minus a linear penalty for the turns it
+    let the debate run, log_b(p_correct) - turn_cost · turns.
+
+    ``turns``: the debate turns the judge asked for (0 if it decided before any); with
+    ``turn_cost`` > 0 a judge gains by asking only while a turn is expected to raise its log
+    score by more than ``turn_cost``. ``log_base`` e (the default) gives nats, as
+    :func:`log_score`; their study scored in bits (base 2) with a cost of 0.05 a turn. A
+    probability of 0 on the truth scores -inf.
+    """
+    if not 0.0 <= p_correct <= 1.0:
+        raise ValueError(f"p_correct must lie in [0, 1], got {p_correct!r}")
+    if turns < 0:
+        raise ValueError(f"turns must be >= 0, got {turns!r}")
+    if turn_cost < 0:
+        raise ValueError(f"turn_cost must be >= 0, got {turn_cost!r}")
+    if log_base <= 1.0:
+        raise ValueError(f"log_base must be > 1, got {log_base!r}")
+    base = -np.inf if p_correct == 0.0 else np.log(p_correct) / np.log(log_base)
+    return float(base - turn_cost * turns)
+
+
+# ---------------------------------------------------------------------------- training rewards
+# What a trainer sees (docs/training.md, "Reward scale"): every reward of a decision divided
+# by its unit, the most that decision can gain or lose, so that it lies in [-1, 1] whatever
+# the round; an invalid reply (and an empty or oversized free-text reply) below all of them.
+
+VALID_FLOOR = -1.0
+"""The lowest reward a valid reply can get on the normalised scale."""
+FREE_TEXT_ACTS = ("evidence", "speech")
+"""Acts whose reply is free text: empty or oversized replies get the invalid reward."""
+
+
+def term_unit(term: str, r: float, depth: int) -> float:
+    """The unit of a reward term: the most |term| can be.
+
+    ``r_init`` → r^(d+1) (r_init ∈ [0, r^(d+1)]); ``r_k`` → r^k (|r_k| = r^k·|s_k|·|M − p|
+    ≤ r^k); ``after_k`` (a recursion choice: r_(k-1) + … + r_0) → r^(k-1) + … + r^0;
+    ``payoff`` (naive debate's ±1, a judged protocol's [0, 1]) → 1.
+    """
+    if term == "r_init":
+        return float(r ** (depth + 1))
+    if term.startswith("r_"):
+        return float(r ** int(term[2:]))
+    if term.startswith("after_"):
+        return float(total(r**j for j in range(int(term[6:]))))
+    if term == "payoff":
+        return 1.0
+    raise ValueError(f"no unit for the reward term {term!r}")
+
+
+@dataclass(frozen=True)
+class RewardOptions:
+    """How a reward is handed to a trainer.
+
+    ``normalize``: each reward divided by its :func:`term_unit` (in [-1, 1]); off: in the
+    debate's own units. ``margin``: how far below the lowest valid reward (-1) an invalid
+    reply lands. ``invalid_reward``: that value itself, on the normalised scale (default
+    -1 - margin; it must be below -1). ``max_reply_chars``: the longest free-text reply
+    (evidence, speech) that is scored; a longer or an empty one gets the invalid reward.
+    """
+
+    normalize: bool = True
+    margin: float = 0.5
+    invalid_reward: float | None = None
+    max_reply_chars: int = 16_000
+
+    def __post_init__(self) -> None:
+        if not self.margin > 0.0:
+            raise ValueError(f"margin: must be > 0 (got {self.margin})")
+        if self.invalid_reward is not None and not self.invalid_reward < VALID_FLOOR:
+            raise ValueError(
+                f"invalid_reward: must be below {VALID_FLOOR}, the lowest reward of a valid "
+                f"reply on the normalised scale (got {self.invalid_reward})"
+            )
+        if self.max_reply_chars < 1:
+            raise ValueError(f"max_reply_chars: must be >= 1 (got {self.max_reply_chars})")
+
+    @property
+    def invalid(self) -> float:
+        """The invalid reward on the normalised scale."""
+        if self.invalid_reward is not None:
+            return float(self.invalid_reward)
+        return VALID_FLOOR - self.margin
+
+
+def training_reward(value: float, unit: float, options: RewardOptions) -> float:
+    """A valid reply's reward as a trainer sees it (``unit``: its :func:`term_unit`)."""
+    return float(value / unit if options.normalize else value)
+
+
+def invalid_training_reward(unit: float, options: RewardOptions) -> float:
+    """An invalid reply's reward as a trainer sees it: below every valid one of the same
+    decision (``unit``: that decision's :func:`term_unit`)."""
+    return float(options.invalid if options.normalize else options.invalid * unit)
+
+
+def free_text_ok(text: str, options: RewardOptions) -> bool:
+    """Whether a free-text reply is scored at all: not empty, not over the size limit."""
+    return bool(text.strip()) and len(text) <= options.max_reply_chars
+
+
 # ---------------------------------------------------------------------------- quotes
 
 

@@ -33,7 +33,7 @@ from llmdebate.schemas import (
     Transcript,
 )
 from llmdebate.scoring import score_transcript
-from llmdebate.transcripts import read_transcripts
+from llmdebate.transcripts import iter_transcripts
 
 try:
     from tests.export_fixtures import judged_config, pe_config, scripted
@@ -172,7 +172,7 @@ def _flat(line: str) -> list[dict[str, Any]]:
 
 def test_a_version_1_transcript_loads_and_rescores() -> None:
     lines = V1.read_text().splitlines()
-    ts = list(read_transcripts(V1))
+    ts = list(iter_transcripts(V1))
     assert len(ts) == 3 and {t.protocol for t in ts} == {"prover-estimator", "naive-recursive"}
     for line, t in zip(lines, ts, strict=True):
         assert t.schema_version == 1 < SCHEMA_VERSION

@@ -76,7 +76,7 @@ def test_compare_writes_every_output_and_resumes(
     run = tmp_path / "runs" / "toy"
     assert _main("compare", "--config", str(cfg), "--run-id", "toy") == 0
     out = capsys.readouterr().out
-    assert "36 debates run" in out and f"report: {run / 'report.html'}" in out
+    assert "36 debates: 36 complete; 36 run now" in out and f"report: {run / 'report.html'}" in out
     m = _assert_report(run)
     ts = load_transcripts(run)
     # 4 items x (1 direct + 2 consultancy + 2 two-sided + 2 naive + 2 prover-estimator)
@@ -103,7 +103,7 @@ def test_compare_writes_every_output_and_resumes(
     assert "0 mismatches" in capsys.readouterr().out
     first = (run / "transcripts.jsonl").read_bytes()
     assert _main("compare", "--config", str(cfg), "--run-id", "toy") == 0  # resume
-    assert "0 debates run, 36 already done" in capsys.readouterr().out
+    assert "0 run now, 36 already done" in capsys.readouterr().out
     assert (run / "transcripts.jsonl").read_bytes() == first
 
 

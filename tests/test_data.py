@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from gpqa_fixture import QUESTIONS, write_gpqa_zip
 
+from llmdebate.data import load_items, read_items
 from llmdebate.data.generate import circuit_items, divisor_items
 from llmdebate.data.gpqa import read_zip_items
-from llmdebate.data.loader import load_items, read_items
 from llmdebate.data.problems import (
     claim_truth,
     divisor_statement,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typing
 
+import pydantic
 import pytest
 
 from llmdebate.elicit import (
     METHODS,
-    REGISTRY,
     Method,
     ProbMethod,
     estimate,
@@ -35,14 +35,42 @@ def scripted(**kw: typing.Any):
     return get_model("scripted", backend=ScriptedBackend(probabilities=PROBS, **kw))
 
 
-def test_registry_keys_are_the_one_name_list():
-    assert set(REGISTRY) == set(METHODS) == set(typing.get_args(ProbMethod))
-    assert len(METHODS) == len(set(METHODS))
+def test_the_registry_is_the_one_name_list():
+    assert METHODS.names() == ("logprobs", "sampling", "verbalised")
     for name in METHODS:  # Estimate.method accepts every registered name
         assert Estimate(value=0.5, method=name).method == name
     for name in METHODS:
         method = get_method(name)
         assert isinstance(method, Method) and method.name == name
+    assert METHODS.with_capability("logprobs") == ("logprobs",)
+
+
+def test_a_registered_method_is_accepted_by_config_fields_at_once():
+    class Settings(pydantic.BaseModel):
+        method: ProbMethod = "logprobs"
+
+    with pytest.raises(pydantic.ValidationError, match="unknown probability method 'half'"):
+        Settings(method="half")
+
+    @METHODS.register("half")
+    class Half(Method):
+        async def elicit(self, model, messages, options, trace):
+            return Estimate(value=0.5, method="half")
+
+    try:
+        assert Settings(method="half").method == "half"
+        assert isinstance(get_method("half"), Half)
+    finally:
+        METHODS.remove("half")
+    with pytest.raises(UserError, match="unknown probability method 'half'"):
+        get_method("half")
+
+
+async def test_a_model_without_logprobs_is_told_the_methods_that_need_none():
+    model = scripted(supports_logprobs=False)
+    with pytest.raises(UserError) as info:
+        await estimate(model, QS[0], "logprobs")
+    assert "use method='sampling' or method='verbalised'" in str(info.value)
 
 
 def test_unknown_method_is_a_one_line_user_error_listing_the_names():

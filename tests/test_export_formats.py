@@ -14,9 +14,11 @@ from llmdebate.experiment.runner import run
 from llmdebate.export import FORMATS, export_run
 
 try:
-    from tests.export_fixtures import pe_config
+    from tests.export_fixtures import pe_config, scripted
 except ImportError:  # pytest run from inside tests/
-    from export_fixtures import pe_config  # type: ignore[no-redef]
+    from export_fixtures import pe_config, scripted  # type: ignore[no-redef]
+
+CYCLING = str(Path(__file__).resolve().parent / "test_export_best_of.py") + ":cycling"
 
 datasets = pytest.importorskip("datasets")
 trl = pytest.importorskip("trl")
@@ -28,7 +30,10 @@ SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "hf": ""}
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fmt") / "run"
-    run(pe_config(dataset={"limit": 2}), out, progress=False)
+    # best of 3 decompositions: sibling candidates, the prover's preference pairs
+    prover: dict[str, Any] = {**scripted(), "decomposer": "model", "best_of": 3}
+    prover["options"]["responder"] = CYCLING
+    run(pe_config(prover=prover, dataset={"limit": 2}), out, progress=False)
     return out
 
 
@@ -50,6 +55,7 @@ def test_every_format_loads_with_datasets(run_dir: Path, tmp_path: Path, fmt: st
     need = {
         "trl-prompt-completion": {"prompt", "completion", "reward", "expected_reward",
                                   "return_to_go", "act", "round_k", "split", "config_digest"},
+        "audit": {"prompt", "completion", "reward", "source"},
         "trl-preference": {"prompt", "chosen", "rejected", "reward_gap"},
         "trl-unpaired": {"prompt", "completion", "label"},
         "trl-prompt-only": {"prompt", "state"},

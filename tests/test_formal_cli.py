@@ -109,7 +109,7 @@ def test_reproduce_writes_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     table = json.loads((tmp_path / "reproduction.json").read_text())
     sections = {r["section"] for r in table["rows"]}
-    assert sections == {"completeness", "obfuscation", "soundness", "proof", "stability"}
+    assert sections == {"completeness", "obfuscation", "soundness", "attack", "proof", "stability"}
     assert set(table["summary"]) == {
         "figure2",
         "marginal",

@@ -267,6 +267,10 @@ def test_the_table_is_rounded_and_summarised_per_variant() -> None:
         "completeness": True,
         "obfuscation": False,
         "soundness": False,
+        "attack: honest": True,
+        "attack: honest-no-dead-zone": True,
+        "attack: best prover": False,
+        "attack: uninformed prover": False,
     }
     assert "seconds" not in a
 

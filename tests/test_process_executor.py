@@ -27,9 +27,9 @@ from llmdebate.errors import UserError
 from llmdebate.experiment import debate
 from llmdebate.experiment.debate import Finished, RunStopped, finished
 from llmdebate.experiment.executors import ExecutorOptions
+from llmdebate.experiment.executors.processes import ProcessExecutor, WorkerError
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import validate
-from llmdebate.experiment.process_executor import ProcessExecutor, WorkerError
 from llmdebate.experiment.runner import run
 from llmdebate.rundir import TRANSCRIPTS_FILE
 
@@ -228,11 +228,10 @@ def test_a_stopped_run_cancels_its_debates_and_stops_its_workers(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--workers", "2"], "--workers needs --executor processes or ray"),
-        (["--executor", "dask"], "--executor must be one of local, ray, processes (got 'dask')"),
+        (["--workers", "2"], "--workers needs --executor processes or --executor ray"),
+        (["--executor", "dask"], "--executor: unknown executor 'dask': choose from "),
         (["--executor", "processes", "--workers", "0"], "--workers must be >= 1 (got 0)"),
         (["--executor", "processes", "--ray-address", "auto"], "--ray-address needs --executor"),
-        (["--executor", "ray", "--workers", "2", "--ray-workers", "3"], "give one"),
     ],
 )
 def test_bad_executor_options_get_one_line_and_exit_2(
@@ -246,9 +245,12 @@ def test_bad_executor_options_get_one_line_and_exit_2(
     assert not run_dir.exists()
 
 
-def test_ray_workers_is_the_old_name_of_workers() -> None:
-    assert ExecutorOptions("ray", ray_workers=3).workers == 3
-    assert ExecutorOptions("processes", workers=2, ray_workers=2).workers == 2
+def test_executor_options_name_their_problem_from_the_registry() -> None:
+    with pytest.raises(UserError, match=r"^--executor: unknown executor 'dask': choose from "):
+        ExecutorOptions("dask")
+    with pytest.raises(UserError, match=r"needs --executor processes or --executor ray"):
+        ExecutorOptions("local", workers=2)
+    assert ExecutorOptions("processes", workers=2).workers == 2
 
 
 def test_a_worker_that_cannot_start_says_why_before_any_debate(tmp_path: Path) -> None:

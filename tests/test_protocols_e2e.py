@@ -18,8 +18,9 @@ from llmdebate.agents.naive import most_likely_consistent
 from llmdebate.data import Item
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import PROTOCOL_NAMES, ExperimentConfig
+from llmdebate.experiment.debate import run_one
 from llmdebate.experiment.jobs import Job, draws, make_jobs, variants
-from llmdebate.experiment.runner import run_one
+from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import ProtocolSettings
@@ -81,9 +82,7 @@ def team(cfg: ExperimentConfig) -> Team:
 
 
 def settings(cfg: ExperimentConfig) -> ProtocolSettings:
-    return ProtocolSettings(
-        debate=cfg.debate.model_copy(update={"seed": cfg.seed}), rounds=cfg.rounds, mode=cfg.mode
-    )
+    return protocol_settings(cfg)
 
 
 def job(debate_id: str, cfg: ExperimentConfig) -> Job:

@@ -94,13 +94,13 @@ def test_workers_killed_mid_run_have_their_debates_run_again(
     killer = threading.Thread(target=kill_one_worker, daemon=True)
     killer.start()
     res = run(
-        validate(cfg), run_dir, progress=False, executor=ExecutorOptions("ray", ray_workers=2)
+        validate(cfg), run_dir, progress=False, executor=ExecutorOptions("ray", workers=2)
     )
     killer.join(timeout=5)
     assert killed, "no worker was killed"
     assert res.exit_code == 0 and res.stopped is None
     inv = res.summary["last_invocation"]
-    assert inv["executor"] == "ray" and inv["ray_workers"] == 2
+    assert inv["executor"] == "ray" and inv["workers"] == 2
     assert inv["debates_resent"] >= 1  # the killed worker's debates in flight ran again
     assert res.summary["status"] == {"complete": 16} and res.summary["missing"] == 0
     assert_each_debate_once(run_dir, cfg)
@@ -127,7 +127,7 @@ def test_a_killed_driver_is_resumed_to_every_debate_once(
         "ray",
         "--ray-address",
         cluster,
-        "--ray-workers",
+        "--workers",
         "2",
     ]
     proc = subprocess.Popen(
@@ -159,7 +159,7 @@ def test_prebuilt_models_and_bad_options_are_refused(tmp_path: Path) -> None:
             executor=ExecutorOptions("ray"),
         )
     assert not (tmp_path / "r").exists()
-    with pytest.raises(UserError, match="--executor must be one of local, ray"):
+    with pytest.raises(UserError, match=r"--executor: unknown executor 'dask': choose from "):
         ExecutorOptions("dask")
     with pytest.raises(UserError, match="needs --executor ray"):
         ExecutorOptions("local", ray_address="auto")
@@ -176,7 +176,7 @@ def test_without_ray_the_error_names_the_extra(
 
 
 def test_workers_share_the_run_limits(tmp_path: Path) -> None:
-    from llmdebate.experiment.ray_executor import worker_config
+    from llmdebate.experiment.worker import worker_config
 
     cfg = validate(
         {

@@ -13,6 +13,7 @@ from llmdebate import scoring
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
+from llmdebate.export.rows import TRAINED_SOURCES
 from llmdebate.rl import AsyncDebateReward, DebateReward, compute_score, fork, reward_func, team_for
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
@@ -75,7 +76,7 @@ def test_fork_with_a_swapped_estimator_keeps_the_past_and_changes_the_rest(
 def prompt_only(run_dir: Path, text: bool = False) -> list[dict[str, Any]]:
     config = read_run_config(run_dir)
     pairs = decision_rows(load_transcripts(run_dir), run_info(run_dir, config, 0.0))
-    pairs = [(r, t) for r, t in pairs if injectable(r)]
+    pairs = [(r, t) for r, t in pairs if injectable(r) and r.source in TRAINED_SOURCES]
     recs = build(pairs, "trl-prompt-only", config, text=text)
     for rec, (row, _) in zip(recs, pairs, strict=True):
         rec["recorded_completion"] = row.completion[0]["content"]
@@ -87,41 +88,42 @@ def test_trl_reward_of_the_recorded_reply_is_the_recorded_reward(run_dir: Path) 
     assert recs
     raw = DebateReward(normalize=False)
     sampled = DebateReward(normalize=False, expected=False)
+    # the scripted prover's first reply to a direction prompt ("True") does not parse: it was
+    # asked again, and the refused reply is no training row
+    assert not any(r["act"] == "direction" and r["recorded_completion"].strip() == "True"
+                   for r in recs)
     for r in recs:
         args = ([r["prompt"]], [[{"role": "assistant", "content": r["recorded_completion"]}]])
         got = raw(*args, state=[r["state"]])[0]
-        invalid = r["act"] == "direction" and r["recorded_completion"].strip() == "True"
-        if invalid:  # the scripted prover's first reply to a direction prompt does not parse
-            assert got == -1.0
-            continue
         assert got == r["expected_reward"]
         assert sampled(*args, state=[r["state"]])[0] == r["reward"]
-    first = next(r for r in recs if r["act"] == "direction")
+    directions = [r for r in recs if r["act"] == "direction"]
+    if read_run_config(run_dir)["prover"].get("direction") == "belief":
+        assert not directions  # a rule chose them (eq. 13): no model's decision to train
+        return
+    first = directions[0]
     t = Transcript.model_validate(json.loads(first["state"])["transcript"])
     normalized = asyncio.run(AsyncDebateReward()([first["prompt"]], ["no idea"],
                                                  state=[first["state"]]))
-    assert normalized == [-1.0]  # invalid reply
+    assert normalized == [-1.5]  # invalid reply: -1 - the default margin
     good = DebateReward()([first["prompt"]], ["higher"], state=[first["state"]])[0]
-    assert isinstance(good, float) and abs(good) < 1e9
+    assert isinstance(good, float) and -1.0 <= good <= 1.0
     assert scoring.normalizer(t.config) > 0
 
 
 def test_verl_and_openrlhf_reward_functions(run_dir: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    recs = [r for r in prompt_only(run_dir, text=True)
-            if r["role"] == "prover" and r["act"] in ("recurse", "direction")]
-    r = next(r for r in recs if r["recorded_completion"].strip() != "True")
+    recs = [r for r in prompt_only(run_dir, text=True) if r["role"] == "prover"]
+    r = next(r for r in recs if r["act"] in ("recurse", "direction", "evidence"))
     state = json.loads(r["state"])
     t = Transcript.model_validate(state["transcript"])
-    unit = scoring.normalizer(t.config)
+    unit = scoring.term_unit(state["term"], scoring.ratio_for(t.config), t.config.depth)
     score = compute_score("llmdebate/prover-estimator/prover", r["recorded_completion"],
                           r["state"], {})
     assert score == r["expected_reward"] / unit
-    monkeypatch.setattr("llmdebate.rl.rewards._ENV_REWARD", None)
     monkeypatch.setenv("LLMDEBATE_RL_SAMPLED", "1")
     out = reward_func([r["prompt"] + r["recorded_completion"]], [r["prompt"]], [r["state"]])
     assert float(out["rewards"][0]) == pytest.approx(r["reward"] / unit, rel=1e-6)
-    monkeypatch.setattr("llmdebate.rl.rewards._ENV_REWARD", None)
 
 
 def test_estimator_rewards_follow_the_estimators_elicitation_method(run_dir: Path) -> None:
@@ -129,8 +131,9 @@ def test_estimator_rewards_follow_the_estimators_elicitation_method(run_dir: Pat
 
     recs = [r for r in prompt_only(run_dir) if r["role"] == "estimator"][:6]
     assert recs
+    refuse = DebateReward(logprobs_as="refuse")
     with pytest.raises(LogprobsCompletionError):  # the scripted estimator elicits by logprobs
-        DebateReward()([recs[0]["prompt"]], ["0.4"], state=[recs[0]["state"]])
+        refuse([recs[0]["prompt"]], ["0.4"], state=[recs[0]["state"]])
     frozen = DebateReward(normalize=False, logprobs_as="frozen")
     for r in recs:
         assert frozen([r["prompt"]], ["ignored"], state=[r["state"]]) == [r["expected_reward"]]

@@ -110,11 +110,11 @@ def test_a_logprobs_probability_decision_is_refused_or_read_as_stated(run_dir: P
     recs = online_rows(run_dir)
     value = next(r for r in recs if r["act"] == "value")  # the prover's belief_method: logprobs
     with pytest.raises(LogprobsCompletionError, match="logprobs_as"):
-        DebateReward()([value["prompt"]], ["True"], state=[value["state"]])
-    as_answer = DebateReward(logprobs_as="answer")
+        DebateReward(logprobs_as="refuse")([value["prompt"]], ["True"], state=[value["state"]])
+    as_answer = DebateReward()  # logprobs_as="answer" by default
     got = [as_answer([value["prompt"]], [w], state=[value["state"]])[0] for w in ("True", "no")]
     assert all(g in (-1.0, 1.0) for g in got)
-    assert as_answer([value["prompt"]], ["maybe"], state=[value["state"]]) == [-1.0]
+    assert as_answer([value["prompt"]], ["maybe"], state=[value["state"]]) == [-1.5]
 
 
 def test_completion_probability_follows_the_elicitation_method() -> None:
@@ -125,5 +125,8 @@ def test_completion_probability_follows_the_elicitation_method() -> None:
     assert completion_probability("false", "sampling") == (True, 1 / 3)
     assert completion_probability("False", "logprobs", logprobs_as="answer") == (True, 0.0)
     assert completion_probability("False", "logprobs", logprobs_as="frozen") == (False, None)
-    with pytest.raises(LogprobsCompletionError):
+    assert completion_probability("0.3", "logprobs", logprobs_as="verbalised") == (True, 0.3)
+    with pytest.raises(ValueError, match="neither True nor False"):
         completion_probability("0.3", "logprobs")
+    with pytest.raises(LogprobsCompletionError):
+        completion_probability("0.3", "logprobs", logprobs_as="refuse")

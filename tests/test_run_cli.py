@@ -53,7 +53,8 @@ def test_run_with_flags_then_score(tmp_path: Path, capsys: pytest.CaptureFixture
         "2",
     ]
     assert main(argv) == 0
-    assert "6 debates run" in capsys.readouterr().out  # 3 items, paired: honest and dishonest
+    out = capsys.readouterr().out  # 3 items, paired: honest and dishonest
+    assert ": 6 debates: 6 complete; 6 run now, 0 already done; " in out
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["debate"]["depth"] == 2 and saved["estimator"]["independent"] is True
     assert saved["dataset"]["limit"] == 3 and saved["max_concurrency"] == 2
@@ -89,7 +90,11 @@ def test_run_id_under_runs_dir(tmp_path: Path) -> None:
         ({"debate": {"epsilon": 0.7}}, [], r"c\.yaml:\d+:\d+: debate\.epsilon: epsilon must"),
         ({"debate": {"widht": 2}}, [], r"c\.yaml:\d+:\d+: debate\.widht: unknown field"),
         ({}, ["--prover-model", "nosuch/model"], r"unknown model 'nosuch/model'"),
-        ({}, ["--estimator-method", "telepathy"], r"--estimator-method: must be one of"),
+        (
+            {},
+            ["--estimator-method", "telepathy"],
+            r"--estimator-method: unknown probability method .telepathy.: choose from logprobs, ",
+        ),
         ({}, ["--prover-options", "{bad"], r"--prover-options: not valid JSON"),
         ({}, ["--protocols", "debate"], r"--protocols: unknown protocol 'debate': choose from"),
         ({}, ["--protocols", "prover-estimator,direct"], r"direct need judge\.kind llm"),

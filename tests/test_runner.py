@@ -16,10 +16,11 @@ import pytest
 import yaml
 
 from llmdebate.cli import main
+from llmdebate.commands.run import outcome_line
 from llmdebate.errors import ConfigError, TranscriptError, UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import validate
-from llmdebate.experiment.runner import run
+from llmdebate.experiment.runner import RunResult, run
 from llmdebate.rundir import (
     FAILURES_FILE,
     SUMMARY_FILE,
@@ -339,6 +340,31 @@ def test_a_server_that_refuses_everything_trips_the_circuit_breaker(tmp_path: Pa
     assert res.stopped and "max_consecutive_failures" in res.stopped and res.exit_code == 1
     assert s["stopped"] == res.stopped and s["status"] == {"failed": 3} and s["missing"] == 37
     assert s["failures"]["by_kind"] == {"RetriesExhaustedError": 3}
+    assert res.ran == 3 and s["last_invocation"]["debates_not_run"] == 37
+    assert outcome_line(res).startswith(  # the 37 never started are not counted as run
+        f"{tmp_path / 'r'}: 40 debates: 3 failed, 37 not run; 3 run now, 0 already done; "
+    )
+
+
+def test_the_outcome_line_counts_in_the_singular_and_the_plural(tmp_path: Path) -> None:
+    def line(ran: int, status: dict[str, int], missing: int, calls: int, retries: int) -> str:
+        summary = {
+            "status": status,
+            "missing": missing,
+            "planned": sum(status.values()) + missing,
+            "usage": {"calls": calls},
+            "retries": retries,
+        }
+        return outcome_line(RunResult(tmp_path, ran, 0, 0.25, summary))
+
+    assert line(1, {"complete": 1}, 0, 1, 1) == (
+        f"{tmp_path}: 1 debate: 1 complete; 1 run now, 0 already done; 1 model call, 1 retry; "
+        "0.2 s"
+    )
+    assert line(2, {"failed": 1, "awaiting_verdict": 1, "complete": 0}, 1, 0, 2) == (
+        f"{tmp_path}: 3 debates: 1 awaiting a verdict, 1 failed, 1 not run; 2 run now, "
+        "0 already done; 0 model calls, 2 retries; 0.2 s"
+    )
 
 
 def test_bad_credentials_stop_the_run_with_exit_2_and_a_summary(

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from llmdebate.errors import AuthenticationError
-from llmdebate.experiment.sink import TranscriptWriter
-from llmdebate.models import GenerateConfig, ModelOutput, ResponseCache, fast_http, get_model
+from llmdebate.models import GenerateConfig, ModelOutput, ResponseCache, get_model, transport
 from llmdebate.models.base import RetriesExhausted
 from llmdebate.models.http1 import HTTP1Pool, HTTPConnectionError, HTTPTimeout
+from llmdebate.transcripts import TranscriptWriter
 
 try:
     from tests.fixtures.fake_server import FakeServer
@@ -188,27 +188,31 @@ async def test_malformed_replies_are_transient_and_bad_keys_stop(server, monkeyp
     await bad.aclose()
 
 
-def test_a_proxy_in_the_environment_leaves_the_sdk_client(monkeypatch) -> None:
-    assert fast_http.http_client(5.0) is not None
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    assert fast_http.http_client(5.0) is None
+def test_plain_http_takes_the_raw_lane_unless_a_proxy_is_set(monkeypatch) -> None:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    lane = transport.open_transport
+    assert isinstance(lane("http://127.0.0.1:1/v1", {}, 5.0), transport.RawTransport)
+    assert isinstance(lane("https://127.0.0.1:1/v1", {}, 5.0), transport.HttpxTransport)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert isinstance(lane("http://127.0.0.1:1/v1", {}, 5.0), transport.HttpxTransport)
 
 
 def test_json_bodies_round_trip_with_text_as_is() -> None:
     body = {"messages": [{"role": "user", "content": "Is 7 \u2264 9? \u00e9"}], "n": 1.5}
-    raw = fast_http.dumps(body)
+    raw = transport.dumps(body)
     text = '{"messages":[{"role":"user","content":"Is 7 \u2264 9? \u00e9"}],"n":1.5}'
     assert raw == text.encode()
-    assert fast_http.loads(raw) == body
-    assert fast_http.loads(fast_http.dumps({1: [True, None]})) == {"1": [True, None]}
+    assert transport.loads(raw) == body
+    assert transport.loads(transport.dumps({1: [True, None]})) == {"1": [True, None]}
     with pytest.raises(ValueError):
-        fast_http.loads(b"<html>")
+        transport.loads(b"<html>")
 
 
 def test_json_bodies_take_numpy_scalars() -> None:
     import numpy as np
 
-    assert fast_http.loads(fast_http.dumps({"t": np.float64(0.5), "k": np.int64(3)})) == {
+    assert transport.loads(transport.dumps({"t": np.float64(0.5), "k": np.int64(3)})) == {
         "t": 0.5,
         "k": 3,
     }

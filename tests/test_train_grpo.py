@@ -59,13 +59,16 @@ def test_one_grpo_step_with_the_debate_reward(tmp_path: Path) -> None:
     records = build(pairs, "trl-prompt-only", config, text=True)
     assert records and all(isinstance(r["prompt"], str) for r in records)
     calls: list[int] = []
+    scores: list[float] = []
 
     class Counting(DebateReward):
         def __call__(self, prompts: list[Any], completions: list[Any], state: list[str],
                      **kw: Any) -> list[float]:
             calls.append(len(completions))
             assert all(json.loads(s)["speaker"] == "prover" for s in state)
-            return super().__call__(prompts, completions, state, **kw)
+            got = super().__call__(prompts, completions, state, **kw)
+            scores.extend(got)
+            return got
 
     settings = UpdateSettings(method="grpo", batch_size=4, num_generations=2,
                               max_completion_length=4, lora=None, max_rows=2)
@@ -74,5 +77,7 @@ def test_one_grpo_step_with_the_debate_reward(tmp_path: Path) -> None:
     assert res.steps == 1 and res.skipped is None
     assert calls == [4]  # 2 prompts x 2 generations, each played into its debate
     logged = next(h for h in res.log if "reward" in h)
-    assert logged["reward"] == pytest.approx(-1.0)  # a random model's replies do not parse
+    assert logged["reward"] == pytest.approx(sum(scores) / len(scores))
+    # a random model's replies: unparseable (the invalid reward) or valid (in [-1, 1])
+    assert all(s == -1.5 or -1.0 <= s <= 1.0 for s in scores) and -1.5 in scores
     assert (res.checkpoint / "config.json").exists()

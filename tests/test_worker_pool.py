@@ -1,5 +1,5 @@
-"""The scheduler every multi-process executor shares (:mod:`llmdebate.experiment.pool`), with
-workers simulated on the event loop: whatever workers die and when, every job is reported
+"""The scheduler every multi-process executor shares (:mod:`llmdebate.experiment.executors.pool`),
+with workers simulated on the event loop: whatever workers die and when, every job is reported
 exactly once, in-flight work stays within ``concurrency``, and a stop cancels the rest."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from llmdebate.data import load_items
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped
+from llmdebate.experiment.executors.pool import MAX_LOSSES, WorkerPoolExecutor
 from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import validate
-from llmdebate.experiment.pool import MAX_LOSSES, WorkerPoolExecutor
 
 DIVISORS = Path(__file__).resolve().parents[1] / "datasets" / "divisors.jsonl"
 

@@ -9,7 +9,10 @@ candidate's call stays in the debate's log with ``notes["best_of"]`` (its index,
 reward and whether it was played), so that ``llmdebate export --format trl-preference``
 pairs them. Candidate 0 uses the prover's own sampling settings; the others sample at the
 prover's temperature (1.0 when that is 0), each with a seed derived from the debate, the
-round and the candidate, so a replay asks the same.
+round and the candidate, so a replay asks the same. A candidate that gets no valid reply
+(every attempt unparseable) drops out: its last call is noted ``notes["best_of"]`` with
+``failed: true`` and no expected reward, and the best of the others is played; only when
+every candidate fails does the decision fail.
 
 With ``acts`` holding ``direction`` (and the prover's direction asked of its model), the
 prover also samples n directions s at every round. The round's decomposition is then written
@@ -35,8 +38,9 @@ from collections.abc import Awaitable, Callable
 from llmdebate import scoring
 from llmdebate.agents.base import DebateContext, DirectionChoice, Estimator
 from llmdebate.agents.llm import LLMProver, ask_structured
-from llmdebate.agents.parsing import parse_direction
+from llmdebate.agents.parsing import ReplyError, parse_direction
 from llmdebate.decisions import deciding, tagged
+from llmdebate.errors import InvalidOutputError, RuleError
 from llmdebate.models import Model
 from llmdebate.models.base import GenerateConfig
 from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
@@ -112,17 +116,26 @@ class BestOfNProver(LLMProver):
         eps = ctx.config.epsilon
         messages = self.prompts.render("direction", claim=claim.text, p=p, epsilon=eps, k=k)
         candidates: list[tuple[int, list[ModelCallRecord]]] = []
+        indices: list[int] = []
+        failures: list[Exception] = []
         for i in range(self.n):
             config = GenerateConfig(temperature=0.0, max_tokens=8) if i == 0 else GenerateConfig(
                 temperature=max(self.gen.temperature, 1.0), max_tokens=8,
                 seed=candidate_seed(ctx.debate_id, "direction\n" + claim.text, k, i),
             )
             mark = len(ctx.calls)
-            s = int(await ask_structured(
-                self.model, messages, parse_direction, role="prover", act="direction",
-                config=config, max_attempts=self.max_attempts, calls=ctx.calls,
-            ))
+            try:
+                s = int(await ask_structured(
+                    self.model, messages, parse_direction, role="prover", act="direction",
+                    config=config, max_attempts=self.max_attempts, calls=ctx.calls,
+                ))
+            except PLAYABLE_FAILURES as exc:
+                _mark_failed(ctx.calls[mark:], i, failures, exc)
+                continue
             candidates.append((s, ctx.calls[mark:]))
+            indices.append(i)
+        if not candidates:
+            raise failures[0]
         self._round[k] = (0, p)  # decompositions scored by max over s (see the module doc)
         with deciding("decompose", k):
             dec = await self.decompose(claim, k, ctx)
@@ -134,7 +147,7 @@ class BestOfNProver(LLMProver):
         r = scoring.ratio_for(ctx.config)
         scores = [float(scoring.expected_round_reward(r, k, s, e_m, p)) for s, _ in candidates]
         best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
-        _mark_candidates([calls for _, calls in candidates], scores, best)
+        _mark_candidates([calls for _, calls in candidates], scores, best, indices)
         self._round[k] = (candidates[best][0], p)
         return candidates[best][0]
 
@@ -151,6 +164,8 @@ class BestOfNProver(LLMProver):
         base = self.gen
         temperature = base.temperature if base.temperature > 0 else 1.0
         candidates: list[tuple[Decomposition, list[ModelCallRecord]]] = []
+        indices: list[int] = []
+        failures: list[Exception] = []
         try:
             for i in range(self.n):
                 seed = candidate_seed(ctx.debate_id, claim.text, k, i)
@@ -158,10 +173,17 @@ class BestOfNProver(LLMProver):
                     base, temperature=temperature, seed=seed
                 )
                 mark = len(ctx.calls)
-                dec = await super().decompose(claim, k, ctx)
+                try:
+                    dec = await super().decompose(claim, k, ctx)
+                except PLAYABLE_FAILURES as exc:
+                    _mark_failed(ctx.calls[mark:], i, failures, exc)
+                    continue
                 candidates.append((dec, ctx.calls[mark:]))
+                indices.append(i)
         finally:
             self.gen = base
+        if not candidates:
+            raise failures[0]
         scores = []
         for dec, _ in candidates:
             own: list[ModelCallRecord] = []
@@ -169,7 +191,7 @@ class BestOfNProver(LLMProver):
                 scores.append(await self._score(claim, dec, k, s, p, ctx, own))
             ctx.calls.extend(own)
         best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
-        _mark_candidates([calls for _, calls in candidates], scores, best)
+        _mark_candidates([calls for _, calls in candidates], scores, best, indices)
         return candidates[best][0]
 
     async def _score(
@@ -241,10 +263,31 @@ async def best_of_speech(
     return candidates[best][0]
 
 
-def _mark_candidates(calls: list[list[ModelCallRecord]], scores: list[float], best: int) -> None:
-    """Note on each candidate's last call its index, expected reward and whether it played."""
+PLAYABLE_FAILURES = (InvalidOutputError, ReplyError, RuleError)
+"""A candidate's failures that leave the other candidates playable: its replies did not
+parse or break the protocol's rules (a model's transport errors still fail the debate)."""
+
+
+def _mark_failed(
+    own: list[ModelCallRecord], i: int, failures: list[Exception], exc: Exception
+) -> None:
+    """Note a candidate that got no valid reply on its last call, and keep its error."""
+    failures.append(exc)
+    if own:
+        own[-1].notes["best_of"] = {
+            "candidate": i, "expected_reward": None, "chosen": False, "failed": True,
+        }
+
+
+def _mark_candidates(
+    calls: list[list[ModelCallRecord]], scores: list[float], best: int,
+    indices: list[int] | None = None,
+) -> None:
+    """Note on each candidate's last call its index (``indices``: the candidates' numbers
+    when failed ones dropped out), expected reward and whether it played."""
     for i, own in enumerate(calls):
         if own:
             own[-1].notes["best_of"] = {
-                "candidate": i, "expected_reward": scores[i], "chosen": i == best,
+                "candidate": indices[i] if indices is not None else i,
+                "expected_reward": scores[i], "chosen": i == best,
             }

@@ -14,17 +14,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
-from typing_extensions import TypedDict
 
 from llmdebate.elicit import ProbMethod
 from llmdebate.errors import UserError
-from llmdebate.models.structured import StructuredMode
+from llmdebate.models.backends import BACKENDS
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
@@ -35,32 +33,11 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class _OpenAIOptions(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
-    endpoint: Literal["chat", "completions"]
-    structured: StructuredMode
-    chat_template: str
-    grammars: dict[str, str]
-
-
-class _AnthropicOptions(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
-    structured: Literal["tool", "none"]
-    strict: bool
-
-
-class _LocalOptions(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
-    structured: Literal["xgrammar", "none"]
-
-
-_OPTION_TYPES: dict[str, TypeAdapter[Any]] = {
-    "openai": TypeAdapter(_OpenAIOptions),
-    "anthropic": TypeAdapter(_AnthropicOptions),
-    "hf": TypeAdapter(_LocalOptions),
-    "local": TypeAdapter(_LocalOptions),
-}
-_OPENAI_ONLY = ("endpoint", "chat_template", "grammars")
+def _declared(options: type[Any] | None) -> set[str]:
+    """The option names a backend's options model declares."""
+    if isinstance(options, type) and issubclass(options, BaseModel):
+        return set(options.model_fields)
+    return set()
 
 
 def _option_error(key: str, value: Any, message: str) -> ValidationError:
@@ -71,20 +48,26 @@ def _option_error(key: str, value: Any, message: str) -> ValidationError:
 
 def check_options(model: str, options: dict[str, Any]) -> None:
     """The options a backend reads up front (``endpoint``, ``structured``, ``chat_template``
-    ...), checked for the provider of ``model``: a pydantic error located at the option."""
-    provider = model.partition("/")[0] if "/" in model else model
-    adapter = _OPTION_TYPES.get(provider)
-    if adapter is None:  # scripted, or an unknown model (reported by its own check)
+    ...), checked by the options model its registry entry declares
+    (:data:`~llmdebate.models.backends.BACKENDS`): a pydantic error located at the option.
+    An option that only other backends declare is refused, naming them."""
+    backend = model.partition("/")[0]
+    if backend not in BACKENDS:  # an unknown model is reported by its own check
         return
-    for key in _OPENAI_ONLY:
-        if key in options and provider != "openai":
+    entry = BACKENDS.entry(backend)
+    own = _declared(entry.options)
+    for key in options:
+        others = [e.name for e in BACKENDS.entries() if key in _declared(e.options)]
+        if others and key not in own:
+            takers = ", ".join(f"{n}/" for n in others)
             raise _option_error(
-                key, options[key], f"only openai/ models take {key} (this is {model})"
+                key, options[key], f"only {takers} models take {key} (this is {model})"
             )
-    adapter.validate_python(options)
+    if entry.options is not None:
+        entry.options.model_validate(options)
     source = options.get("chat_template")
     if source is not None:
-        if options.get("endpoint") != "completions":
+        if backend == "openai" and options.get("endpoint") != "completions":
             raise _option_error(
                 "chat_template", source, "chat_template applies only with endpoint: completions"
             )
@@ -98,7 +81,8 @@ class ModelSettings(_Section):
     """Which model plays a role, and how it is reached."""
 
     model: str = "local"
-    """Model string: local, hf/<dir or .gguf>, openai/<model>, anthropic/<model>, scripted."""
+    """Model string: local, hf/<dir or .gguf>, openai/<model>, anthropic/<model>, scripted, or
+    a registered backend's (openai-completions/<model>, plugins)."""
     base_url: str | list[str] | None = None
     """Server URL of an OpenAI-compatible or Anthropic endpoint (default: the provider's); a
     list of several: replicas of one model, each request to the least loaded."""

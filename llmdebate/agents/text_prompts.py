@@ -27,18 +27,16 @@ from typing import Any
 
 from jinja2 import TemplateError, TemplateNotFound
 
+from llmdebate.models.base import Backend
 from llmdebate.prompts import PromptError, Prompts
 
 TEXT_FOLDER = "text"
 
 
-def wants_text_prompts(backend: Any) -> bool:
+def wants_text_prompts(backend: Backend) -> bool:
     """Whether ``backend`` sends plain-text prompts that it does not render itself (a
-    completions endpoint without a chat template; every replica of a replica set)."""
-    replicas = getattr(backend, "replicas", None)
-    if replicas:
-        return all(wants_text_prompts(getattr(r, "backend", r)) for r in replicas)
-    return bool(getattr(backend, "text_prompts", False))
+    completions endpoint without a chat template; for a replica set, every replica)."""
+    return backend.profile.text_prompts
 
 
 class TextPrompts(Prompts):

@@ -19,6 +19,7 @@ from pydantic_core import PydanticUndefined
 from llmdebate.errors import ConfigError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import flag_name, load
+from llmdebate.registry import Registry
 
 PREFIX = "cfg__"
 
@@ -29,7 +30,10 @@ def config_fields(
     """(dotted name, annotation, default, description) of every leaf field."""
     out: list[tuple[str, Any, Any, str]] = []
     for name, field in model.model_fields.items():
-        ann = field.annotation
+        ann: Any = field.annotation
+        registries = [m for m in field.metadata if isinstance(m, Registry)]
+        if registries:  # a name of a registry (elicit.ProbMethod): --help lists its names
+            ann = typing.Annotated[ann, registries[0]]
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             out.extend(config_fields(ann, f"{prefix}{name}."))
             continue
@@ -41,6 +45,8 @@ def config_fields(
 
 
 def _literal_values(annotation: Any) -> tuple[Any, ...]:
+    if isinstance(annotation, Registry):  # Annotated[str, ..., REGISTRY]: its names
+        return annotation.names()
     if typing.get_origin(annotation) is typing.Literal:
         return typing.get_args(annotation)
     values: tuple[Any, ...] = ()

@@ -51,6 +51,11 @@ def _baseline(value: str) -> str | float:
 )
 @click.option("--split", type=click.Choice(["train", "test"]), default=None,
               help="Write only this split.")
+@click.option(
+    "--include-audit", is_flag=True,
+    help="Keep rows of decisions no model made (rejected replies, rule-made directions, "
+    "assigned answers); the audit format always has them.",
+)
 def command(
     run_dir: str,
     role: str,
@@ -62,6 +67,7 @@ def command(
     baseline: str,
     test_fraction: float,
     split: str | None,
+    include_audit: bool,
 ) -> None:
     """Write RUN_DIR's decisions of one player as training rows."""
     res = export_run(
@@ -75,5 +81,6 @@ def command(
         baseline=_baseline(baseline),
         test_fraction=test_fraction,
         split=split,
+        include_audit=include_audit,
     )
     click.echo(f"{res.path}: {res.rows} {fmt} rows from {res.debates} debates ({res.kind})")

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
 from llmdebate.errors import ConfigError
 from llmdebate.formal.evaluate import evaluate
+from llmdebate.formal.strategy_files import read_strategy
 from llmdebate.schemas import VARIANTS
+
+
+def merge_setting(
+    ctx: click.Context, setting: dict[str, Any], recorded: dict[str, Any], source: str
+) -> None:
+    """Take a strategy file's setting; a flag given on the command line must agree with it."""
+    for key, val in recorded.items():
+        if key not in setting:
+            continue
+        src = ctx.get_parameter_source(key)
+        explicit = src is not None and src.name == "COMMANDLINE"
+        if explicit and setting[key] != val:
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(f"{flag} {setting[key]} disagrees with {source}, found for {val}")
+        setting[key] = val
 
 
 @click.command("formal")
@@ -25,7 +42,7 @@ from llmdebate.schemas import VARIANTS
     "--prover",
     default="honest",
     show_default=True,
-    help="honest, dishonest, random or last-index.",
+    help="honest, dishonest, random, last-index or honest-no-dead-zone.",
 )
 @click.option(
     "--estimator",
@@ -64,8 +81,24 @@ from llmdebate.schemas import VARIANTS
     show_default=True,
     help="Protocol variant (docs/protocol.md); figure2 is the paper's protocol.",
 )
+@click.option(
+    "--stable-only",
+    is_flag=True,
+    help="Keep only the instances (ε,ρ)-stable at every node (where Lemma A.5 applies).",
+)
+@click.option(
+    "--estimator-file",
+    default=None,
+    help="Play the estimator in this strategy file (llmdebate attack writes them); the file's "
+    "setting (problem, d, q, ε, ρ, variant, instances, seed) is used.",
+)
+@click.option(
+    "--prover-file", default=None, help="Play the prover in this strategy file (as above)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
 def command(
+    ctx: click.Context,
     problem: str,
     protocol: str,
     prover: str,
@@ -80,26 +113,41 @@ def command(
     exact: bool,
     samples: int | None,
     variant: str,
+    stable_only: bool,
+    estimator_file: str | None,
+    prover_file: str | None,
     as_json: bool,
 ) -> None:
     """Expected payoff of a prover against an estimator on a formal problem family."""
     if exact and samples is not None:
         raise ConfigError("--exact and --samples exclude each other: choose one")
+    setting: dict[str, Any] = {
+        "problem": problem,
+        "depth": depth,
+        "width": width,
+        "instances": instances,
+        "seed": seed,
+        "noise": noise,
+        "variant": variant,
+        "epsilon": epsilon,
+        "rho": rho,
+        "stable_only": stable_only,
+    }
+    policies = {}
+    for kind, path in (("estimator", estimator_file), ("prover", prover_file)):
+        if path is not None:
+            sf = read_strategy(path, kind, f"--{kind}-file")
+            merge_setting(ctx, setting, sf.setting, f"--{kind}-file {path}")
+            policies[kind] = sf.policy
     res = evaluate(
         protocol=protocol,
-        problem=problem,
         prover=prover,
         estimator=estimator,
-        epsilon=epsilon,
-        rho=rho,
-        depth=depth,
-        width=width,
-        instances=instances,
-        seed=seed,
         exact=samples is None,
         samples=samples or 0,
-        noise=noise,
-        variant=variant,
+        prover_policy=policies.get("prover"),  # type: ignore[arg-type]
+        estimator_policy=policies.get("estimator"),  # type: ignore[arg-type]
+        **setting,
     )
     if as_json:
         click.echo(json.dumps(res))

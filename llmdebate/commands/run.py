@@ -11,6 +11,55 @@ from typing import Any
 import click
 
 from llmdebate.commands.config_flags import config_from, config_options
+from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
+from llmdebate.experiment.executors.base import ADDRESS, WORKERS
+
+STATUS_WORDS = {
+    "complete": "complete",
+    "awaiting_verdict": "awaiting a verdict",
+    "failed": "failed",
+}
+
+
+class ExecutorOption(click.Option):
+    """An option whose help names executors from the registry, filled in when help is shown
+    (so a broken executor plugin breaks ``run --help`` alone, not every verb):
+    ``{executors}`` (each with its summary), ``{workers}``, ``{address}`` (those declaring
+    that capability)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help and "{" in self.help:
+            self.help = self.help.format(
+                executors="; ".join(f"{e.name} ({e.summary})" for e in EXECUTORS.entries()),
+                workers=" or ".join(EXECUTORS.with_capability(WORKERS)),
+                address=" or ".join(EXECUTORS.with_capability(ADDRESS)),
+            )
+        return super().get_help_record(ctx)
+
+
+def count(n: int, noun: str) -> str:
+    """``1 debate``, ``2 debates``; ``1 retry``, ``2 retries``."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
+
+
+def outcome_line(result: Any) -> str:
+    """``RUN: 12 debates: 2 complete, 8 failed, 2 not run; 10 run now, 0 already done; ...``:
+    every planned debate counted once; those with no line in the run directory (never
+    started, or cancelled in flight when the run stopped: a resume runs them) apart."""
+    s = result.summary
+    status: dict[str, int] = s["status"]
+    order = [*STATUS_WORDS, *sorted(set(status) - set(STATUS_WORDS))]
+    parts = [f"{status[k]} {STATUS_WORDS.get(k, k)}" for k in order if status.get(k)]
+    if s["missing"]:  # never started, or cancelled in flight when the run stopped
+        parts.append(f"{s['missing']} not run")
+    return (
+        f"{result.run_dir}: {count(s['planned'], 'debate')}: {', '.join(parts) or 'none'}; "
+        f"{result.ran} run now, {result.skipped} already done; "
+        f"{count(s['usage']['calls'], 'model call')}, {count(s['retries'], 'retry')}; "
+        f"{result.wall_s:.1f} s"
+    )
 
 RUN_OPTIONS = [
     click.option(
@@ -39,24 +88,27 @@ RUN_OPTIONS = [
     ),
     click.option(
         "--executor",
+        cls=ExecutorOption,
+        metavar="NAME",
         default="local",
         show_default=True,
-        help="Where debates run: local (this process), processes (worker processes on this "
-        "machine: many cores, a fast local server), ray (a Ray cluster, extra llmdebate[ray]).",
+        help="Where debates run: {executors}.",
     ),
     click.option(
         "--workers",
         type=int,
+        cls=ExecutorOption,
         default=None,
-        help="Worker processes for --executor processes or ray (default: the CPUs of this "
-        "machine or cluster, at most max_concurrency).",
+        help="Worker processes for --executor {workers} (default: the CPUs of this machine or "
+        "cluster, at most max_concurrency).",
     ),
     click.option(
         "--ray-address",
+        cls=ExecutorOption,
         default=None,
-        help="Ray cluster to join (e.g. auto, ray://head:10001); default: start one here.",
+        help="Ray cluster to join with --executor {address} (e.g. auto, ray://head:10001); "
+        "default: start one here.",
     ),
-    click.option("--ray-workers", type=int, default=None, help="Old name of --workers."),
 ]
 
 
@@ -78,13 +130,11 @@ def run_from_flags(
     extra: dict[str, Any] | None = None,
 ) -> Any:
     """Build the config from file and flags, run it, print one line; the RunResult."""
-    from llmdebate.experiment.executors import ExecutorOptions
     from llmdebate.experiment.runner import run
 
     executor = ExecutorOptions(
         kind=fields.pop("executor", None) or "local",
         ray_address=fields.pop("ray_address", None),
-        ray_workers=fields.pop("ray_workers", None),
         workers=fields.pop("workers", None),
     )
     overrides = dict(extra or {})
@@ -102,18 +152,14 @@ def run_from_flags(
         executor=executor,
     )
     s = result.summary
-    status = ", ".join(f"{n} {k}" for k, n in sorted(s["status"].items())) or "no debates"
-    click.echo(
-        f"{result.run_dir}: {result.ran} debates run, {result.skipped} already done; "
-        f"{status} of {s['planned']}; {s['usage']['calls']} model calls, "
-        f"{s['retries']} retries; {result.wall_s:.1f} s"
-    )
+    click.echo(outcome_line(result))
     kinds = s["failures"]["by_kind"]
     if kinds:
         click.echo("failed: " + ", ".join(f"{n} {k}" for k, n in kinds.items()), err=True)
     if result.awaiting:
         click.echo(
-            f"{result.awaiting} debates await a person's verdict: "
+            f"{count(result.awaiting, 'debate')} {'awaits' if result.awaiting == 1 else 'await'}"
+            " a person's verdict: "
             f"llmdebate assign {result.run_dir} --judges JUDGES.yaml --per-item K"
         )
     if result.stopped:

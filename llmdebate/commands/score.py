@@ -14,12 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
-from llmdebate.errors import RuleError, TranscriptError
-from llmdebate.jsonl import first_error
-from llmdebate.schemas import Transcript
 from llmdebate.scoring import score_transcript
+from llmdebate.transcripts import BadLine, numbered_transcripts
 
 
 @dataclass
@@ -37,42 +34,15 @@ class FileScore:
         return not (self.mismatches or self.bad_lines or self.duplicates)
 
 
-def _parse(raw: bytes, torn: bool) -> Transcript:
-    """One line as a transcript; raises ValueError with the reason (no file or line)."""
-    if torn:
-        raise ValueError("torn last line (no newline at the end of the file): not scored")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not valid UTF-8 at byte {exc.start + 1}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    try:
-        return Transcript.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError(first_error(exc)) from None
-    except RuleError as exc:
-        raise ValueError(str(exc)) from None
-
-
 def score_file(path: Path) -> FileScore:
     """Score every complete line of a transcript file; never stops at a bad line."""
-    if not path.is_file():
-        raise TranscriptError(f"{path}: no such transcript file")
     res = FileScore()
     seen: dict[str, int] = {}
-    lines = path.read_bytes().splitlines(keepends=True)
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        torn = lineno == len(lines) and not raw.endswith(b"\n")
-        try:
-            t = _parse(raw, torn)
-        except ValueError as exc:
-            res.bad_lines.append((lineno, str(exc)))
-            continue
+
+    def note(bad: BadLine) -> None:
+        res.bad_lines.append((bad.lineno, bad.detail))
+
+    for lineno, t in numbered_transcripts(path, note, torn="report"):
         res.transcripts += 1
         if t.id in seen:
             res.duplicates.append((lineno, t.id, seen[t.id]))

@@ -111,6 +111,26 @@ def map_row(
 ) -> dict[str, Any]:
     """A dict in the common schema from one source row (a :class:`ValueError` names the
     problem; the caller adds the file and row)."""
+    out, used = _mapped_columns(row, fields)
+    _resolve_answer(out)
+    if out.get("id") is None:
+        out["id"] = default_id
+    if not out.get("dataset"):
+        out["dataset"] = default_dataset
+
+    meta = out.get("meta")
+    meta = dict(meta) if isinstance(meta, Mapping) else {}
+    for column, value in row.items():
+        if column not in used and column not in meta and _jsonable(value):
+            meta[column] = value
+    out["meta"] = meta
+    return out
+
+
+def _mapped_columns(
+    row: Mapping[str, Any], fields: Mapping[str, str]
+) -> tuple[dict[str, Any], set[str]]:
+    """The common-schema fields read from ``row``, and the columns they used."""
     out: dict[str, Any] = {}
     used: set[str] = set()
     sources = {col.split(".", 1)[0] for col in fields.values()}
@@ -126,7 +146,11 @@ def map_row(
             raise ValueError(f"no column {column!r} (mapped to {key})")
         out[key] = value
         used.add(column.split(".", 1)[0])
+    return out, used
 
+
+def _resolve_answer(out: dict[str, Any]) -> None:
+    """The answer as the text of a choice: from a yes/no bool, a choice label, or an index."""
     labels = out.pop("choice_labels", None)
     answer = out.get("answer")
     if isinstance(answer, bool):
@@ -150,15 +174,3 @@ def map_row(
         if not 0 <= index < len(choices):
             raise ValueError(f"answer_index: {index} is outside the {len(choices)} choices")
         out["answer"] = choices[index]
-    if out.get("id") is None:
-        out["id"] = default_id
-    if not out.get("dataset"):
-        out["dataset"] = default_dataset
-
-    meta = out.get("meta")
-    meta = dict(meta) if isinstance(meta, Mapping) else {}
-    for column, value in row.items():
-        if column not in used and column not in meta and _jsonable(value):
-            meta[column] = value
-    out["meta"] = meta
-    return out

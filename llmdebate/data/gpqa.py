@@ -10,12 +10,9 @@ from __future__ import annotations
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from llmdebate.data.loader import Item, read_items
 from llmdebate.errors import DatasetError
-
-if TYPE_CHECKING:
-    from llmdebate.data.loader import Item
 
 GPQA_PASSWORD = "deserted-untie-orchid"  # published by the GPQA authors in their README
 MEMBER = "items.jsonl"
@@ -25,8 +22,6 @@ def read_zip_items(
     path: str | Path, *, password: str | None = None, member: str = MEMBER
 ) -> list[Item]:
     """The items of ``member`` inside the encrypted zip at ``path``."""
-    from llmdebate.data.loader import read_items
-
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such dataset file")

@@ -6,6 +6,8 @@ Every line is one JSON object with ``id``, ``dataset``, ``question``, ``choices`
 a recorded seed (each item's order depends only on the seed and the item id), because in some
 datasets the correct option is always first. A bad line raises one :class:`DatasetError`
 naming the file and the line (and the column or the field where it can).
+
+:func:`llmdebate.data.sources.load_items` picks the reader for a dataset's path.
 """
 
 from __future__ import annotations
@@ -19,10 +21,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from llmdebate.data.fields import check_fields, map_row
-from llmdebate.data.hf import is_hub, is_local_hf, load_table, rows_of
 from llmdebate.errors import DatasetError
 from llmdebate.jsonl import first_error, iter_json_lines, surrogate_message
-from llmdebate.paths import missing_path_message, resolve_path
 
 
 class Item(BaseModel):
@@ -142,66 +142,3 @@ def _mapped_lines(
             yield n, map_row(data, fields, default_id=str(n), default_dataset=path.stem)
         except ValueError as exc:
             raise DatasetError(f"{path}:{n}: {exc}") from None
-
-
-def load_items(
-    path: str | Path,
-    *,
-    shuffle_seed: int = 0,
-    limit: int | None = None,
-    ids: list[str] | None = None,
-    password: str | None = None,
-    split: str | None = None,
-    subset: str | None = None,
-    fields: dict[str, str] | None = None,
-) -> list[Item]:
-    """Items of a dataset, choices shuffled (see :func:`shuffle_choices`).
-
-    ``path`` is a ``.jsonl`` file in the common schema, GPQA's encrypted ``.zip``, a
-    ``.parquet`` file or ``save_to_disk`` folder, or ``hf:<hub-name>`` (the last three through
-    the ``datasets`` library: ``split``, ``subset`` and the column mapping ``fields`` apply;
-    ``fields`` applies to a JSONL file too). A relative path is looked up in the current
-    folder, then in the repository (:func:`llmdebate.paths.resolve_path`).
-    ``ids`` keeps only those items (in the given order); ``limit`` keeps the first N.
-    """
-    label = str(path)
-    if is_hub(path):
-        table, label, name = load_table(str(path), split=split, subset=subset)
-        rows = rows_of(table, label, name, fields=fields, limit=None if ids else limit)
-        items = build_items(rows, label, unit="row")
-    else:
-        found = resolve_path(path)
-        if not found.exists():
-            raise DatasetError(missing_path_message(path, "dataset file"))
-        if is_local_hf(found):
-            table, label, name = load_table(found, split=split, subset=subset)
-            rows = rows_of(table, label, name, fields=fields, limit=None if ids else limit)
-            items = build_items(rows, label, unit="row")
-        else:
-            if split is not None or subset is not None:
-                raise DatasetError(
-                    f"{path}: split and subset apply only to Hugging Face datasets "
-                    "(hf:<name>, a .parquet file or a save_to_disk folder)"
-                )
-            if found.is_dir():
-                raise DatasetError(
-                    f"{found}: a folder, not a dataset (expected a .jsonl, .zip or .parquet "
-                    "file, or a folder written by datasets' save_to_disk)"
-                )
-            if found.suffix == ".zip":
-                from llmdebate.data.gpqa import read_zip_items
-
-                if fields:
-                    raise DatasetError(f"{path}: fields do not apply to an encrypted zip")
-                items = read_zip_items(found, password=password)
-            else:
-                items = read_items(found, fields=fields)
-    if ids is not None:
-        by_id = {it.id: it for it in items}
-        missing = [i for i in ids if i not in by_id]
-        if missing:
-            raise DatasetError(f"{label}: no item with id {missing[0]!r}")
-        items = [by_id[i] for i in ids]
-    if limit is not None:
-        items = items[:limit]
-    return [shuffle_choices(it, shuffle_seed) for it in items]

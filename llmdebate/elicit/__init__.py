@@ -1,7 +1,8 @@
 """Elicitation: turning a model's replies into the probability that a claim is True.
 
-One registry of probability methods (:data:`METHODS`, the one list of names): ``logprobs``,
-``sampling`` and ``verbalised``, one small class each in :mod:`llmdebate.elicit.methods`.
+One registry of probability methods (:data:`METHODS`, a :class:`~llmdebate.registry.Registry`,
+the one list of names): ``logprobs``, ``sampling`` and ``verbalised``, one small class each in
+:mod:`llmdebate.elicit.methods`.
 Call them through::
 
     est = await estimate(model, messages, "sampling", samples=8, role="judge", log=calls)
@@ -9,10 +10,10 @@ Call them through::
 
 Each estimate appends one :class:`~llmdebate.schemas.ModelCallRecord` to ``log``.
 
-Adding a method: add its name to :data:`ProbMethod` in :mod:`llmdebate.elicit.methods`,
-write one subclass of :class:`Method` there (``name``, optional ``needs_logprobs`` /
+Adding a method: write one subclass of :class:`Method` (optional ``needs_logprobs`` /
 ``check``, and ``elicit``, which makes its calls with ``log=trace.calls``) and decorate it
-with ``@register``. A test checks that the registry's keys equal :data:`METHODS`.
+with ``@METHODS.register("name")``; in another package, name its module in the entry-point
+group ``llmdebate.methods``. Config fields of type :data:`ProbMethod` accept it at once.
 
 :mod:`llmdebate.elicit.prompts` holds the instructions, answer words and reply parsers.
 """
@@ -20,7 +21,6 @@ with ``@register``. A test checks that the registry's keys equal :data:`METHODS`
 from llmdebate.elicit.methods import (
     LOGPROBS_TOP,
     METHODS,
-    REGISTRY,
     VERBALISED_ATTEMPTS,
     Method,
     Options,
@@ -32,7 +32,6 @@ from llmdebate.elicit.methods import (
     estimate_from_samples,
     estimates,
     get_method,
-    register,
 )
 from llmdebate.elicit.prompts import (
     FALSE_VARIANTS,
@@ -48,7 +47,6 @@ __all__ = [
     "FALSE_VARIANTS",
     "LOGPROBS_TOP",
     "METHODS",
-    "REGISTRY",
     "TF_INSTRUCTION",
     "TRUE_VARIANTS",
     "VERBALISED_ATTEMPTS",
@@ -65,6 +63,5 @@ __all__ = [
     "get_method",
     "parse_bool",
     "parse_probability",
-    "register",
     "with_instruction",
 ]

@@ -1,4 +1,4 @@
-"""The probability methods, one class each, in one registry keyed by :data:`METHODS`.
+"""The probability methods, one class each, entries of the registry :data:`METHODS`.
 
 Each method asks a :class:`~llmdebate.models.Model` whether the True/False question ending a
 conversation is True and turns the replies into an :class:`~llmdebate.schemas.Estimate`:
@@ -21,7 +21,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar
+
+from pydantic import AfterValidator
 
 from llmdebate.elicit.prompts import (
     ANSWER_VARIANTS,
@@ -35,14 +37,11 @@ from llmdebate.elicit.prompts import (
     with_instruction,
 )
 from llmdebate.errors import InvalidOutputError, UserError
-from llmdebate.models.base import GenerateConfig, ModelOutput
+from llmdebate.models.base import BASE_MODEL_HINT, GenerateConfig, ModelOutput
 from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import Model, describe_error, gather_logged
+from llmdebate.registry import Registry
 from llmdebate.schemas import Estimate, ModelCallRecord
-
-ProbMethod = Literal["logprobs", "sampling", "verbalised"]
-"""The name of a probability method (the one list of them)."""
-METHODS: tuple[str, ...] = get_args(ProbMethod)
 
 LOGPROBS_TOP = 20  # the most OpenAI returns
 VERBALISED_ATTEMPTS = 3
@@ -102,6 +101,7 @@ def estimate_from_logprobs(output: ModelOutput) -> Estimate:
         shown = ", ".join(f"{t!r}" for t in list(top)[:5])
         raise InvalidOutputError(
             f"{output.model}: no True/False token among the top logprobs (top: {shown})"
+            + (f"; {BASE_MODEL_HINT}" if output.endpoint == "chat" else "")
         )
     value = p_true / (p_true + p_false)
     evidence: dict[str, Any] = {
@@ -159,17 +159,22 @@ class Trace:
 
 
 class Method(ABC):
-    """One probability method. Subclasses set ``name`` and implement :meth:`elicit`."""
+    """One probability method, an entry of :data:`METHODS`: subclasses implement
+    :meth:`elicit` (and may set ``needs_logprobs``, override :meth:`check`)."""
 
-    name: ClassVar[str]
     needs_logprobs: ClassVar[bool] = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        """The name it is registered under."""
 
     def check(self, model: Model, options: Options) -> None:
         """Raise a one-line :class:`~llmdebate.errors.UserError` if the method cannot run."""
         if self.needs_logprobs and not model.supports_logprobs:
+            others = [n for n in METHODS.names() if not METHODS.get(n).needs_logprobs]
             raise UserError(
                 f"{model.name} returns no logprobs ({model.backend.provider} has none): "
-                "use method='sampling' or method='verbalised'"
+                f"use {' or '.join(f'method={n!r}' for n in others)}"
             )
 
     @abstractmethod
@@ -179,31 +184,33 @@ class Method(ABC):
         """Make the calls (with ``log=trace.calls``), fill ``trace``, return the estimate."""
 
 
-REGISTRY: dict[str, type[Method]] = {}
+METHODS: Registry[type[Method]] = Registry("probability method", group="llmdebate.methods")
+"""The probability methods by name (``logprobs``, ``sampling``, ``verbalised`` are built in,
+registered below; a package adds one through the entry-point group ``llmdebate.methods``)."""
 
 
-def register(cls: type[Method]) -> type[Method]:
-    """Class decorator: make ``cls`` available under ``cls.name``."""
-    if cls.name not in METHODS:
-        raise ValueError(f"add {cls.name!r} to ProbMethod before registering it")
-    REGISTRY[cls.name] = cls
-    return cls
-
-
-def get_method(name: str) -> Method:
+def get_method(name: str, *, where: str = "") -> Method:
     """The method called ``name``; a :class:`~llmdebate.errors.UserError` listing the
-    allowed names otherwise."""
-    cls = REGISTRY.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise UserError(f"unknown probability method {name!r}: use one of {', '.join(METHODS)}")
-    return cls()
+    registered names otherwise (``where``: the field or flag the name came from)."""
+    return METHODS.get(name, where=where)(name)
 
 
-@register
+def _known_method(name: str) -> str:
+    if name not in METHODS:
+        raise ValueError(METHODS.unknown(name))
+    return name
+
+
+ProbMethod = Annotated[str, AfterValidator(_known_method), METHODS]
+"""The name of a probability method: a config field of this type accepts the names of
+:data:`METHODS` and names them in its error message (and ``--help`` lists them: the
+registry rides along as the annotation's metadata)."""
+
+
+@METHODS.register("logprobs", capabilities={"logprobs"})
 class Logprobs(Method):
     """One answer token at temperature 0 with its top-20 logprobs."""
 
-    name = "logprobs"
     needs_logprobs = True
 
     async def elicit(
@@ -232,11 +239,9 @@ def _logprob_dicts(out: ModelOutput, calls: list[ModelCallRecord]) -> list[dict[
     return [{"token": lp.token, "logprob": lp.logprob, "top": dict(lp.top)} for lp in out.logprobs]
 
 
-@register
+@METHODS.register("sampling")
 class Sampling(Method):
     """``samples`` short answers at ``temperature``, Laplace-smoothed."""
-
-    name = "sampling"
 
     def check(self, model: Model, options: Options) -> None:
         if options.samples < 1:
@@ -257,11 +262,9 @@ class Sampling(Method):
         return estimate_from_samples(trace.samples, options.temperature)
 
 
-@register
+@METHODS.register("verbalised")
 class Verbalised(Method):
     """A stated probability, re-asked with the parse error up to 3 attempts."""
-
-    name = "verbalised"
 
     async def elicit(
         self, model: Model, messages: list[ChatMessage], options: Options, trace: Trace

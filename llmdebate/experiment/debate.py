@@ -25,8 +25,8 @@ from llmdebate.errors import (
 from llmdebate.experiment.jobs import Job
 from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.protocols.registry import get_protocol
-from llmdebate.redact import redact
 from llmdebate.schemas import ModelCallRecord, Transcript
+from llmdebate.transcripts import transcript_line
 
 # Failures that say something about the debate's own content, not about the server: they
 # do not count towards the circuit breaker.
@@ -117,8 +117,7 @@ async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Tra
 def finished(t: Transcript, servers: dict[str, str | None], server_failure: bool) -> Finished:
     """What the driver gets for a transcript: its line (redacted, with the servers)."""
     t.meta["servers"] = servers
-    line = redact(t).model_dump_json().encode("utf-8") + b"\n"
-    return Finished(t.id, line, t.status, len(t.calls), t.failure, server_failure)
+    return Finished(t.id, transcript_line(t), t.status, len(t.calls), t.failure, server_failure)
 
 
 async def finish(

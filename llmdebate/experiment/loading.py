@@ -43,7 +43,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
-    return _unshare(data)
+    mapping: dict[str, Any] = _unshare(data)
+    return mapping
 
 
 def _unshare(value: Any) -> Any:

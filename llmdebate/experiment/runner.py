@@ -29,41 +29,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 from tqdm import tqdm
 
 from llmdebate.agents.factory import Team, build_models
-from llmdebate.errors import RuleError, TranscriptError, UserError, require
+from llmdebate.data import Item
+from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
-from llmdebate.experiment.debate import (
-    CONTENT_FAILURES,
-    Finished,
-    RunStopped,
-    failure_reason,
-    run_one,
+from llmdebate.experiment.debate import Finished, RunStopped
+from llmdebate.experiment.executors import (
+    Executor,
+    ExecutorOptions,
+    RunContext,
+    make_executor,
 )
-from llmdebate.experiment.executors import Executor, ExecutorOptions, make_executor
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import differences, dump, validate
-from llmdebate.experiment.sink import TranscriptWriter
-from llmdebate.jsonl import first_error
+from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
 from llmdebate.models import Model
+from llmdebate.models.wrapper import requests_sent
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.redact import is_protected
 from llmdebate.report.metrics import summary_of, tally
 from llmdebate.rundir import (
@@ -77,23 +74,15 @@ from llmdebate.rundir import (
     write_atomic,
 )
 from llmdebate.schemas import Transcript
-
-__all__ = [
-    "CONTENT_FAILURES",
-    "RunResult",
-    "RunStopped",
-    "check_resume",
-    "default_run_id",
-    "drive",
-    "failure_reason",
-    "run",
-    "run_one",
-    "servers_of",
-]
+from llmdebate.transcripts import TranscriptWriter, iter_transcripts
 
 
 @dataclass
 class RunResult:
+    """What one invocation of a run came to: ``ran`` debates finished now (complete, awaiting
+    a verdict or failed), ``skipped`` already done before; the debates of the run with no
+    line yet (never started, or cancelled when the run stopped) are ``summary["missing"]``."""
+
     run_dir: Path
     ran: int
     skipped: int
@@ -125,36 +114,39 @@ def default_run_id(config: ExperimentConfig) -> str:
     return f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-def _say(message: str, progress: bool) -> None:
-    if progress:
-        print(message, file=sys.stderr, flush=True)
+def _sayer(progress: bool) -> Callable[[str], None]:
+    """Where the run's messages go: standard error, or nowhere with ``progress`` off."""
+
+    def say(message: str) -> None:
+        if progress:
+            print(message, file=sys.stderr, flush=True)
+
+    return say
 
 
-def _prepare_models(models: dict[str, Model], progress: bool) -> None:
+def _count(n: int, noun: str) -> str:
+    """``1 debate``, ``2 debates``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _prepare_models(models: dict[str, Model], say: Callable[[str], None]) -> None:
     """Load local weights before the clock starts, saying so (the first load takes a while)."""
     seen: set[int] = set()
     for m in models.values():
-        load = getattr(m.backend, "load", None)
-        if id(m) in seen or not callable(load):
+        if id(m) in seen or not m.backend.profile.load:
             continue
         seen.add(id(m))
-        weights = getattr(m.backend, "weights_dir", None)
-        first = isinstance(weights, Path) and not weights.exists()
-        _say(
+        weights = m.backend.weights_dir
+        first = weights is not None and not weights.exists()
+        say(
             f"preparing {m.name}: "
             + (
                 "dequantising the weights once (about a minute on 2 cores)…"
                 if first
                 else "loading the weights…"
-            ),
-            progress,
+            )
         )
-        load()
-
-
-def servers_of(models: dict[str, Model]) -> dict[str, str | None]:
-    """The effective server URL of each role (None for local and scripted models)."""
-    return {role: getattr(m, "base_url", None) for role, m in models.items()}
+        m.backend.load()
 
 
 def check_resume(
@@ -228,6 +220,7 @@ class Progress:
     """A progress bar of debates with the failures and model calls so far."""
 
     def __init__(self, total: int, initial: int, enabled: bool) -> None:
+        self.finished = 0
         self.failed = 0
         self.calls = 0
         self.bar = tqdm(
@@ -241,6 +234,7 @@ class Progress:
         )
 
     def __call__(self, f: Finished) -> None:
+        self.finished += 1
         self.failed += f.status == "failed"
         self.calls += f.calls
         self.bar.set_postfix(failed=self.failed, calls=self.calls, refresh=False)
@@ -263,32 +257,23 @@ def run(
     """Run (or resume) every debate of ``config`` in ``run_dir``; write the summary.
 
     ``executor`` says where the debates run (default: this process); ``models`` (prebuilt
-    models, e.g. scripted ones) work only in this process.
+    models, e.g. scripted ones) work only in an executor that runs debates in this process.
     """
     start = time.perf_counter()
     executor = executor or ExecutorOptions()
-    if executor.kind != "local":
-        if models is not None:
-            raise UserError(f"prebuilt models run only in this process, not on {executor.kind}")
-        if executor.kind == "ray":
-            require("ray", "ray")  # a missing extra is named before anything runs
+    if not executor.in_process and models is not None:
+        raise UserError(f"prebuilt models run only in this process, not on {executor.kind}")
+    executor.executor.check()  # a missing extra is named before anything runs
     run_dir = Path(run_dir) if run_dir is not None else (
         Path(config.runs_dir) / (run_id or default_run_id(config))
     )
     prompts = Prompts(resolve_path(config.prompts_dir) if config.prompts_dir else None)
-    items = load_run_items(config.dataset, config.seed)
+    items = _items(config)
     if any(is_protected(it) for it in items):  # no on-disk cache of protected text
         config = config.model_copy(update={"use_cache": False})
     jobs = make_jobs(items, config)
     own_models = models is None
-    if models is None:
-        models = build_models(
-            config.role_settings(),
-            cache_dir=config.cache_dir,
-            use_cache=config.use_cache,
-            model_concurrency=config.model_concurrency,
-            max_retries=config.max_retries,
-        )
+    models = models if models is not None else _build_models(config)
     servers = servers_of(models)
     check_resume(run_dir, config, servers, allow_server_change)
     # --- from here on, the run directory is written
@@ -302,78 +287,115 @@ def run(
     retried = retire_failed(run_dir)
     done = statuses(out)
     todo = [j for j in jobs if j.spec.debate_id not in done]
-    settings = ProtocolSettings(
-        debate=config.debate.model_copy(update={"seed": config.seed}),
-        rounds=config.rounds,
-        mode=config.mode,
+    say = _sayer(progress)
+    context = RunContext(
+        config=config,
+        team=Team(models, prompts, config.prover, config.estimator, config.judge),
+        settings=protocol_settings(config),
+        servers=servers,
+        say=say,
     )
-    team = Team(models, prompts, config.prover, config.estimator, config.judge)
-    stopped: RunStopped | None = None
-    debates_s = 0.0
-    executor_stats: dict[str, Any] = {}
+    invocation = Invocation()
+    sent_before = requests_sent(models.values())
     if todo:
-        if executor.kind == "local":
-            _prepare_models(models, progress)
-        where = {"local": "", "processes": " in worker processes"}.get(
-            executor.kind, f" on {executor.kind}"
-        )
-        _say(
-            f"{run_dir}: {len(todo)} debates to run ({len(jobs) - len(todo)} done"
+        if executor.in_process:
+            _prepare_models(models, say)
+        say(
+            f"{run_dir}: {_count(len(todo), 'debate')} to run ({len(jobs) - len(todo)} done"
             + (f", {retried} failed ones retried" if retried else "")
-            + f"), {config.max_concurrency} at a time{where}",
-            progress,
+            + f"), {config.max_concurrency} at a time{executor.executor.where}"
         )
-        bar = Progress(len(jobs), len(jobs) - len(todo), progress)
-        ex = make_executor(
-            executor,
-            config=config,
-            team=team,
-            settings=settings,
-            servers=servers,
-            say=lambda message: _say(message, progress),
+        invocation = _execute(
+            make_executor(executor, context),
+            todo,
+            out,
+            Progress(len(jobs), len(jobs) - len(todo), progress),
+            config.max_consecutive_failures,
+            models if own_models else {},
         )
-        began = time.perf_counter()
-        try:
-            with lean_gc():
-                asyncio.run(
-                    _close_after(
-                        drive(
-                            ex,
-                            todo,
-                            out,
-                            max_consecutive_failures=config.max_consecutive_failures,
-                            on_done=bar,
-                        ),
-                        models if own_models else {},
-                        ex,
-                    )
-                )
-        except RunStopped as exc:
-            stopped = exc
-        finally:
-            debates_s = time.perf_counter() - began
-            executor_stats = ex.stats()
-            bar.close()
-    summary = write_summary(run_dir, jobs, config, stopped)
+    summary = write_summary(run_dir, jobs, config, invocation.stopped)
     summary["last_invocation"].update(
-        debates_run=len(todo),
+        debates_run=invocation.finished,
+        debates_not_run=len(todo) - invocation.finished,
         debates_skipped=len(jobs) - len(todo),
         failed_retried=retried,
         executor=executor.kind,
-        debates_s=round(debates_s, 3),
+        debates_s=round(invocation.debates_s, 3),
+        http_requests=requests_sent(models.values()) - sent_before
+        if executor.in_process
+        else None,
         wall_s=round(time.perf_counter() - start, 3),
-        **executor_stats,
+        **invocation.stats,
     )
     write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    stopped = invocation.stopped
     return RunResult(
         run_dir,
-        len(todo),
+        invocation.finished,
         len(jobs) - len(todo),
         time.perf_counter() - start,
         summary,
         stopped=stopped.reason if stopped else None,
         stop_exit_code=stopped.exit_code if stopped else 1,
     )
+
+
+def _items(config: ExperimentConfig) -> list[Item]:
+    """The run's items (QuALITY's loader where the dataset section names it)."""
+    return load_run_items(config.dataset, config.seed)
+
+
+def _build_models(config: ExperimentConfig) -> dict[str, Model]:
+    return build_models(
+        config.role_settings(),
+        cache_dir=config.cache_dir,
+        use_cache=config.use_cache,
+        model_concurrency=config.model_concurrency,
+        max_retries=config.max_retries,
+    )
+
+
+@dataclass
+class Invocation:
+    """What running the debates of one invocation came to."""
+
+    finished: int = 0
+    stopped: RunStopped | None = None
+    debates_s: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _execute(
+    ex: Executor,
+    todo: list[Job],
+    out: Path,
+    bar: Progress,
+    max_consecutive_failures: int,
+    models: dict[str, Model],
+) -> Invocation:
+    """Run ``todo`` on ``ex`` (closing it and ``models`` afterwards); what it came to."""
+    result = Invocation()
+    began = time.perf_counter()
+    try:
+        with lean_gc():
+            asyncio.run(
+                _close_after(
+                    drive(
+                        ex, todo, out, max_consecutive_failures=max_consecutive_failures,
+                        on_done=bar,
+                    ),
+                    models,
+                    ex,
+                )
+            )
+    except RunStopped as exc:
+        result.stopped = exc
+    finally:
+        result.debates_s = time.perf_counter() - began
+        result.stats = ex.stats()
+        result.finished = bar.finished
+        bar.close()
+    return result
 
 
 def write_summary(
@@ -393,42 +415,11 @@ def write_summary(
     return summary
 
 
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
-@contextlib.contextmanager
-def lean_gc() -> Iterator[None]:
-    """Fewer garbage collections while debates run: the objects made before (modules, config,
-    jobs) are frozen out of the collector's scans, and the young generation is collected
-    every 20,000 allocations instead of 700. Debates make many short-lived objects that
-    reference counting frees; the collector's scans cost about a fifth of the client's CPU
-    at hundreds of calls a second. The previous settings come back afterwards."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
-
-
 def _summary_transcripts(path: Path) -> Iterator[Transcript]:
     """The run's transcripts, one at a time (the summary folds each into a few numbers and
-    drops it: memory does not grow with the run)."""
-    if not path.is_file():
-        return
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.endswith(b"\n") or not raw.strip():
-                continue
-            try:
-                t = Transcript.model_validate_json(raw)
-            except ValidationError as exc:
-                raise TranscriptError(f"{path}:{lineno}: {first_error(exc)}") from None
-            except RuleError as exc:
-                raise TranscriptError(f"{path}:{lineno}: {exc}") from None
-            yield t
+    drops it: memory does not grow with the run); a torn last line is left out."""
+    if path.is_file():
+        yield from iter_transcripts(path)
 
 
 async def _close_after(coro: Any, models: dict[str, Model], executor: Executor) -> None:

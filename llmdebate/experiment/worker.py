@@ -1,7 +1,7 @@
 """What a worker of a multi-process executor runs: the run's models and agents, built once.
 
-Every worker, a Ray actor (:mod:`llmdebate.experiment.ray_executor`) or a local process
-(:mod:`llmdebate.experiment.process_executor`), is a :class:`DebateWorker` built from
+Every worker, a Ray actor (:mod:`llmdebate.experiment.executors.ray`) or a local process
+(:mod:`llmdebate.experiment.executors.processes`), is a :class:`DebateWorker` built from
 :func:`worker_config`: the run's limits shared out between the workers, the paths it reads
 made absolute as the driver resolves them.
 """
@@ -13,21 +13,15 @@ import math
 import os
 from typing import Any
 
+from llmdebate.agents.factory import Team, build_models
 from llmdebate.experiment.config import ExperimentConfig
-from llmdebate.experiment.debate import Finished
+from llmdebate.experiment.debate import Finished, finish
 from llmdebate.experiment.jobs import Job
+from llmdebate.experiment.runtime import protocol_settings, quiet_gc, servers_of
 from llmdebate.paths import resolve_path
-from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.prompts import Prompts
 
 RATE_OPTIONS = ("requests_per_minute", "tokens_per_minute")
-
-
-def protocol_settings(config: ExperimentConfig) -> ProtocolSettings:
-    return ProtocolSettings(
-        debate=config.debate.model_copy(update={"seed": config.seed}),
-        rounds=config.rounds,
-        mode=config.mode,
-    )
 
 
 def worker_config(config: ExperimentConfig, workers: int) -> ExperimentConfig:
@@ -78,16 +72,9 @@ class DebateWorker:
     def __init__(
         self, config: ExperimentConfig, servers: dict[str, str | None], cwd: str
     ) -> None:
-        import gc
-
-        from llmdebate.agents.factory import Team, build_models
-        from llmdebate.experiment.runner import GC_THRESHOLDS, servers_of
-        from llmdebate.prompts import Prompts
-
         if os.path.isdir(cwd):
             os.chdir(cwd)  # relative paths as the driver sees them, where the node has them
-        gc.freeze()  # as the driver does while debates run (runner.lean_gc)
-        gc.set_threshold(*GC_THRESHOLDS)
+        quiet_gc()  # as the driver does while debates run (runtime.lean_gc)
         self.models = build_models(
             config.role_settings(),
             cache_dir=config.cache_dir,
@@ -114,8 +101,6 @@ class DebateWorker:
         return os.getpid()
 
     async def run(self, job: Job) -> Finished:
-        from llmdebate.experiment.debate import finish
-
         if self.mismatch:
             return Finished(job.spec.debate_id, b"", "", 0, stop=(self.mismatch, 2))
         return await finish(job, self.team, self.settings, self.servers)

@@ -10,8 +10,15 @@ from typing import Any
 from llmdebate import scoring
 from llmdebate.errors import UserError
 from llmdebate.export import formats
-from llmdebate.export.registry import FORMATS, ONLINE, FormatContext
-from llmdebate.export.rows import PLAYERS, Row, RunInfo, config_digest, transcript_rows
+from llmdebate.export.registry import AUDIT, FORMATS, ONLINE, FormatContext
+from llmdebate.export.rows import (
+    PLAYERS,
+    TRAINED_SOURCES,
+    Row,
+    RunInfo,
+    config_digest,
+    transcript_rows,
+)
 from llmdebate.export.writers import kind_for, write_rows
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
@@ -76,8 +83,10 @@ def build(
     *,
     text: bool = False,
     baseline: str | float = "expected",
+    include_audit: bool = False,
 ) -> list[dict[str, Any]]:
-    """The records of format ``fmt``."""
+    """The records of format ``fmt``: of the decisions a model made (rows of
+    :data:`TRAINED_SOURCES`) unless the format is an ``audit`` one or ``include_audit``."""
     rows = [r for r, _ in pairs]
     by_id = {id(r): t for r, t in pairs}
     states = formats.States(config)
@@ -86,6 +95,8 @@ def build(
         return states(r, by_id[id(r)])
 
     entry = FORMATS.entry(fmt, where="--format")
+    if not (include_audit or entry.can(AUDIT)):
+        rows = [r for r in rows if r.source in TRAINED_SOURCES]
     if entry.can(ONLINE):  # rows whose decision a reply can be injected into (llmdebate.rl)
         rows = [r for r in rows if injectable(r)]
     return entry.value(rows, FormatContext(text=text, baseline=baseline, state=state))
@@ -103,6 +114,7 @@ def export_run(
     baseline: str | float = "expected",
     test_fraction: float = 0.1,
     split: str | None = None,
+    include_audit: bool = False,
 ) -> Export:
     """Write the ``role`` player's decisions of ``run_dir`` in ``fmt`` to ``out``."""
     run_dir, out = Path(run_dir), Path(out)
@@ -116,7 +128,8 @@ def export_run(
     pairs = decision_rows(transcripts, info, role=role, include_pending=include_pending)
     if split is not None:
         pairs = [(r, t) for r, t in pairs if r.split == split]
-    records = build(pairs, fmt, config, text=text, baseline=baseline)
+    records = build(pairs, fmt, config, text=text, baseline=baseline,
+                    include_audit=include_audit)
     if not records:
         raise UserError(
             f"{run_dir}: no {fmt} rows for the {role} ({len(transcripts)} debates; a player "

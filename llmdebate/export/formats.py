@@ -1,17 +1,26 @@
 """The trainers' formats, built from decision rows.
 
+The trainers' formats get only the decisions a model made (:data:`~.rows.TRAINED_SOURCES`;
+:func:`llmdebate.export.api.build` leaves the others out unless ``include_audit``); the
+``audit`` format has every row, rejected replies, rule-made directions and assigned answers
+too, in the prompt-completion layout with all the row's columns.
+
 * ``trl-prompt-completion``: every row (TRL's conversational prompt-completion; ``--text``
   renders prompts as the plain text a base model is given instead);
 * ``trl-preference``: prompt, chosen, rejected (and the reward gap) from sibling rows: rows of
-  one player and act with the very same prompt (best-of-n candidates, repeated samples, the
-  same question met in several debates); the best completion is paired with every worse one
-  (best-of-n candidates ranked by their ``candidate_score``);
+  one protocol, player, act, round, subclaim, reward term and the very same prompt (best-of-n
+  candidates, repeated samples, the same question met in several debates), so that only
+  rewards of one scale are compared; the best completion is paired with every worse one
+  (best-of-n candidates ranked by their ``candidate_score``); rows no model chose (assigned
+  answers, rule-made directions, rejected replies) are never paired;
 * ``trl-unpaired``: prompt, completion, label for KTO: label = reward > baseline (default: the
   row's expected reward, i.e. did this draw go better than expected);
 * ``trl-prompt-only``: prompt and ``state`` (JSON: the debate, its config, the decision) for
   online RL, where :mod:`llmdebate.rl` plays the rest of the debate from the state;
-* ``verl``: data_source, prompt, ability, reward_model {style, ground_truth: state},
-  extra_info; ``openrlhf``: input and label (the state).
+* ``verl``: data_source, prompt (always a message list: verl's ``RLHFDataset`` applies the
+  tokenizer's chat template to it; with ``--text``, give a base model
+  :data:`PLAIN_CHAT_TEMPLATE`, which renders the plain-text prompt), ability, reward_model
+  {style, ground_truth: state}, extra_info; ``openrlhf``: input and label (the state).
 
 Each is registered in :data:`llmdebate.export.registry.FORMATS` (the last three with
 capability ``online``).
@@ -24,12 +33,24 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from llmdebate.export.registry import FORMATS, ONLINE, FormatContext
-from llmdebate.export.rows import Row
+from llmdebate.export.registry import AUDIT, FORMATS, ONLINE, FormatContext
+from llmdebate.export.rows import TRAINED_SOURCES, Row
 from llmdebate.models.hf_backend import format_prompt
 from llmdebate.schemas import Transcript
 
 META_DROP = ("prompt", "completion")
+
+PLAIN_CHAT_TEMPLATE = (
+    "{%- set labels = {'system': 'System', 'user': 'User', 'assistant': 'Assistant'} -%}"
+    "{%- for m in messages -%}"
+    "{%- if not loop.first -%}{{ '\\n\\n' }}{%- endif -%}"
+    "{{ labels[m['role']] }}: {{ m['content'] | trim }}"
+    "{%- endfor -%}"
+    "{%- if messages[-1]['role'] != 'assistant' -%}{{ '\\n\\nAnswer:' }}{%- endif -%}"
+)
+"""A Jinja chat template that renders messages as the plain-text prompt the embedded base
+model reads (:func:`llmdebate.models.text_prompt.format_prompt`): set it as the tokenizer's
+``chat_template`` (e.g. ``tokenizer_config.json``) for verl rows exported with ``--text``."""
 
 
 def render(messages: list[dict[str, str]], text: bool) -> Any:
@@ -82,12 +103,19 @@ def prompt_completion(rows: list[Row], text: bool) -> list[dict[str, Any]]:
     ]
 
 
+def pair_key(r: Row) -> tuple[object, ...]:
+    """Rows whose rewards compare like with like: one protocol, player, act, round, subclaim,
+    reward term and prompt (the prompt holds the rest of the decision's state)."""
+    return (r.protocol, r.speaker, r.act, r.round_k, r.index, r.term, json.dumps(r.prompt))
+
+
 def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[str, Any]]:
-    """Pairs of sibling rows ranked by (expected) reward; ties make no pair."""
-    groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+    """Pairs of sibling rows (:func:`pair_key`) ranked by (expected) reward; ties make no
+    pair; rows no model chose are never paired."""
+    groups: dict[tuple[object, ...], list[Row]] = defaultdict(list)
     for r in rows:
-        if r.reward is not None:
-            groups[(r.speaker, r.act, json.dumps(r.prompt))].append(r)
+        if r.reward is not None and r.source in TRAINED_SOURCES:
+            groups[pair_key(r)].append(r)
     out = []
     for sibs in groups.values():
         # best-of-n candidates of one decision: ranked by the score they were chosen by (for
@@ -110,6 +138,7 @@ def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[
                     "role": best.role,
                     "act": best.act,
                     "round_k": best.round_k,
+                    "term": best.term,
                     "chosen_debate_id": best.debate_id,
                     "rejected_debate_id": worse.debate_id,
                     "item_id": best.item_id,
@@ -172,10 +201,11 @@ def verl(rows: list[Row], text: bool, state: Callable[[Row], str]) -> list[dict[
     return [
         {
             "data_source": f"llmdebate/{r.protocol}/{r.role}",
-            "prompt": render(r.prompt, text),
+            "prompt": r.prompt,  # RLHFDataset takes messages only (see PLAIN_CHAT_TEMPLATE)
             "ability": f"debate-{r.role}",
             "reward_model": {"style": "rule", "ground_truth": state(r)},
             "extra_info": {
+                "text": text,
                 "split": r.split,
                 "index": i,
                 "debate_id": r.debate_id,
@@ -197,6 +227,12 @@ def openrlhf(rows: list[Row], text: bool, state: Callable[[Row], str]) -> list[d
 @FORMATS.register("trl-prompt-completion")
 def _prompt_completion(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
     """Every row: TRL's conversational prompt-completion."""
+    return prompt_completion(rows, ctx.text)
+
+
+@FORMATS.register("audit", capabilities={AUDIT})
+def _audit(rows: list[Row], ctx: FormatContext) -> list[dict[str, Any]]:
+    """Every row, decisions no model made too (rejected, rule, assigned): for audit."""
     return prompt_completion(rows, ctx.text)
 
 

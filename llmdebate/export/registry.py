@@ -13,6 +13,10 @@ can be injected into (:func:`llmdebate.export.api.injectable`) and each row's ``
 (:attr:`FormatContext.state`: the debate, its config and the decision, as JSON) from which
 :mod:`llmdebate.rl` replays the rest of the debate. ``llmdebate export --format`` takes its
 choices from :meth:`FORMATS.names() <llmdebate.registry.Registry.names>`.
+
+Capability ``audit``: the format gets every row, also those of decisions no model made
+(``source`` rejected, rule, assigned); the others get only :data:`~.rows.TRAINED_SOURCES`
+rows unless ``llmdebate export --include-audit``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from llmdebate.registry import Registry
 
 ONLINE = "online"
 """Capability: rows a reply can be injected into, each with its replay ``state``."""
+AUDIT = "audit"
+"""Capability: every row, also those of decisions no model made (rejected replies, rule-made
+directions, assigned answers), which the other formats leave out."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,10 @@ A row holds the messages the model saw (``prompt``, conversational), what it pro
 came from. Decisions a rule made without a model call get a row too, so that every reward
 term has its carrier: the prover's direction by eq. 13 (``source: rule``; the prompt is the
 direction prompt a model would have seen, the completion the word it would have replied)
-and an assigned answer (``source: assigned``).
+and an assigned answer (``source: assigned``). A reply refused and asked again (or a failed
+best-of-n candidate) gets a row with no reward (``source: rejected``). Only the rows of
+:data:`TRAINED_SOURCES` are decisions a model made and played (or wrote as a candidate): the
+trainers' formats take those alone, the ``audit`` format every row.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from llmdebate import scoring
 from llmdebate.export.credit import (
     PLAYER_OF_ROLE,
     Credit,
@@ -31,6 +35,9 @@ from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import ModelCallRecord, Transcript
 
 PLAYERS = ("prover", "estimator", "judge", "debater")
+TRAINED_SOURCES = ("model", "candidate")
+"""Row sources that are decisions a model made: ``model`` (played) and ``candidate`` (a
+best-of-n candidate); not ``rule``, ``assigned`` (no model chose them) or ``rejected``."""
 DIRECTION_WORD = {1: "higher", -1: "lower", 0: "right"}
 
 
@@ -103,6 +110,10 @@ class Row:
     candidate_score: float | None = None
     """A best-of-n candidate's score, the one it was chosen by (``notes.best_of``), for the
     played candidate too; None for other rows. ``trl-preference`` ranks candidates by it."""
+    reward_unit: float | None = None
+    """The unit of the row's reward term (:func:`llmdebate.scoring.term_unit`): reward /
+    reward_unit is the reward on the normalised scale the online reward functions return,
+    in [-1, 1]. None for a row with no reward term."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -159,6 +170,8 @@ class _Builder:
         candidate_score: float | None = None,
     ) -> None:
         c = credit or Credit("", None, None, None, None)
+        cfg = self.t.config
+        unit = scoring.term_unit(c.term, scoring.ratio_for(cfg), cfg.depth) if c.term else None
         self.rows.append(
             Row(
                 prompt=prompt,
@@ -179,6 +192,7 @@ class _Builder:
                 model=model,
                 call=call,
                 candidate_score=candidate_score,
+                reward_unit=unit,
                 **self.common,
             )
         )
@@ -219,7 +233,28 @@ class _Builder:
 
 def _candidate_score(call: ModelCallRecord) -> float | None:
     best_of = call.notes.get("best_of") if call.notes else None
-    return float(best_of["expected_reward"]) if best_of else None
+    if not best_of or best_of.get("expected_reward") is None:
+        return None
+    return float(best_of["expected_reward"])
+
+
+def _tag(call: ModelCallRecord) -> tuple[object, ...]:
+    return (call.role, call.decision, call.round, call.index,
+            tuple(call.prefix) if call.prefix is not None else None)
+
+
+def refused(calls: list[ModelCallRecord], i: int) -> bool:
+    """Whether call ``i`` is an invalid reply that was never played: re-asked (a later call
+    of the same decision follows before another candidate), or a failed best-of-n candidate.
+    An invalid reply kept and played (``keep_invalid`` on the last attempt) is not."""
+    call = calls[i]
+    if call.invalid is None:
+        return False
+    best_of = call.notes.get("best_of") if call.notes else None
+    if best_of:
+        return bool(best_of.get("failed"))
+    tag = _tag(call)
+    return any(_tag(later) == tag for later in calls[i + 1 :])
 
 
 def _usable(call: ModelCallRecord) -> bool:
@@ -244,7 +279,7 @@ def _pe_rows(b: _Builder) -> None:
             continue
         if call.role == "prover":
             prover_model = call.model
-        if call.invalid is not None:  # a reply refused (and asked again): it was never played
+        if refused(t.calls, i):  # a reply refused (and asked again): it was never played
             b.call_row(i, call, _act_of(call), None, "rejected")
             continue
         credits = pe_call_credits(t, terms, call) if terms is not None else []
@@ -252,7 +287,7 @@ def _pe_rows(b: _Builder) -> None:
             b.call_row(i, call, _act_of(call), None)
         best_of = call.notes.get("best_of") if call.notes else None
         if best_of and not best_of.get("chosen"):  # a best-of-n candidate that was not played
-            e = float(best_of["expected_reward"])
+            e = float(best_of["expected_reward"])  # (a failed one was refused above)
             credits = [(a, Credit(c.term, e, e, e, e)) for a, c in credits]
         for act, credit in credits:
             b.call_row(i, call, act, credit, "candidate" if best_of else "model")
@@ -332,6 +367,9 @@ def _naive_rows(b: _Builder) -> None:
         key = (call.role, call.decision, call.round)
         index = batch[key] = batch.get(key, -1) + 1
         if not _usable(call):
+            continue
+        if refused(t.calls, i):
+            b.call_row(i, call, _act_of(call), None, "rejected")
             continue
         credit = None
         if payoff is not None and call.role in ("prover", "challenger"):

@@ -21,6 +21,7 @@ Two classes, so that "some B exists" (the statement of Lemma A.4) becomes a numb
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.estimators import EstimatorPolicy, Shrunk
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.provers import ProverPolicy
-from llmdebate.formal.tables import Levels
+from llmdebate.formal.tables import Levels, expected_rule
 from llmdebate.formal.variants import choices, round_view
 from llmdebate.rules import outcome_bits
 
@@ -135,7 +136,7 @@ def grid_best_response(
 
     def leaf(inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> np.ndarray:
         s0 = _expected(prover.direction(inst, 0, node, p), len(inst))
-        return s0 * (judge.prob_true(inst, node) - p)
+        return np.asarray(s0 * (judge.prob_true(inst, node) - p))
 
     def value(k: int, inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> np.ndarray:
         """V_k at distinct states (k >= 1): min over B's round tables."""
@@ -153,7 +154,11 @@ def grid_best_response(
             ri, rn = np.repeat(si, n_tab), np.repeat(sn, n_tab)
             levels = [np.tile(lv, (m, 1)) for lv in tables]
             view = round_view(levels, variant)
-            reward = r**k * np.repeat(ss, n_tab) * (view.joint @ rule - np.repeat(sp, n_tab))
+            reward = (
+                r**k
+                * np.repeat(ss, n_tab)
+                * (expected_rule(view.joint, rule) - np.repeat(sp, n_tab))
+            )
             rep = np.repeat(np.arange(rows), 1 << q)
             z = np.tile(bits, (rows, 1))
             wz = view.joint.reshape(-1)
@@ -187,7 +192,7 @@ def grid_best_response(
         )
     by_inst = top.reshape(n, n_g)
     best_p = grid[np.argmin(by_inst, axis=1)]
-    val = float(problem.weights @ by_inst.min(axis=1))
+    val = math.fsum((problem.weights * by_inst.min(axis=1)).tolist())
     return BestResponse(
         value=val,
         normalized=float(scoring.normalized(val, r, d)),

@@ -11,6 +11,7 @@ over a frontier of distinct states (instance, answer, node, p_k) whose probabili
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from llmdebate import scoring
 from llmdebate.formal.game import Game, NaiveGame
+from llmdebate.formal.tables import expected_rule, fdot
 from llmdebate.formal.variants import RoundView, choices, round_view
 from llmdebate.rules import outcome_bits
 
@@ -33,12 +35,12 @@ class ExactResult:
     by_round: np.ndarray | None = None  # (instances, d+2): E[r_init], E[r_d], ..., E[r_0]
 
     def mean(self, weights: np.ndarray) -> float:
-        return float(weights @ self.payoff)
+        return math.fsum((weights * self.payoff).tolist())  # correctly rounded: no BLAS
 
     def round_means(self, weights: np.ndarray) -> list[float]:
         """E[r_init], E[r_d], ..., E[r_0] averaged over instances (they sum to the payoff)."""
         assert self.by_round is not None
-        return [float(v) for v in weights @ self.by_round]
+        return [fdot(weights, self.by_round[:, i]) for i in range(self.by_round.shape[1])]
 
 
 def _merge(
@@ -101,7 +103,7 @@ def exact_prover_estimator(game: Game, observe: Observer | None = None) -> Exact
         view = round_view(est.levels(inst, k, node, p), game.variant)
         if observe is not None:
             observe(k, inst, node, p, w, view)
-        em = view.joint @ rule.table.astype(np.float64)
+        em = expected_rule(view.joint, rule.table)
         for s, ps in prover.direction(inst, k, node, p):
             rew = scoring.expected_round_reward(r, k, s, em, p)
             by_round[:, d + 1 - k] += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)

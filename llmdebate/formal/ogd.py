@@ -47,7 +47,7 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     cond = u - css / ind > 0
     rho = m - 1 - np.argmax(cond[:, ::-1], axis=1)
     theta = css[np.arange(n), rho] / (rho + 1)
-    return np.maximum(v - theta[:, None], 0.0)
+    return np.asarray(np.maximum(v - theta[:, None], 0.0))
 
 
 def _expect(alts: list[tuple[np.ndarray, Any]], n: int) -> np.ndarray:
@@ -133,15 +133,17 @@ def run_ogd(
     rows = np.arange(n)
     n_static = len(tests.static)
     flat_static = (tests.static * weights[None, :, None]).reshape(n_static, -1)
-    truth_static = tests.static[:, rows, truth_index] @ weights
+    # plain reductions, not BLAS: the steps do not depend on the BLAS library or its threads
+    truth_static = (tests.static[:, rows, truth_index] * weights[None, :]).sum(axis=1)
     thr = tests.threshold
     h = np.full((n, size), 1.0 / size)
     eta0 = 2.0 / (2.0 * np.sqrt(size))
 
     def advantages(hh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         dyn = tests.dynamic(hh)
-        adv_s = truth_static - flat_static @ hh.reshape(-1)
-        adv_d = dyn[:, rows, truth_index] @ weights - (dyn * hh).sum(axis=2) @ weights
+        adv_s = truth_static - (flat_static * hh.reshape(-1)[None, :]).sum(axis=1)
+        at_truth = (dyn[:, rows, truth_index] * weights[None, :]).sum(axis=1)
+        adv_d = at_truth - ((dyn * hh).sum(axis=2) * weights[None, :]).sum(axis=1)
         return np.concatenate([adv_s, adv_d]), dyn
 
     t = 0
@@ -202,7 +204,7 @@ class Algorithm1Estimator(EstimatorPolicy):
         self.tables: dict[tuple[int, int, int, int], np.ndarray] = {}
 
     def top(self, inst: np.ndarray) -> np.ndarray:
-        return self.p_top[inst]
+        return np.asarray(self.p_top[inst])
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         uniform = np.full(1 << self.q, 1.0 / (1 << self.q))

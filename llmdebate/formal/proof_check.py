@@ -27,7 +27,7 @@ import numpy as np
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
 from llmdebate.formal.strategies.alternatives import Alternatives
-from llmdebate.formal.tables import index_of
+from llmdebate.formal.tables import fdot, index_of
 from llmdebate.formal.variants import RoundView, choices
 from llmdebate.rules import outcome_bits
 
@@ -98,9 +98,9 @@ def lemma_a4_terms(game: Game) -> list[StepTerms]:
             child = node[rep] * q + jj
             a = _expected(prover.direction(inst[rep], k - 1, child, pn), n << q)
             ww = wz * pj * a
-            terms["mu_A_g"] += float(ww @ truth[rep, jj])
-            terms["mu_A_p"] += float(ww @ pn)
-            terms["h_f"] += float(ww @ z[rows, jj])
+            terms["mu_A_g"] += fdot(ww, truth[rep, jj])
+            terms["mu_A_p"] += fdot(ww, pn)
+            terms["h_f"] += fdot(ww, z[rows, jj])
         # z ~ g: the true outcome of every state, with the probabilities B stated on its path
         t_true = index_of(truth)
         ar = np.arange(n)
@@ -109,7 +109,7 @@ def lemma_a4_terms(game: Game) -> list[StepTerms]:
             jj = np.broadcast_to(j, (n,))
             pn = view.nextp[ar, t_true, jj]
             a = _expected(prover.direction(inst, k - 1, node * q + jj, pn), n)
-            terms["g_f"] += float((wi * pj * a) @ zt[ar, jj])
+            terms["g_f"] += fdot(wi * pj * a, zt[ar, jj])
         out.append(StepTerms(k=k, **terms))
 
     exact_prover_estimator(game, observe=observe)

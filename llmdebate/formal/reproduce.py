@@ -24,6 +24,8 @@ from llmdebate.formal.problems import make_problem
 from llmdebate.formal.problems.base import TreeProblem
 from llmdebate.formal.problems.majority import correlated_support_joint
 from llmdebate.formal.proof_check import lemma_a4_terms
+from llmdebate.formal.reproduce_attack import attack_rows
+from llmdebate.formal.stable import stable_instances, subset
 from llmdebate.formal.strategies import (
     BASIC_ESTIMATORS,
     EstimatorChallenger,
@@ -33,13 +35,15 @@ from llmdebate.formal.strategies import (
     make_naive_prover,
     make_prover,
 )
+from llmdebate.formal.tables import fdot
 from llmdebate.rules import CondProbs, compile_rule, stability
 from llmdebate.schemas import VARIANTS, CombinationRule
 
 DIGITS = 10
+ITERATIVE_DIGITS = 6  # rows whose B comes from Algorithm 1's iterations (or a search)
 DELTA = 2e-3  # Algorithm 1's accuracy in the table (benchmarks/ goes further)
 GRID_POINTS = 11  # the best-response DP's grid {0, 0.1, ..., 1} (docs quote the 21-point one)
-SECTIONS = ("completeness", "obfuscation", "soundness", "proof", "stability")
+SECTIONS = ("completeness", "obfuscation", "soundness", "attack", "proof", "stability")
 
 Row = dict[str, Any]
 
@@ -53,43 +57,17 @@ NOTES = [
     "  E_(z~g)[f] (path drawn from the truth); see the proof-audit section and",
     "  docs/protocol.md. A best-responding B (the best-response column) still exists: the",
     "  statement of the lemma is not contradicted on these families.",
+    "- *Attack rows.* The search states any joint over the 2^q outcomes per state. Against",
+    "  the honest prover of eq. (13) under `marginal`, `commit` and `commit-marginal` it finds",
+    "  B whose handed-on probabilities sit in A's ε dead zone while E[M_D] is far from p_k",
+    "  (correlated outcomes: stability constrains conditionals, these variants hand on",
+    "  marginals or commit to an index from marginals). The best wrong-answer prover against",
+    "  Algorithm 1's B is a different prover from the one B was built against: Lemma A.4's B",
+    "  depends on A, so that row measures how far B generalises, not the lemma.",
     "- *Variants.* `marginal` and `commit-marginal` hand on B's marginal P(z_j = 1), which",
     "  does not depend on B's own draws; `independent` makes the calibrated B inconsistent",
     "  (a product of calibrated marginals need not give E[M_D] = p_k).",
 ]
-
-
-def stable_instances(problem: TreeProblem, epsilon: float, rho: float) -> np.ndarray:
-    """Instances whose every decomposition is (ε,ρ)-stable at the true 0/1 probabilities."""
-    ok = np.ones(problem.n, dtype=bool)
-    q = problem.width
-    for k in range(1, problem.depth + 1):
-        rule = problem.rule(k)
-        kids = problem.truth[k - 1].reshape(problem.n, -1, q)
-        cache: dict[tuple[int, ...], bool] = {}
-        for i in range(problem.n):
-            for row in kids[i]:
-                key = tuple(int(v) for v in row)
-                if key not in cache:
-                    st = stability(rule, CondProbs.independent(key), epsilon, rho)
-                    cache[key] = st.stable
-                ok[i] &= cache[key]
-    return np.flatnonzero(ok)
-
-
-def subset(problem: TreeProblem, idx: np.ndarray) -> TreeProblem:
-    return TreeProblem(
-        name=problem.name,
-        depth=problem.depth,
-        width=problem.width,
-        gates=problem.gates,
-        truth=[t[idx] for t in problem.truth],
-        prior=problem.prior,
-        prior_top=problem.prior_top,
-        judge_noise=problem.judge_noise,
-        instances=[problem.instances[i] for i in idx],
-        describe=None,
-    )
 
 
 def _game(prob: TreeProblem, prover: str, est: Any, eps: float, rho: float, variant: str) -> Game:
@@ -224,7 +202,8 @@ def obfuscation_rows(
             prob, make_naive_prover("dishonest", prob), EstimatorChallenger(ign), OracleJudge(prob)
         )
         ex = exact_naive(ng)
-        win = float(prob.weights @ ex.win)
+        assert ex.win is not None
+        win = fdot(prob.weights, ex.win)
         target = 1 - q ** (-depth) - 0.05
         rows.append(
             {
@@ -291,7 +270,7 @@ def soundness_rows(
                 game = Game(prob, pol, est, OracleJudge(prob), eps, rho, variant)
                 ex = exact_prover_estimator(game)
                 val = ex.mean(prob.weights)
-                acc = float(prob.weights @ ex.accuracy)
+                acc = fdot(prob.weights, ex.accuracy)
                 bound = scoring.soundness_bound(r, depth, acc, rep.delta_reached)
                 row: Row = {
                     "section": "soundness",
@@ -306,8 +285,9 @@ def soundness_rows(
                     "value": val,
                     "normalized": float(scoring.normalized(val, r, depth)),
                     "bound": bound,
-                    "method": "exact",
+                    "method": "exact (B from Algorithm 1's iterations)",
                     "passed": bool(rep.converged and val <= bound),
+                    "digits": ITERATIVE_DIGITS,
                 }
                 if prover != "honest":
                     br = grid_best_response(
@@ -356,6 +336,7 @@ def proof_rows(eps: float, rho: float, n: int, seed: int, delta: float) -> list[
                 "passed": bool(
                     abs(terms.mu_A_g - terms.g_f) < 1e-12 and abs(terms.mu_A_p - terms.h_f) < 1e-12
                 ),
+                "digits": ITERATIVE_DIGITS if est_name == "algorithm1" else DIGITS,
             }
         )
     return rows
@@ -494,33 +475,51 @@ def build_table(fast: bool = False) -> dict[str, Any]:
         variants=variants,
         grid_points=GRID_POINTS,
     )
+    rows += attack_rows(variants)
     rows += proof_rows(eps=0.45, rho=0.1, n=16, seed=0, delta=DELTA)
     rows += stability_rows(eps=0.2, rho=0.5, kappas=list(range(1, 18, 2)), eta=0.1)
     rows += correlation_rows(eps=0.2, rho=0.5, kappas=[9, 13, 17], eta=0.1)
     return {"summary": summarize(rows, variants), "rows": [_rounded(r) for r in rows]}
 
 
+SUMMARY = {
+    "completeness": ("completeness", ""),
+    "obfuscation": ("obfuscation", ""),
+    "soundness": ("soundness", ""),
+    "attack: honest": ("attack", "against honest:"),
+    "attack: honest-no-dead-zone": ("attack", "against honest-no-dead-zone:"),
+    "attack: best prover": ("attack", "best wrong-answer prover"),
+    "attack: uninformed prover": ("attack", "best uninformed"),
+}
+
+
 def summarize(rows: list[Row], variants: tuple[str, ...]) -> dict[str, dict[str, bool]]:
-    """Per variant: did every completeness, obfuscation and soundness row pass?"""
+    """Per variant: did every completeness, obfuscation, soundness and attack row pass?"""
     out: dict[str, dict[str, bool]] = {}
     for v in variants:
         out[v] = {
-            sec: all(r["passed"] for r in rows if r["section"] == sec and r.get("variant") == v)
-            for sec in ("completeness", "obfuscation", "soundness")
+            name: all(
+                r["passed"]
+                for r in rows
+                if r["section"] == sec and r.get("variant") == v and marker in r["check"]
+            )
+            for name, (sec, marker) in SUMMARY.items()
         }
     return out
 
 
-def _rounded(v: Any) -> Any:
-    """Floats to :data:`DIGITS` significant digits, recursively (deterministic files)."""
+def _rounded(v: Any, digits: int = DIGITS) -> Any:
+    """Floats to ``digits`` significant digits, recursively (deterministic files); a row's
+    own ``digits`` (values from iterations or searches) applies to everything in it."""
     if isinstance(v, bool) or v is None:
         return v
     if isinstance(v, float | np.floating):
-        return float(f"{float(v):.{DIGITS}g}")
+        return float(f"{float(v):.{digits}g}")
     if isinstance(v, dict):
-        return {k: _rounded(x) for k, x in v.items()}
+        digits = int(v.get("digits", digits))
+        return {k: _rounded(x, digits) for k, x in v.items()}
     if isinstance(v, list | tuple):
-        return [_rounded(x) for x in v]
+        return [_rounded(x, digits) for x in v]
     return v
 
 
@@ -553,18 +552,24 @@ def to_markdown(table: dict[str, Any]) -> str:
         f"{DIGITS} significant",
         "digits in reproduction.json and 4 here. Payoffs are E[R_A] averaged over the instances",
         "unless a row says min; *normalized* = E[R_A] / r^(d+1). *variant*: the protocol variant",
-        "(`DebateConfig.variant`, docs/protocol.md); figure2 is the paper's protocol.",
+        "(`DebateConfig.variant`, docs/protocol.md); figure2 is the paper's protocol. Rows whose",
+        "estimator comes from Algorithm 1's iterations, and the attack rows (the exact payoff of",
+        f"the strategy a seeded search found), carry {ITERATIVE_DIGITS} significant digits in the",
+        "JSON, so that another machine writes the same files. The attacks' times are printed by",
+        "the command, not written here.",
         "",
     ]
     out += [
         "## Summary: which variant keeps which guarantee on these families",
         "",
-        "| variant | completeness (honest, stable instances) | obfuscation (prover-estimator "
-        "rows) | soundness (vs Algorithm 1) |",
-        "|---|---|---|---|",
+        "| variant | completeness (honest vs 4 named B, stable instances) | obfuscation "
+        "(prover-estimator rows) | soundness (vs Algorithm 1) | honest vs searched B | "
+        "honest without dead zone vs searched B | best wrong prover vs Algorithm 1's B | "
+        "best uninformed wrong prover vs calibrated-ignorant |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for v, res in table["summary"].items():
-        cells = [_fmt(res[s]) for s in ("completeness", "obfuscation", "soundness")]
+        cells = [_fmt(res[s]) for s in SUMMARY]
         out.append(f"| {v} | " + " | ".join(cells) + " |")
     out.append("")
     for section in SECTIONS:

@@ -7,6 +7,7 @@ z_1..z_i of index t (z_1 most significant). A joint distribution has shape (n, 2
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -68,7 +69,18 @@ def marginals(joint: np.ndarray) -> np.ndarray:
     """P(z_i = 1) for every subclaim, shape (n, q)."""
     q = joint.shape[1].bit_length() - 1
     # a plain reduction, not BLAS: a row's marginals do not depend on the batch it is in
-    return (joint[:, :, None] * outcome_bits(q)[None, :, :]).sum(axis=1)
+    return np.asarray((joint[:, :, None] * outcome_bits(q)[None, :, :]).sum(axis=1))
+
+
+def expected_rule(joint: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """E[M_D(z)] under every row's joint, shape (n,): a plain reduction, not BLAS, so the
+    value of a row depends neither on the batch it is in nor on the BLAS library's threads."""
+    return np.asarray((joint * np.asarray(table, dtype=np.float64)[None, :]).sum(axis=1))
+
+
+def fdot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ a·b, correctly rounded (math.fsum): the same on every machine."""
+    return math.fsum((np.asarray(a, dtype=np.float64) * b).tolist())
 
 
 def index_of(bits: np.ndarray) -> np.ndarray:

@@ -96,7 +96,6 @@ def choices(
     Committing variants ask A once per debate, seeing B's marginals and no draw; the others
     ask after the draws, seeing b along the drawn path (eq. 13's argmax reads every b_i).
     """
-    q = view.marg.shape[1]
     if variant in COMMITTING:
         alts = prover.commit(inst, k, node, view.marg)
         out: Alternatives = []
@@ -105,12 +104,4 @@ def choices(
             pp = pr if np.ndim(pr) == 0 else np.asarray(pr)[rep]
             out.append((vv, pp))
         return out
-    b = view.path.reshape(-1, q)[_rows(view, rep, z)]
-    return prover.choose(inst[rep], k, node[rep], b, z)
-
-
-def _rows(view: RoundView, rep: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Row of ``path.reshape(-1, q)`` for debate ``rep`` and outcome bits ``z``."""
-    q = z.shape[1]
-    weights = 1 << np.arange(q - 1, -1, -1, dtype=np.int64)
-    return rep * (1 << q) + z.astype(np.int64) @ weights
+    return prover.choose_rows(inst, k, node, view, rep, z)

@@ -39,7 +39,7 @@ from llmdebate.judging.view import digest
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import model_choice, waiting_choice_prompt
-from llmdebate.report.metrics import ASYMMETRIC
+from llmdebate.protocols.registry import recursive
 from llmdebate.schemas import ModelCallRecord, Transcript
 
 ORACLE_ID = "oracle"
@@ -81,7 +81,7 @@ async def _model_ruling(
     temperature: float,
 ) -> tuple[dict[str, Any], list[ModelCallRecord]]:
     calls: list[ModelCallRecord] = []
-    if t.protocol in ASYMMETRIC:
+    if recursive(t):
         leaf = t.rounds[-1]
         judge = LLMJudge(
             model, prompts, method=method, samples=samples, temperature=temperature,
@@ -180,7 +180,7 @@ def judge_with_model(
 def oracle_ruling(t: Transcript) -> dict[str, Any] | None:
     """The oracle's ruling on waiting debate ``t``: the leaf claim's truth, or the gold answer's
     place among the options (None: unknown)."""
-    if t.protocol in ASYMMETRIC:
+    if recursive(t):
         leaf = t.rounds[-1]
         oracle = OracleJudge()
         ctx = DebateContext(config=t.config, rng=np.random.default_rng(0), item=t.item)

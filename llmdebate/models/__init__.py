@@ -1,5 +1,7 @@
 """Model backends behind one wrapper: OpenAI (and compatible servers), Anthropic, local
-transformers models (the embedded Gemma 3 270M), and a scripted test double.
+transformers models (the embedded Gemma 3 270M), a scripted test double, and any backend
+registered in :data:`~llmdebate.models.backends.BACKENDS` (what each can do: its
+:class:`~llmdebate.models.profile.BackendProfile`).
 
 Transport only: messages in, text/tokens/logprobs/usage out. Every caller uses
 :class:`Model` (from :func:`get_model`), which adds an on-disk cache, retries with backoff,
@@ -9,6 +11,7 @@ call log: pass ``log=`` (a list of :class:`~llmdebate.schemas.ModelCallRecord`) 
 are :mod:`llmdebate.elicit`'s.
 """
 
+from llmdebate.models.backends import BACKENDS, BackendSpec
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -21,14 +24,18 @@ from llmdebate.models.base import (
 )
 from llmdebate.models.cache import ResponseCache, default_cache_dir
 from llmdebate.models.pricing import DEFAULT_PRICES, call_cost
+from llmdebate.models.profile import BackendProfile
 from llmdebate.models.registry import ACCEPTED, create_backend, get_model
 from llmdebate.models.scripted import ScriptedBackend
 from llmdebate.models.wrapper import Model, describe_error
 
 __all__ = [
     "ACCEPTED",
+    "BACKENDS",
     "DEFAULT_PRICES",
     "Backend",
+    "BackendProfile",
+    "BackendSpec",
     "ChatMessage",
     "GenerateConfig",
     "Model",

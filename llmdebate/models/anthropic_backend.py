@@ -35,6 +35,7 @@ from llmdebate.models.base import (
     TransientError,
 )
 from llmdebate.models.http_errors import api_key, map_sdk_error
+from llmdebate.models.profile import BackendProfile
 from llmdebate.models.structured import OutputSchema
 
 LOCAL_DUMMY_KEY = "sk-ant-local-no-key"
@@ -44,7 +45,7 @@ class AnthropicBackend(Backend):
     """``anthropic/<model>``: text only, no logprobs; temperature is capped at 1."""
 
     provider = "anthropic"
-    supports_logprobs = False
+    profile = BackendProfile(logprobs=False, structured=("tool",), http=True)
     default_concurrency = 8
 
     def __init__(
@@ -71,6 +72,9 @@ class AnthropicBackend(Backend):
         if structured not in ("tool", "none"):
             raise UserError(f"{name}: structured must be tool or none (got {structured!r})")
         self.structured = structured
+        if structured == "none":
+            self.profile = self.profile.without_structured("tool")
+        self.sent = 0
         # strict tools: the flag exists in the SDK's tool type, and so does the schema helper
         self.strict = (
             strict
@@ -84,6 +88,10 @@ class AnthropicBackend(Backend):
     @property
     def identity(self) -> str:
         return f"{self.name}@{self.base_url}" if self.base_url else self.name
+
+    @property
+    def http_requests(self) -> int:
+        return self.sent
 
     @property
     def server_url(self) -> str:
@@ -118,6 +126,7 @@ class AnthropicBackend(Backend):
         if schema is not None:
             kwargs["tools"] = [self.tool(schema)]
             kwargs["tool_choice"] = {"type": "tool", "name": schema.name}
+        self.sent += 1
         try:
             resp = await self._client.messages.create(**kwargs)
         except Exception as exc:

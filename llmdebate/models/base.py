@@ -6,18 +6,26 @@ Those live once, in :class:`llmdebate.models.wrapper.Model`, which wraps every b
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import ModelError, RequestRejectedError, RetriesExhaustedError, UserError
-from llmdebate.models.slots import Prepared
+from llmdebate.models.profile import BackendProfile
+from llmdebate.models.slots import Call, Prepared
 from llmdebate.models.structured import OutputSchema
 
 ChatMessage = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 ROLES = ("system", "user", "assistant")
+BASE_MODEL_HINT = (
+    "a base model (one without a chat template) answers a chat prompt with anything: serve it "
+    'with the role option {"endpoint": "completions"}'
+)
+"""What a reply from a chat endpoint that misses the expected tokens may mean."""
 
 
 @dataclass
@@ -56,7 +64,8 @@ class ModelOutput:
 
     ``constrained``: the backend enforced the requested ``json_schema`` (structured outputs,
     a forced tool, or constrained decoding). ``batch_size``: how many prompts went in the
-    request that answered this call (1: a request of its own).
+    request that answered this call (1: a request of its own). ``endpoint``: the server
+    endpoint that answered (``chat``, ``completions``; '' for backends without one).
     """
 
     text: str
@@ -69,6 +78,7 @@ class ModelOutput:
     cost: float = 0.0
     constrained: bool = False
     batch_size: int = 1
+    endpoint: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,12 +120,16 @@ class TransientError(ModelError):
     body). The wrapper retries it; it never escapes :class:`~llmdebate.models.Model`, which
     raises :class:`RetriesExhausted` once the retries are spent.
 
-    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one.
+    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one; ``status``
+    the HTTP status of the reply (None: no reply, e.g. a timeout).
     """
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, retry_after: float | None = None, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
 
 
 class RetriesExhausted(RetriesExhaustedError):
@@ -134,21 +148,52 @@ class Backend(ABC):
 
     ``name`` is the model string the user gave (e.g. ``openai/gpt-4o-mini``); ``identity``
     is what the cache key uses (it adds e.g. a non-default base URL, never a key).
+    ``profile`` says what the backend can do (:class:`~llmdebate.models.profile.BackendProfile`);
+    a backend narrows it when its server shows less.
     """
 
     name: str = ""
     provider: str = ""
-    supports_logprobs: bool = True
-    reports_logprob_tokens: bool = False  # honours GenerateConfig.logprob_tokens
+    profile: BackendProfile = BackendProfile()
     default_concurrency: int = 8
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """Replies carry token logprobs (``profile.logprobs``)."""
+        return self.profile.logprobs
+
+    @property
+    def reports_logprob_tokens(self) -> bool:
+        """Honours ``GenerateConfig.logprob_tokens`` (``profile.logprob_tokens``)."""
+        return self.profile.logprob_tokens
 
     @property
     def identity(self) -> str:
         return self.name
 
+    def identity_for(self, config: GenerateConfig) -> str:
+        """The identity in the cache key of a call with ``config``: :attr:`identity` plus
+        every setting of this backend that changes such a call's reply (e.g. how a schema
+        is asked for)."""
+        return self.identity
+
     @property
     def server_url(self) -> str | None:
         """The effective URL of the server this backend talks to (None: no server)."""
+        return None
+
+    @property
+    def http_requests(self) -> int:
+        """HTTP requests sent so far (0 for backends without a server)."""
+        return 0
+
+    @property
+    def weights_dir(self) -> Path | None:
+        """Where the weights live (backends with ``profile.load``), else None."""
+        return None
+
+    def load(self) -> object:
+        """Load the weights before the first call (backends with ``profile.load``)."""
         return None
 
     @abstractmethod
@@ -161,12 +206,21 @@ class Backend(ABC):
 
     def prepare(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
-    ) -> Prepared[ModelOutput] | None:
+    ) -> Prepared[ModelOutput]:
         """The call as a request built ahead, for the wrapper's
         :class:`~llmdebate.models.slots.Slots` to send the instant a place frees up (its
-        output's ``latency_s`` counting from when it was sent); None (the default): the
-        wrapper calls :meth:`generate` once it holds a place."""
-        return None
+        output's ``latency_s`` counting from when it was sent). The default runs
+        :meth:`generate` once a place is granted; an HTTP backend returns the request itself
+        (:class:`~llmdebate.models.transport.PreparedPost`)."""
+        return Call(lambda: self._timed(messages, config, sample_index))
+
+    async def _timed(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int
+    ) -> ModelOutput:
+        start = time.perf_counter()
+        out = await self.generate(messages, config, sample_index)
+        out.latency_s = time.perf_counter() - start
+        return out
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections, threads or weights."""

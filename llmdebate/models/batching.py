@@ -82,4 +82,4 @@ class PromptBatcher(Generic[C, R]):
             return
         for (_, fut), result in zip(chunk, results, strict=True):
             if not fut.done():
-                fut.set_result(result)
+                fut.set_result(result)  # an exception too: the caller raises it

@@ -1,6 +1,9 @@
 """On-disk response cache: sqlite in WAL mode, reads at once, writes in batches.
 
-The key is a SHA-256 of (model identity, messages, generation parameters, sample index);
+The key is a SHA-256 of (model identity, messages, generation parameters, sample index); the
+identity is the backend's :meth:`~llmdebate.models.base.Backend.identity_for` the call, which
+names every backend setting that changes the reply (endpoint, chat template, how a schema is
+asked for). A hit keeps the ``constrained`` of the reply it stores;
 the value is the :class:`ModelOutput` as JSON. API keys never enter either. Safe for many
 coroutines (one connection behind a lock) and for several processes (WAL + busy timeout).
 
@@ -185,4 +188,6 @@ def _as_dict(output: ModelOutput) -> dict[str, Any]:
         "cached": False,
         "latency_s": output.latency_s,
         "cost": output.cost,
+        "constrained": output.constrained,
+        "endpoint": output.endpoint,
     }

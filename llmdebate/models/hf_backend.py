@@ -57,6 +57,7 @@ from typing import Any
 from llmdebate.errors import ModelError, UserError, require
 from llmdebate.models.base import Backend, ChatMessage, GenerateConfig, ModelOutput, TokenLogprob
 from llmdebate.models.cache import default_cache_dir
+from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
 
 __all__ = ["TURN_STOPS", "HFBackend", "format_prompt"]
@@ -100,8 +101,7 @@ class HFBackend(Backend):
     """
 
     provider = "hf"
-    reports_logprob_tokens = True
-    persistent_cache = True
+    profile = BackendProfile(logprob_tokens=True, structured=("xgrammar",), load=True)
     default_concurrency = 64
 
     def __init__(

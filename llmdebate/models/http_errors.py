@@ -1,4 +1,5 @@
-"""Classifying provider SDK failures, and checking API keys before any request.
+"""Classifying failed requests (status codes and bodies, in one place), and checking API keys
+before any request.
 
 =====================================================  ==========================================
 what happened                                          raised (and what it means)
@@ -21,6 +22,7 @@ malformed key is reported by the name of its environment variable only.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -33,6 +35,7 @@ from llmdebate.errors import (
     UserError,
 )
 from llmdebate.models.base import TransientError, parse_retry_after
+from llmdebate.models.transport import loads
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 FATAL_CODES = {"insufficient_quota", "billing_hard_limit_reached", "account_deactivated"}
@@ -43,38 +46,22 @@ def is_retryable(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 
 
-def map_sdk_error(
-    exc: Exception,
-    sdk: Any,
+def reply_error(
+    status: int,
+    headers: Any,
+    body: Any,
     name: str,
     secret: str | None,
     *,
     key_variable: str = "",
     server: str | None = None,
 ) -> Exception:
-    """The exception to raise for an SDK error (never containing the API key)."""
-    if isinstance(exc, sdk.APIStatusError):
-        return _status_error(exc, name, secret, key_variable, server)
-    if isinstance(exc, sdk.APITimeoutError):
-        return TransientError("request timed out")
-    local = _local_cause(exc)
-    if local is not None:
-        return local_error(local, name, key_variable)
-    if isinstance(exc, sdk.APIConnectionError):
-        return TransientError(f"connection error: {scrub(str(exc), secret)}")
-    if isinstance(exc, UnicodeError):
-        return local_error(exc, name, key_variable)
-    if isinstance(exc, (sdk.APIResponseValidationError, ValueError)):
-        return TransientError(f"malformed response: {scrub(str(exc), secret)}")
-    return ModelError(f"{name}: {type(exc).__name__}: {scrub(str(exc), secret)}")
-
-
-def _status_error(
-    exc: Any, name: str, secret: str | None, key_variable: str, server: str | None
-) -> Exception:
-    status = int(exc.status_code)
-    message = scrub(_server_message(exc), secret)
-    code = _error_code(exc)
+    """The exception for an HTTP reply with status >= 400: the one place where a status code
+    and the server's body (JSON, or bytes read as JSON when they are) get their meaning."""
+    if isinstance(body, bytes | bytearray):
+        body = _json_or_text(bytes(body))
+    message = scrub(_server_message(body, status), secret)
+    code = _error_code(body)
     if status in (401, 403):
         hint = f" (check ${key_variable})" if key_variable else ""
         return AuthenticationError(f"{name}: HTTP {status}: {message}{hint}")
@@ -87,28 +74,84 @@ def _status_error(
     if code in FATAL_CODES:
         return FatalModelError(f"{name}: HTTP {status} {code}: {message}")
     if is_retryable(status):
-        retry_after = parse_retry_after(getattr(exc.response, "headers", None))
-        return TransientError(f"HTTP {status}: {message}", retry_after)
+        return TransientError(f"HTTP {status}: {message}", parse_retry_after(headers), status)
     return RequestRejectedError(f"{name}: HTTP {status}: {message}")
 
 
-def _server_message(exc: Any) -> str:
-    """The server's own error message when the body has one, else the SDK's text."""
-    body = getattr(exc, "body", None)
+def failure_error(
+    exc: BaseException, name: str, secret: str | None, *, key_variable: str = ""
+) -> Exception:
+    """The exception for a request that got no reply (timeout, connection error), or could
+    not be built here (a header HTTP refuses, text that cannot be encoded)."""
+    if isinstance(exc, TimeoutError):
+        return TransientError("request timed out")
+    local = _local_cause(exc)
+    if local is not None:
+        return local_error(local, name, key_variable)
+    if isinstance(exc, ConnectionError):
+        return TransientError(f"connection error: {scrub(str(exc), secret)}")
+    if isinstance(exc, ModelError | UserError):
+        return exc
+    return ModelError(f"{name}: {type(exc).__name__}: {scrub(str(exc), secret)}")
+
+
+def map_sdk_error(
+    exc: Exception,
+    sdk: Any,
+    name: str,
+    secret: str | None,
+    *,
+    key_variable: str = "",
+    server: str | None = None,
+) -> Exception:
+    """The exception to raise for a provider SDK's error (never containing the API key):
+    a status error goes to :func:`reply_error` through the SDK's public fields."""
+    if isinstance(exc, sdk.APIStatusError):
+        response = getattr(exc, "response", None)
+        body = getattr(exc, "body", None)
+        return reply_error(
+            int(exc.status_code),
+            getattr(response, "headers", None),
+            body if body is not None else str(exc),
+            name,
+            secret,
+            key_variable=key_variable,
+            server=server,
+        )
+    if isinstance(exc, sdk.APITimeoutError):
+        return TransientError("request timed out")
+    local = _local_cause(exc)
+    if local is not None:
+        return local_error(local, name, key_variable)
+    if isinstance(exc, sdk.APIConnectionError):
+        return TransientError(f"connection error: {scrub(str(exc), secret)}")
+    if isinstance(exc, (sdk.APIResponseValidationError, ValueError)):
+        return TransientError(f"malformed response: {scrub(str(exc), secret)}")
+    return ModelError(f"{name}: {type(exc).__name__}: {scrub(str(exc), secret)}")
+
+
+def _json_or_text(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace").strip()
+
+
+def _server_message(body: Any, status: int) -> str:
+    """The server's own error message when the body has one, else the body's text."""
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             code = inner.get("code") or inner.get("type")
             text = inner["message"]
             return f"{text} [{code}]" if isinstance(code, str) and code else text
-    return str(exc)
+        if isinstance(inner, str):
+            return inner
+    text = body if isinstance(body, str) else json.dumps(body, default=str)
+    return text or f"status {status}"
 
 
-def _error_code(exc: Any) -> str | None:
-    code = getattr(exc, "code", None)
-    if isinstance(code, str):
-        return code
-    body = getattr(exc, "body", None)
+def _error_code(body: Any) -> str | None:
     inner = body.get("error", body) if isinstance(body, dict) else None
     value = inner.get("code") if isinstance(inner, dict) else None
     return value if isinstance(value, str) else None

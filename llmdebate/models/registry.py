@@ -1,10 +1,12 @@
 """``get_model``: a model string to a wrapped backend.
 
-Accepted strings: ``openai/<model>`` (also any OpenAI-compatible server with ``base_url`` or
-``$OPENAI_BASE_URL``), ``anthropic/<model>``, ``hf/<model dir or .gguf file>``, ``local``
-(the embedded Gemma 3 270M base model) and ``scripted`` (the test double; pass
-``backend=ScriptedBackend(...)`` or its keyword arguments). Provider SDKs are imported only
-when their backend is built.
+A model string names an entry of the backend registry
+(:data:`~llmdebate.models.backends.BACKENDS`): ``openai/<model>`` (also any OpenAI-compatible
+server with ``base_url`` or ``$OPENAI_BASE_URL``), ``openai-completions/<model>``,
+``anthropic/<model>``, ``hf/<model dir or .gguf file>``, ``local`` (the embedded Gemma 3 270M
+base model), ``scripted`` (the test double; pass ``backend=ScriptedBackend(...)`` or its
+keyword arguments), and those of installed plugins. Provider SDKs are imported only when
+their backend is built.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import UserError
+from llmdebate.models.backends import BACKENDS, BackendSpec, accepted, backend_entry, construct
 from llmdebate.models.base import Backend
 from llmdebate.models.pricing import Prices
 from llmdebate.models.wrapper import Model
 
 ACCEPTED = "openai/<model>, anthropic/<model>, hf/<dir or .gguf>, local, scripted"
+"""The built-in model-string forms (:func:`~llmdebate.models.backends.accepted` adds plugins')."""
 _WRAPPER_OPTIONS = (
     "retry_base_delay",
     "retry_max_delay",
@@ -85,7 +89,7 @@ def create_backend(
     :class:`~llmdebate.models.replicas.ReplicaBackend` (least-loaded, with fail-over).
     """
     if not isinstance(model, str) or not model.strip():
-        raise UserError(f"a model string is required: one of {ACCEPTED}")
+        raise UserError(f"a model string is required: one of {accepted()}")
     model = model.strip()
     if base_url is not None and not isinstance(base_url, str):
         urls = list(base_url)
@@ -103,66 +107,25 @@ def create_backend(
                 ]
             )
         base_url = urls[0]
-    provider, _, rest = model.partition("/")
-    if provider in ("openai", "anthropic") and rest:
-        return _build(model, provider, rest, base_url, api_key_env, options)
-    if base_url is not None or api_key_env is not None:
-        raise UserError(f"{model}: base_url and api_key_env apply only to openai/ and anthropic/")
-    if provider == "hf" and rest:
-        return _shared_hf(model, rest, cache_dir, options)
-    if model == "local":
-        return _shared_hf(model, None, cache_dir, options)
-    if model == "scripted":
-        from llmdebate.models.scripted import ScriptedBackend
-
-        backend = options.pop("backend", None)
-        if backend is not None:
-            if options:
-                raise UserError(f"scripted: pass backend= or its options, not both ({options})")
-            return backend
-        return _construct(model, ScriptedBackend, **options)
-    raise UserError(f"unknown model {model!r}: use one of {ACCEPTED}")
+    entry, model_id = backend_entry(model)
+    if (base_url is not None or api_key_env is not None) and not entry.can("http"):
+        servers = ", ".join(f"{n}/" for n in BACKENDS.with_capability("http"))
+        raise UserError(f"{model}: base_url and api_key_env apply only to {servers}")
+    spec = BackendSpec(model, model_id, base_url, api_key_env, cache_dir, dict(options))
+    return entry.value(spec)
 
 
-def _build(
-    model: str,
-    provider: str,
-    model_id: str,
-    base_url: str | None,
-    api_key_env: str | None,
-    options: dict[str, Any],
-) -> Backend:
-    if provider == "openai":
-        from llmdebate.models.openai_backend import OpenAIBackend as cls
-    else:
-        from llmdebate.models.anthropic_backend import AnthropicBackend as cls  # type: ignore[assignment]
-    return _construct(
-        model, cls, model, model_id, base_url=base_url, api_key_env=api_key_env, **options
-    )
-
-
-def _shared_hf(
-    model: str, source: str | None, cache_dir: Path | None, options: dict[str, Any]
-) -> Backend:
+def shared_local(spec: BackendSpec, source: str | None) -> Backend:
+    """The local backend of ``spec``, shared by every model string with the same settings."""
     from llmdebate.models.hf_backend import HFBackend
 
-    key = (model, source, str(cache_dir), tuple(sorted(options.items())))
+    key = (spec.model, source, str(spec.cache_dir), tuple(sorted(spec.options.items())))
     with _HF_LOCK:
         if key not in _HF_SHARED:
-            _HF_SHARED[key] = _construct(
-                model, HFBackend, model, source, cache_dir=cache_dir, **options
+            _HF_SHARED[key] = construct(
+                spec, HFBackend, spec.model, source, cache_dir=spec.cache_dir, **spec.options
             )
         return _HF_SHARED[key]
-
-
-def _construct(model: str, cls: Any, *args: Any, **kwargs: Any) -> Backend:
-    try:
-        return cls(*args, **kwargs)
-    except TypeError as exc:
-        if "argument" in str(exc):
-            message = str(exc).replace(cls.__init__.__qualname__, cls.__name__)
-            raise UserError(f"{model}: {message}") from exc
-        raise
 
 
 def shared_local_models() -> list[str]:

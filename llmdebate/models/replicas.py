@@ -29,6 +29,7 @@ from llmdebate.models.base import (
     ModelOutput,
     TransientError,
 )
+from llmdebate.models.profile import BackendProfile
 
 COOLDOWN_S = 1.0
 MAX_COOLDOWN_S = 30.0
@@ -72,8 +73,7 @@ class ReplicaBackend(Backend):
             raise UserError(f"a server is listed twice in base_url: {urls}")
         self.name = first.name
         self.provider = first.provider
-        self.supports_logprobs = first.supports_logprobs
-        self.reports_logprob_tokens = first.reports_logprob_tokens
+        self.profile = BackendProfile.common([r.profile for r in replicas])
         self.default_concurrency = sum(r.default_concurrency for r in replicas)
         self.cooldown_s = cooldown_s
         self.max_cooldown_s = max_cooldown_s
@@ -83,6 +83,10 @@ class ReplicaBackend(Backend):
     @property
     def identity(self) -> str:
         return f"{self.name}@" + "|".join(sorted(r.url for r in self.replicas))
+
+    @property
+    def http_requests(self) -> int:
+        return sum(r.backend.http_requests for r in self.replicas)
 
     @property
     def server_url(self) -> str:

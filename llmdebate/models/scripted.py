@@ -48,6 +48,7 @@ from llmdebate.models.base import (
     TokenLogprob,
     TransientError,
 )
+from llmdebate.models.profile import BackendProfile
 
 ProbabilitySource = dict[str, float] | Callable[[list[ChatMessage]], float] | None
 IMPOSSIBLE = -9999.0  # the logprob OpenAI reports for a token it rules out
@@ -57,7 +58,6 @@ class ScriptedBackend(Backend):
     """Queued replies, a responder callable and scripted probabilities (a test double)."""
 
     provider = "scripted"
-    persistent_cache = False
     default_concurrency = 64
 
     def __init__(
@@ -78,7 +78,7 @@ class ScriptedBackend(Backend):
         self.probabilities = probabilities
         self.default_probability = default_probability
         self.responder = responder
-        self.supports_logprobs = supports_logprobs
+        self.profile = BackendProfile(logprobs=supports_logprobs, persistent_cache=False)
         self.fail_first = fail_first
         self.delay_s = delay_s
         self.requests: list[list[ChatMessage]] = []

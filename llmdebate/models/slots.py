@@ -9,16 +9,18 @@ built) before it waits: when a reply completes, the transport calls back synchro
 place goes straight to the next waiter, and a prepared request is written in that same
 callback. Places never wait for the event loop between one request and the next.
 
-A waiter that is not prepared (``async with slots:``) is woken as by a semaphore. Both kinds
-wait in one queue, in arrival order.
+A call that is not a single HTTP request (a local model, a test double, an SDK call) is a
+:class:`Call`: its coroutine runs in the caller's task once the place is granted, woken as by
+a semaphore (as is a block under ``async with slots:``). Every kind waits in one queue, in
+arrival order.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -39,6 +41,34 @@ class Prepared(Protocol[T_co]):
         """The result of what ``done`` was given, or of the exception that ``send`` raised:
         raise for a failed request."""
 
+
+class Call(Generic[T]):
+    """A coroutine as a :class:`Prepared` request. :meth:`Slots.run` awaits it in the
+    caller's task once a place is granted (cancelled with its caller); elsewhere, ``send``
+    starts it as a task."""
+
+    __slots__ = ("factory", "task")
+
+    def __init__(self, factory: Callable[[], Coroutine[Any, Any, T]]) -> None:
+        self.factory = factory
+        self.task: asyncio.Task[T] | None = None
+
+    def send(self, done: Done) -> None:
+        task = self.task = asyncio.get_running_loop().create_task(self.factory())
+
+        def over(t: asyncio.Task[T]) -> None:
+            if t.cancelled():
+                done(asyncio.CancelledError())
+            else:
+                done(t.exception() or t.result())
+
+        task.add_done_callback(over)
+
+    def finish(self, reply: Any) -> T:
+        if isinstance(reply, BaseException):
+            raise reply
+        result: T = reply
+        return result
 
 class Slots:
     """At most ``limit`` requests in flight, granted in arrival order."""
@@ -63,7 +93,12 @@ class Slots:
 
     async def run(self, request: Prepared[T]) -> T:
         """Send ``request`` when a place is free and return its result. The place is freed
-        the moment its reply is complete (before this coroutine resumes)."""
+        the moment its reply is complete (before this coroutine resumes). A :class:`Call`
+        runs in the caller's task, holding its place as ``async with slots`` would."""
+        if isinstance(request, Call):
+            async with self:
+                result: T = await request.factory()
+            return result
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         def done(reply: Any) -> None:

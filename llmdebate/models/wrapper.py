@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -112,7 +111,7 @@ class Model:
             self.cache: ResponseCache | None = None
         elif cache is not None:
             self.cache = cache
-        elif getattr(backend, "persistent_cache", True):
+        elif backend.profile.persistent_cache:
             self.cache = ResponseCache.in_dir(cache_dir)
         else:
             self.cache = ResponseCache(Path(":memory:"))
@@ -126,6 +125,11 @@ class Model:
         ``$OPENAI_BASE_URL`` / ``$ANTHROPIC_BASE_URL``, else the provider's default); None
         for local and scripted backends."""
         return self.backend.server_url
+
+    @property
+    def http_requests(self) -> int:
+        """HTTP requests the backend has sent (a batch of prompts is one; retries count)."""
+        return self.backend.http_requests
 
     @property
     def supports_logprobs(self) -> bool:
@@ -145,6 +149,11 @@ class Model:
         problem = context_fit(messages, length, counter=counter, reply_tokens=config.max_tokens)
         if problem is not None:
             raise RequestRejectedError(f"{self.name}: {problem}")
+
+    def replays(self, role: str, rnd: int) -> bool:
+        """Whether the speech of ``role`` in round ``rnd`` is answered from a recording rather
+        than generated (a fork's replaying model says True; a live model never does)."""
+        return False
 
     # ------------------------------------------------------------------ generation
     async def generate(
@@ -179,28 +188,7 @@ class Model:
                 )
             raise
         if log is not None:
-            log.append(
-                self.record(
-                    role,
-                    act,
-                    messages=messages,
-                    completion=out.text,
-                    logprobs=[
-                        {"token": lp.token, "logprob": lp.logprob, "top": dict(lp.top)}
-                        for lp in out.logprobs
-                    ]
-                    if out.logprobs
-                    else None,
-                    tokens_in=out.tokens_in,
-                    tokens_out=out.tokens_out,
-                    cost=out.cost,
-                    cached=out.cached,
-                    latency_s=out.latency_s,
-                    retries=tries.retries,
-                    constrained=out.constrained if config.json_schema is not None else None,
-                    batch_size=out.batch_size if out.batch_size > 1 else None,
-                )
-            )
+            log.append(self.success_record(role, act, messages, config, out, tries.retries))
         return out
 
     async def generate_many(
@@ -244,9 +232,9 @@ class Model:
         self.check_fit(messages, config)
         key = None
         if self.cache is not None:
-            key = cache_key(self.backend.identity, messages, config, sample_index)
+            key = cache_key(self.backend.identity_for(config), messages, config, sample_index)
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None:  # ``constrained`` as it was when the reply was made
                 hit.cached, hit.cost, hit.latency_s, hit.batch_size = True, 0.0, 0.0, 1
                 self.usage.calls += 1
                 self.usage.cached_calls += 1
@@ -289,7 +277,7 @@ class Model:
     def retry_delay(self, attempt: int, exc: BaseException) -> float:
         """Seconds to wait before re-sending after failed attempt number ``attempt`` (1-based):
         the server's ``Retry-After`` (capped), else exponential backoff with full jitter."""
-        after = getattr(exc, "retry_after", None)
+        after = exc.retry_after if isinstance(exc, TransientError) else None
         if after is not None:
             return min(float(after), self.max_retry_after)
         # base * 2^(n-1), capped, plus U(0, base)
@@ -311,14 +299,8 @@ class Model:
             try:
                 if self.rate.active:
                     await self.rate.acquire(estimate_tokens(messages, config.max_tokens))
-                request = self.backend.prepare(messages, config, sample_index)
-                if request is not None:  # sent the instant a place frees up
-                    return await self._slots().run(request)
-                async with self._slots():
-                    start = time.perf_counter()
-                    out = await self.backend.generate(messages, config, sample_index)
-                    out.latency_s = time.perf_counter() - start
-                return out
+                # one path: the backend's request, sent the instant a place frees up
+                return await self._slots().run(self.backend.prepare(messages, config, sample_index))
             except TransientError as exc:
                 if attempt > self.max_retries:
                     raise RetriesExhausted(
@@ -329,6 +311,37 @@ class Model:
                 await asyncio.sleep(self.retry_delay(attempt, exc))
 
     # --------------------------------------------------------------------- plumbing
+    def success_record(
+        self,
+        role: str,
+        act: str,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        out: ModelOutput,
+        retries: int,
+    ) -> ModelCallRecord:
+        """The record of a call that returned ``out`` (the one place it is made)."""
+        return self.record(
+            role,
+            act,
+            messages=messages,
+            completion=out.text,
+            logprobs=[
+                {"token": lp.token, "logprob": lp.logprob, "top": dict(lp.top)}
+                for lp in out.logprobs
+            ]
+            if out.logprobs
+            else None,
+            tokens_in=out.tokens_in,
+            tokens_out=out.tokens_out,
+            cost=out.cost,
+            cached=out.cached,
+            latency_s=out.latency_s,
+            retries=retries,
+            constrained=out.constrained if config.json_schema is not None else None,
+            batch_size=out.batch_size if out.batch_size > 1 else None,
+        )
+
     def record(self, role: str = "", act: str = "", **fields: Any) -> ModelCallRecord:
         """A :class:`~llmdebate.schemas.ModelCallRecord` of a call to this model.
 
@@ -352,6 +365,11 @@ class Model:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def requests_sent(models: Iterable[Model]) -> int:
+    """HTTP requests sent by ``models`` (each model counted once)."""
+    return sum(m.http_requests for m in {id(m): m for m in models}.values())
 
 
 def worst_failure(results: Sequence[object]) -> BaseException | None:

@@ -64,6 +64,24 @@ class ProtocolSettings:
     rounds: int = 1
     mode: str = "sequential"
 
+    @classmethod
+    def from_config(
+        cls,
+        debate: DebateConfig,
+        *,
+        seed: int | None = None,
+        rounds: Any = None,
+        mode: Any = None,
+    ) -> ProtocolSettings:
+        """The settings of a run's config (``seed``: the run's, which the debate config takes)
+        or of a recorded transcript (``rounds`` and ``mode`` as its meta holds them: absent
+        ones take the defaults)."""
+        return cls(
+            debate=debate if seed is None else debate.model_copy(update={"seed": seed}),
+            rounds=int(rounds or 1),
+            mode=str(mode or "sequential"),
+        )
+
 
 Log = list[ModelCallRecord]
 ProtocolRun = Callable[[DebateSpec, Team, ProtocolSettings, Log], Awaitable[Transcript]]

@@ -186,8 +186,7 @@ async def speak(
     model = team.models["prover"]
     act = f"argue round {rnd}"
     n = speech_candidates(team)
-    replays = getattr(model, "replays", None)
-    if n <= 1 or (replays is not None and replays(role, rnd)):
+    if n <= 1 or model.replays(role, rnd):
         out = await model.generate(messages, team.speech_config(), role=role, act=act, log=log)
         return out.text
     if team.judge_defers:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from llmdebate.protocols.interface import Protocol
+from llmdebate.protocols.interface import RECURSIVE, Protocol
 from llmdebate.registry import Entry, Registry
 from llmdebate.schemas import Transcript
 
@@ -58,6 +58,12 @@ def get_protocol(name: str, *, where: str = "") -> Protocol:
 def protocol_of(t: Transcript) -> Protocol:
     """The protocol of transcript ``t``."""
     return PROTOCOLS.get(str(t.protocol), where=f"debate {t.id}")
+
+
+def recursive(t: Transcript) -> bool:
+    """Whether ``t`` is a debate of a recursive protocol (capability ``recursive``: a
+    prover decomposes, recurses and is judged at a leaf)."""
+    return can(str(t.protocol), RECURSIVE)
 
 
 def entry_of(name: str) -> Entry[Protocol]:

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from llmdebate import scoring
-from llmdebate.report.metrics import ASYMMETRIC, bootstrap_ci, calibration
+from llmdebate.protocols.registry import recursive
+from llmdebate.report.metrics import bootstrap_ci, calibration
 from llmdebate.schemas import Transcript
 
 KINDS = ("human", "llm", "oracle")
@@ -50,7 +51,7 @@ def kind(t: Transcript) -> str:
 
 def _answer(t: Transcript) -> Any:
     """What the judge decided: the leaf verdict (0/1) or the chosen answer's text."""
-    if t.protocol in ASYMMETRIC:
+    if recursive(t):
         return t.rounds[-1].verdict.value if t.rounds and t.rounds[-1].verdict else None
     return str(t.meta.get("decision", "")).strip().lower()
 
@@ -60,7 +61,7 @@ def _p_true(t: Transcript) -> tuple[float, int] | None:
     s = scoring.judgment_scores(t)
     if s["p_correct"] is None or s["correct"] is None:
         return None
-    if t.protocol in ASYMMETRIC:
+    if recursive(t):
         leaf = t.rounds[-1]
         assert leaf.verdict is not None and leaf.verdict.probability is not None
         return float(leaf.verdict.probability), int(leaf.claim.truth or 0)
@@ -168,7 +169,7 @@ def human_llm_oracle(
     """People, a model judge and the gold truth on the same leaf claims (None: no overlap)."""
     model: dict[str, list[int]] = defaultdict(list)
     for t in others:
-        if t.protocol not in ASYMMETRIC or t.status != "complete" or not t.rounds:
+        if not recursive(t) or t.status != "complete" or not t.rounds:
             continue
         leaf = t.rounds[-1]
         if (
@@ -181,7 +182,7 @@ def human_llm_oracle(
     for t in judged:
         if kind(t) != "human":
             continue
-        if t.protocol not in ASYMMETRIC or not t.rounds or t.rounds[-1].verdict is None:
+        if not recursive(t) or not t.rounds or t.rounds[-1].verdict is None:
             continue
         leaf = t.rounds[-1]
         if leaf.claim.text in model and leaf.claim.truth is not None:

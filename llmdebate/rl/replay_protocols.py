@@ -39,10 +39,8 @@ from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, T
 
 def settings_of(t: Transcript) -> ProtocolSettings:
     """The protocol settings a recorded transcript was run with."""
-    return ProtocolSettings(
-        debate=t.config,
-        rounds=int(t.meta.get("rounds", 1) or 1),
-        mode=str(t.meta.get("mode", "sequential") or "sequential"),
+    return ProtocolSettings.from_config(
+        t.config, rounds=t.meta.get("rounds"), mode=t.meta.get("mode")
     )
 
 

@@ -5,16 +5,24 @@ trl-prompt-only`` / ``verl`` / ``openrlhf``) with the policy's completion as the
 frozen opponents and judge (the run's models, or any model string given in ``swap``), and
 returns the reward the decision is credited with (:mod:`llmdebate.export.credit`, every
 number from :mod:`llmdebate.scoring`): the expected one (default; lower variance) or the
-sampled one, in units of r^(d+1) unless ``normalize=False``. A completion that does not
-parse as the decision earns ``invalid_reward``.
+sampled one, divided by the decision's unit (:func:`llmdebate.scoring.term_unit`: in [-1, 1])
+unless ``normalize=False``. A completion that does not parse as the decision, and an empty or
+oversized free-text reply (evidence, speech), earns the invalid reward, below every valid
+reply of the decision (:class:`llmdebate.scoring.RewardOptions`; docs/training.md, "Reward
+scale").
 
 * TRL: ``DebateReward(...)`` is a ``reward_funcs`` entry: ``f(prompts, completions, state=...,
   **kwargs) -> list[float]``; :class:`AsyncDebateReward` is the ``async`` variant.
-* verl: :func:`compute_score` ``(data_source, solution_str, ground_truth, extra_info)``.
-* OpenRLHF: :func:`reward_func` ``(queries, prompts, labels)``.
+* verl: :func:`compute_score` ``(data_source, solution_str, ground_truth, extra_info,
+  **kwargs)``.
+* OpenRLHF: :func:`reward_func` ``(queries, prompts, labels, **kwargs)``.
 
-verl and OpenRLHF import a function by path, so these two read their settings from the
-environment: ``LLMDEBATE_RL_SWAP`` (JSON {role: model string}) and ``LLMDEBATE_RL_SAMPLED=1``.
+verl and OpenRLHF import a function by path: their options come as keyword arguments (verl's
+``custom_reward_function.reward_kwargs``) or, for those not given, from the environment
+(:data:`ENV_OPTIONS`): ``LLMDEBATE_RL_SWAP`` (JSON {role: model string}),
+``LLMDEBATE_RL_SAMPLED=1``, ``LLMDEBATE_RL_NORMALIZE=0``, ``LLMDEBATE_RL_INVALID_REWARD``,
+``LLMDEBATE_RL_INVALID_MARGIN``, ``LLMDEBATE_RL_MAX_REPLY_CHARS``, ``LLMDEBATE_RL_LOGPROBS_AS``.
+Both are safe to call inside a running event loop (the debate then plays in a worker thread).
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any
+from collections.abc import Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from llmdebate import scoring
 from llmdebate.agents.factory import Team
@@ -46,11 +56,12 @@ DECISION_OF_ACT = {
 
 
 NAIVE_ACTS = {"prover": ("decompose", "value", "evidence"), "challenger": ("recurse",)}
-LOGPROBS_AS = ("refuse", "answer", "frozen")
+LOGPROBS_AS = ("answer", "verbalised", "frozen", "refuse")
+T = TypeVar("T")
 
 
 def completion_probability(
-    text: str, method: str, temperature: float = 1.0, logprobs_as: str = "refuse"
+    text: str, method: str, temperature: float = 1.0, logprobs_as: str = "answer"
 ) -> tuple[bool, float | None]:
     """What a completion for a probability decision stands for, by the elicitation method the
     run used for it: (inject the completion?, its probability).
@@ -58,11 +69,15 @@ def completion_probability(
     * ``verbalised``: the number the reply states (the method's own parser);
     * ``sampling``: one of the method's samples; the probability is the method's estimate
       from that one sample, (k + 1) / (n + 2) = 2/3 for True, 1/3 for False;
-    * ``logprobs``: the method reads the model's distribution over the answer token, which a
-      sampled completion does not carry. ``logprobs_as`` says what to do: ``refuse``
-      (ValueError), ``answer`` (its answer word as a certain estimate: True 1, False 0), or
-      ``frozen`` (nothing is injected: the frozen model of the role answers by its method,
-      for a baseline or a counterfactual).
+    * ``logprobs``: the method reads the model's probability of the answer True, which a
+      sampled completion does not carry. ``logprobs_as`` says how its completion is read:
+      ``answer`` (default: its True/False word as 1/0: a completion sampled from the model
+      says True with the probability the method reads, and every reward is linear in the
+      probability, so the expected reward over completions is the reward the method's
+      probability gets), ``verbalised`` (a stated number, as the verbalised method reads it,
+      for a policy prompted to state one), ``frozen`` (nothing is injected: the frozen model
+      of the role answers by its method, for a baseline or a counterfactual), or ``refuse``
+      (:class:`LogprobsCompletionError`).
 
     A completion that says nothing the method can read raises ValueError (an invalid reply).
     """
@@ -77,6 +92,8 @@ def completion_probability(
         raise ValueError(f"no completion reading for the elicitation method {method!r}")
     if logprobs_as == "frozen":
         return False, None
+    if logprobs_as == "verbalised":
+        return True, parse_stated(text)
     if logprobs_as == "answer":
         word = parse_bool(text)
         if word is None:
@@ -84,8 +101,9 @@ def completion_probability(
         return True, float(word)
     raise LogprobsCompletionError(
         "the logprobs method reads the model's token distribution, not a reply: a completion "
-        "states no probability; pass logprobs_as='answer' (its True/False word as 1/0) or "
-        "'frozen' (the frozen model answers by its method), or export trl-unpaired for KTO"
+        "states no probability; pass logprobs_as='answer' (its True/False word as 1/0), "
+        "'verbalised' (a stated number) or 'frozen' (the frozen model answers by its method), "
+        "or export trl-unpaired for KTO"
     )
 
 
@@ -103,7 +121,15 @@ def _completion_text(completion: Any) -> str:
 
 
 class DebateRewardBase:
-    """Shared: the teams (one per run config) and the scoring of one completion."""
+    """Shared: the teams (one per run config) and the scoring of one completion.
+
+    Options (each also a training config field and an environment variable of
+    :func:`compute_score` / :func:`reward_func`, :data:`ENV_OPTIONS`): ``expected`` (the
+    expected reward over the protocol's draws, else the sampled one), ``normalize``,
+    ``invalid_reward``, ``margin`` and ``max_reply_chars`` (:class:`scoring.RewardOptions`),
+    ``logprobs_as`` (:func:`completion_probability`), ``swap`` ({role: model string}: the
+    frozen models that play the rest).
+    """
 
     def __init__(
         self,
@@ -111,19 +137,31 @@ class DebateRewardBase:
         expected: bool = True,
         normalize: bool = True,
         swap: dict[str, str] | None = None,
-        invalid_reward: float = -1.0,
+        invalid_reward: float | None = None,
+        margin: float = 0.5,
+        max_reply_chars: int = 16_000,
         name: str = "debate_reward",
-        logprobs_as: str = "refuse",
+        logprobs_as: str = "answer",
     ) -> None:
         if logprobs_as not in LOGPROBS_AS:
             raise ValueError(f"logprobs_as: one of {', '.join(LOGPROBS_AS)} (got {logprobs_as!r})")
         self.logprobs_as = logprobs_as
         self.expected = expected
-        self.normalize = normalize
+        self.options = scoring.RewardOptions(
+            normalize=normalize, margin=margin, invalid_reward=invalid_reward,
+            max_reply_chars=max_reply_chars,
+        )
         self.swap = dict(swap or {})
-        self.invalid_reward = invalid_reward
         self.__name__ = name  # TRL logs a reward function under its __name__
         self._teams: dict[str, Team] = {}
+
+    @property
+    def normalize(self) -> bool:
+        return self.options.normalize
+
+    def invalid(self, unit: float = 1.0) -> float:
+        """The reward of an invalid reply to a decision of this ``unit``."""
+        return scoring.invalid_training_reward(unit, self.options)
 
     def team(self, config: dict[str, Any]) -> Team:
         key = json.dumps(config, sort_keys=True, default=str)
@@ -166,10 +204,22 @@ class DebateRewardBase:
             raise ValueError(f"{t.id}: the continued debate is {new.status}")
         return new
 
+    def _free_text_invalid(self, act: str, text: str) -> bool:
+        return act in scoring.FREE_TEXT_ACTS and not scoring.free_text_ok(text, self.options)
+
     async def _score_pe(self, text: str, st: dict[str, Any], t: Transcript) -> float:
         act = str(st["act"])
         if act not in DECISION_OF_ACT or st["speaker"] not in ("prover", "estimator"):
             raise ValueError(f"no reward for a {st['speaker']} {act} decision")
+        term = str(st.get("term") or "")
+        if not term:
+            raise ValueError(
+                f"{t.id}: the {st['speaker']} {act} row has no reward term (a reply that was "
+                "never played): export the run again"
+            )
+        unit = scoring.term_unit(term, scoring.ratio_for(t.config), t.config.depth)
+        if self._free_text_invalid(act, text):
+            return self.invalid(unit)
         k = st.get("round")
         at, at_act = (t.config.depth, "direction") if k is None else (int(k), act)
         prefix = st.get("prefix")
@@ -180,7 +230,7 @@ class DebateRewardBase:
             try:
                 live, value = self._probability(st, text, "estimator", "method")
             except ValueError:
-                return self.invalid_reward
+                return self.invalid(unit)
         if live:
             inject = Injection(
                 speaker=st["speaker"], act=act, round=k, completion=text,
@@ -189,24 +239,27 @@ class DebateRewardBase:
             )
         new = await self._play(t, st, at, inject, act=at_act)
         if new is None:
-            return self.invalid_reward
+            return self.invalid(unit)
         terms = pe_terms(new)
         call = ModelCallRecord.model_validate({
             "role": st["speaker"], "model": "", "decision": DECISION_OF_ACT[act], "round": k,
             "index": st.get("index"), "prefix": prefix,
         })
         credits = [c for _, c in pe_call_credits(new, terms, call)]
-        credit = next((c for c in credits if c.term == st.get("term")), None)
+        credit = next((c for c in credits if c.term == term), None)
         if credit is None:  # the decision's term vanished (the continuation stopped early)
             return 0.0
         value_out = credit.expected_reward if self.expected else credit.reward
         assert value_out is not None
-        return float(value_out / scoring.normalizer(new.config) if self.normalize else value_out)
+        return scoring.training_reward(value_out, unit, self.options)
 
     async def _score_naive(self, text: str, st: dict[str, Any], t: Transcript) -> float:
         speaker, act, k = str(st["speaker"]), str(st["act"]), st.get("round")
         if act not in NAIVE_ACTS.get(speaker, ()) or k is None:
             raise ValueError(f"no reward for a naive-debate {speaker} {act} decision")
+        unit = scoring.term_unit("payoff", 1.0, 0)
+        if self._free_text_invalid(act, text):
+            return self.invalid(unit)
         value: float | None = None
         live = True
         if act in ("value", "recurse"):  # one subclaim's probability
@@ -215,28 +268,33 @@ class DebateRewardBase:
             try:
                 live, value = self._probability(st, text, role, field)
             except ValueError:
-                return self.invalid_reward
+                return self.invalid(unit)
         inject = Injection(speaker=speaker, act=act, round=int(k), completion=text,
                            index=st.get("index"), value=value) if live else None
         new = await self._play(t, st, int(k), inject, act=act)
         if new is None:
-            return self.invalid_reward
+            return self.invalid(unit)
         payoff = naive_payoff(new)
-        return float(payoff if speaker == "prover" else -payoff)
+        return scoring.training_reward(payoff if speaker == "prover" else -payoff, unit,
+                                       self.options)
 
     async def _score_speech(self, text: str, st: dict[str, Any], t: Transcript) -> float:
         speaker, rnd = str(st["speaker"]), st.get("round")
         if st["act"] != "speech" or rnd is None:
             raise ValueError(f"no reward for a {t.protocol} {speaker} {st['act']} decision")
+        unit = scoring.term_unit("payoff", 1.0, 0)
+        if self._free_text_invalid("speech", text):
+            return self.invalid(unit)
         inject = Injection(speaker=speaker, act="speech", round=int(rnd), completion=text)
         new = await self._play(t, st, int(rnd), inject, speaker=speaker)
         if new is None:
-            return self.invalid_reward
+            return self.invalid(unit)
         got = judged(new, speaker)
         if got is None:
             raise ValueError(f"{t.id}: the continued debate has no judge's probability")
         sampled, expected = got
-        return float(expected if self.expected else sampled)
+        return scoring.training_reward(expected if self.expected else sampled, unit,
+                                       self.options)
 
     async def score_all(self, completions: list[Any], states: list[Any]) -> list[float]:
         return list(
@@ -246,13 +304,25 @@ class DebateRewardBase:
         )
 
 
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end from synchronous code: with ``asyncio.run``, or, when this
+    thread already runs an event loop (verl's reward loop, a notebook), in a worker thread
+    with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="llmdebate-reward") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 class DebateReward(DebateRewardBase):
     """A TRL ``reward_funcs`` entry (synchronous)."""
 
     def __call__(
         self, prompts: list[Any], completions: list[Any], state: list[str], **kwargs: Any
     ) -> list[float]:
-        return asyncio.run(self.score_all(completions, state))
+        return run_sync(self.score_all(completions, state))
 
 
 class AsyncDebateReward(DebateRewardBase):
@@ -264,35 +334,93 @@ class AsyncDebateReward(DebateRewardBase):
         return await self.score_all(completions, state)
 
 
-def _from_env() -> DebateReward:
-    swap = json.loads(os.environ.get("LLMDEBATE_RL_SWAP", "{}") or "{}")
-    return DebateReward(expected=os.environ.get("LLMDEBATE_RL_SAMPLED") != "1", swap=swap)
+ENV_OPTIONS = {
+    "swap": "LLMDEBATE_RL_SWAP",
+    "sampled": "LLMDEBATE_RL_SAMPLED",
+    "normalize": "LLMDEBATE_RL_NORMALIZE",
+    "invalid_reward": "LLMDEBATE_RL_INVALID_REWARD",
+    "margin": "LLMDEBATE_RL_INVALID_MARGIN",
+    "max_reply_chars": "LLMDEBATE_RL_MAX_REPLY_CHARS",
+    "logprobs_as": "LLMDEBATE_RL_LOGPROBS_AS",
+}
+"""The options of :func:`compute_score` and :func:`reward_func` → the environment variable
+each is read from when not given as a keyword argument."""
 
 
-_ENV_REWARD: DebateReward | None = None
+def _flag(name: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{name}: 1 or 0 (got {raw!r})")
 
 
-def _env_reward() -> DebateReward:
-    global _ENV_REWARD
-    if _ENV_REWARD is None:
-        _ENV_REWARD = _from_env()
-    return _ENV_REWARD
+def reward_options(
+    kwargs: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The :class:`DebateReward` keyword arguments of a verl or OpenRLHF call: each option of
+    :data:`ENV_OPTIONS` from ``kwargs``, else from its environment variable; other keywords
+    (verl's ``reward_router_address``, …) are ignored."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, tuple[str, Any]] = {}
+    for key, var in ENV_OPTIONS.items():
+        if key in kwargs and kwargs[key] is not None:
+            raw[key] = (key, kwargs[key])
+        elif env.get(var, "") != "":
+            raw[key] = (var, env[var])
+    out: dict[str, Any] = {}
+    try:
+        for key, (name, value) in raw.items():
+            if key == "swap":
+                out["swap"] = json.loads(value) if isinstance(value, str) else dict(value)
+            elif key == "sampled":
+                out["expected"] = not _flag(name, value)
+            elif key == "normalize":
+                out["normalize"] = _flag(name, value)
+            elif key in ("invalid_reward", "margin"):
+                out[key] = float(value)
+            elif key == "max_reply_chars":
+                out[key] = int(value)
+            else:
+                out[key] = str(value)
+    except (TypeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{name}: {exc}") from None
+    return out
+
+
+_REWARDS: dict[str, DebateReward] = {}
+
+
+def _reward_for(kwargs: Mapping[str, Any]) -> DebateReward:
+    """One :class:`DebateReward` per distinct set of options (its teams are reused)."""
+    opts = reward_options(kwargs)
+    key = json.dumps(opts, sort_keys=True)
+    if key not in _REWARDS:
+        _REWARDS[key] = DebateReward(**opts)
+    return _REWARDS[key]
 
 
 def compute_score(
-    data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None
+    data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None,
+    **kwargs: Any,
 ) -> float:
-    """verl's custom reward function: ``ground_truth`` is the row's state."""
-    return asyncio.run(_env_reward().score(solution_str, ground_truth))
+    """verl's custom reward function: ``ground_truth`` is the row's state; options as
+    keyword arguments (``custom_reward_function.reward_kwargs``) or environment variables
+    (:data:`ENV_OPTIONS`); other keywords verl passes are ignored."""
+    return run_sync(_reward_for(kwargs).score(solution_str, ground_truth))
 
 
-def reward_func(queries: list[str], prompts: list[str], labels: list[str]) -> Any:
+def reward_func(queries: list[str], prompts: list[str], labels: list[str], **kwargs: Any) -> Any:
     """OpenRLHF's remote reward function: ``labels`` are the rows' states; ``queries`` are
-    prompt + response, so the response is what follows the prompt."""
+    prompt + response, so the response is what follows the prompt. Options as for
+    :func:`compute_score`."""
     responses = [
         q[len(p) :] if q.startswith(p) else q for q, p in zip(queries, prompts, strict=True)
     ]
-    scores = asyncio.run(_env_reward().score_all(responses, labels))
+    scores = run_sync(_reward_for(kwargs).score_all(responses, labels))
     try:
         import torch
     except ImportError:  # pragma: no cover - OpenRLHF always has torch

@@ -57,6 +57,20 @@ class UpdateSettings(_Section):
     reward over the protocol's draws (the default: lower variance)."""
     acts: list[str] | None = None
     """Train on these acts only (default: every act the role made with a model)."""
+    normalize_reward: bool = True
+    """grpo: each reward divided by its decision's unit, so it lies in [-1, 1] whatever the
+    round (docs/training.md, "Reward scale"); false: in the debate's own units."""
+    invalid_reward: float | None = Field(default=None, lt=-1.0)
+    """grpo: the reward of an unparseable (or empty or oversized free-text) completion, on the
+    normalised scale; below -1, the lowest valid reward (default: -1 - invalid_margin)."""
+    invalid_margin: float = Field(default=0.5, gt=0.0)
+    """grpo: how far below the lowest valid reward an invalid completion lands."""
+    max_reply_chars: int = Field(default=16_000, ge=1)
+    """grpo: the longest free-text completion (evidence, speech) that is scored."""
+    logprobs_as: Literal["answer", "verbalised", "frozen", "refuse"] = "answer"
+    """grpo: how a completion for a logprobs-method probability decision is read: answer
+    (its True/False word as 1/0), verbalised (a stated number), frozen (the frozen model
+    answers), refuse (an error)."""
 
 
 class TrainConfig(_Section):

@@ -218,7 +218,11 @@ def grpo_trainer(
     if reward is None:
         from llmdebate.rl import DebateReward
 
-        reward = DebateReward(expected=not settings.sampled_reward)
+        reward = DebateReward(
+            expected=not settings.sampled_reward, normalize=settings.normalize_reward,
+            invalid_reward=settings.invalid_reward, margin=settings.invalid_margin,
+            max_reply_chars=settings.max_reply_chars, logprobs_as=settings.logprobs_as,
+        )
     g = settings.num_generations
     batch = -(-max(settings.batch_size, g) // g) * g
     args = trl.GRPOConfig(

@@ -89,7 +89,7 @@ class TreeProblem:
     ) -> np.ndarray:
         """Values (e.g. truths or beliefs) of the children of (k, node): shape (len, q)."""
         cols = node[:, None] * self.width + np.arange(self.width)[None, :]
-        return values[k - 1][inst[:, None], cols]
+        return np.asarray(values[k - 1][inst[:, None], cols])
 
     # ------------------------------------------------------------------ schema objects
     def claim(self, inst: int, k: int, node: int) -> Claim:
@@ -149,7 +149,7 @@ def believed_values(problem: TreeProblem, top: np.ndarray) -> list[np.ndarray]:
 def product_prior(pi: float, q: int) -> np.ndarray:
     """Independent children, each true with probability ``pi``."""
     bits = outcome_bits(q).astype(np.float64)
-    return np.prod(np.where(bits == 1, pi, 1.0 - pi), axis=1)
+    return np.asarray(np.prod(np.where(bits == 1, pi, 1.0 - pi), axis=1))
 
 
 def rule_probability(kind: str, pi: float, q: int) -> float:

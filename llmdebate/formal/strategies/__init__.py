@@ -23,9 +23,10 @@ from llmdebate.formal.strategies.provers import (
     RandomProver,
     dishonest,
     honest,
+    honest_no_dead_zone,
 )
 
-PROVERS = ("honest", "dishonest", "random", "last-index")
+PROVERS = ("honest", "dishonest", "random", "last-index", "honest-no-dead-zone")
 NAIVE_PROVERS = ("honest", "dishonest")
 ESTIMATORS = ("omniscient", "calibrated-ignorant", "adversarial", "algorithm1")
 BASIC_ESTIMATORS = ESTIMATORS[:3]
@@ -37,6 +38,7 @@ __all__ = [
     "PROVERS",
     "EstimatorChallenger",
     "EstimatorPolicy",
+    "NaiveProverPolicy",
     "OracleJudge",
     "ProverPolicy",
     "make_estimator",
@@ -50,6 +52,8 @@ def make_prover(name: str, problem: TreeProblem, epsilon: float) -> ProverPolicy
         return honest(problem, epsilon)
     if name == "dishonest":
         return dishonest(problem, epsilon)
+    if name == "honest-no-dead-zone":
+        return honest_no_dead_zone(problem, epsilon)
     if name == "random":
         return RandomProver(problem)
     if name == "last-index":

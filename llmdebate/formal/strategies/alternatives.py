@@ -23,12 +23,12 @@ def uniform(options: list[int], n: int) -> Alternatives:
 def sample(alts: Alternatives, rng: np.random.Generator, n: int) -> np.ndarray:
     """Draw one alternative per row."""
     if len(alts) == 1:
-        return np.broadcast_to(alts[0][0], (n,)).copy()
+        return np.asarray(np.broadcast_to(alts[0][0], (n,)).copy())
     probs = np.stack([np.broadcast_to(np.asarray(pr, dtype=float), (n,)) for _, pr in alts], axis=1)
     vals = np.stack([np.broadcast_to(v, (n,)) for v, _ in alts], axis=1)
     u = rng.random(n)
     idx = np.minimum((np.cumsum(probs, axis=1) <= u[:, None]).sum(axis=1), len(alts) - 1)
-    return vals[np.arange(n), idx]
+    return np.asarray(vals[np.arange(n), idx])
 
 
 def sample_one(alts: Alternatives, rng: np.random.Generator) -> int:

@@ -46,7 +46,7 @@ class Omniscient(EstimatorPolicy):
         self.problem = problem
 
     def top(self, inst: np.ndarray) -> np.ndarray:
-        return self.problem.top_truth()[inst].astype(np.float64)
+        return np.asarray(self.problem.top_truth()[inst].astype(np.float64))
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         g = self.problem.children_of(self.problem.truth, inst, k, node).astype(np.float64)
@@ -60,7 +60,7 @@ class Adversarial(EstimatorPolicy):
         self.problem, self.bias = problem, bias
 
     def top(self, inst: np.ndarray) -> np.ndarray:
-        return np.abs(self.problem.top_truth()[inst] - self.bias)
+        return np.asarray(np.abs(self.problem.top_truth()[inst] - self.bias))
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         g = self.problem.children_of(self.problem.truth, inst, k, node)
@@ -91,7 +91,9 @@ class CalibratedIgnorant(EstimatorPolicy):
 
     def joint(self, k: int, p: np.ndarray) -> np.ndarray:
         true_part, false_part = self._cond[k]  # type: ignore[misc]
-        return p[:, None] * true_part[None, :] + (1.0 - p)[:, None] * false_part[None, :]
+        return np.asarray(
+            p[:, None] * true_part[None, :] + (1.0 - p)[:, None] * false_part[None, :]
+        )
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         return levels_from_joint(self.joint(k, p))

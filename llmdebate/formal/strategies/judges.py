@@ -17,4 +17,4 @@ class OracleJudge:
 
     def prob_true(self, inst: np.ndarray, node: np.ndarray) -> np.ndarray:
         g = self.problem.truth[0][inst, node].astype(np.float64)
-        return g * (1.0 - self.noise) + (1.0 - g) * self.noise
+        return np.asarray(g * (1.0 - self.noise) + (1.0 - g) * self.noise)

@@ -28,7 +28,7 @@ class NaiveProverPolicy:
         self.problem, self.values, self.name = problem, values, name
 
     def claimed(self, inst: np.ndarray, k: int, node: np.ndarray) -> np.ndarray:
-        return self.values[k][inst, node].astype(np.int64)
+        return np.asarray(self.values[k][inst, node].astype(np.int64))
 
     def children(self, inst: np.ndarray, k: int, node: np.ndarray) -> np.ndarray:
         return self.problem.children_of(self.values, inst, k, node).astype(np.int64)

@@ -4,14 +4,14 @@ One ``llmdebate run`` process is one event loop, about one core's worth of model
 machine with many cores against a fast server, :class:`ProcessExecutor` runs the debates on
 ``N`` worker processes (default: the machine's CPUs, at most ``max_concurrency``), with no
 extra dependency. The driver keeps the run directory, as with one process, and schedules
-the debates as every worker pool does (:mod:`llmdebate.experiment.pool`).
+the debates as every worker pool does (:mod:`llmdebate.experiment.executors.pool`).
 
 Each worker is started with ``multiprocessing``'s ``spawn`` method (the driver has threads,
 SQLite handles and an event loop, which a fork would copy), builds the run's models and agents
 once (a :class:`~llmdebate.experiment.worker.DebateWorker`, with the run's limits shared out:
 ``max_concurrency`` and ``model_concurrency`` stay totals) and runs its debates on its own
 event loop. Jobs and finished transcripts travel over a socket pair per worker, in batched
-frames (:mod:`llmdebate.experiment.process_worker`).
+frames (:mod:`llmdebate.experiment.executors.process_worker`).
 
 Failures:
 
@@ -41,15 +41,21 @@ from typing import Any
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped
-from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.pool import MAX_RESTARTS, WorkerPoolExecutor
-from llmdebate.experiment.process_worker import (
+from llmdebate.experiment.executors.base import (
+    EXECUTORS,
+    WORKERS,
+    ExecutorOptions,
+    RunContext,
+)
+from llmdebate.experiment.executors.pool import MAX_RESTARTS, WorkerPoolExecutor
+from llmdebate.experiment.executors.process_worker import (
     STREAM_LIMIT,
     Outbox,
     main,
     read_frame,
     recv_frame,
 )
+from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.worker import worker_config
 
 START_TIMEOUT = 300.0  # seconds a worker has to build its models
@@ -85,6 +91,11 @@ def default_workers(concurrency: int) -> int:
     return max(1, min(os.cpu_count() or 1, concurrency))
 
 
+@EXECUTORS.register(
+    "processes",
+    capabilities={WORKERS},
+    summary="worker processes on this machine, for many cores and a fast local server",
+)
 class ProcessExecutor(WorkerPoolExecutor):
     """Spreads the jobs over local worker processes; see the module docstring.
 
@@ -92,6 +103,17 @@ class ProcessExecutor(WorkerPoolExecutor):
     models (a worker that cannot start raises here, before any debate)."""
 
     worker_name = "worker process"
+    where = " in worker processes"
+
+    @classmethod
+    def create(cls, options: ExecutorOptions, run: RunContext) -> ProcessExecutor:
+        return cls(
+            run.config,
+            run.servers,
+            workers=options.workers,
+            concurrency=run.config.max_concurrency,
+            say=run.say,
+        )
 
     def __init__(
         self,

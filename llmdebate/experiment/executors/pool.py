@@ -29,9 +29,9 @@ from typing import Any
 
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped, failed_transcript, finished
-from llmdebate.experiment.executors import Executor, OnFinished
+from llmdebate.experiment.executors.base import Executor, OnFinished
 from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.worker import protocol_settings
+from llmdebate.experiment.runtime import protocol_settings
 
 MAX_RESTARTS = 4  # per worker
 MAX_LOSSES = 3  # deaths of the worker running one debate before it is recorded failed
@@ -86,89 +86,16 @@ class WorkerPoolExecutor(Executor):
 
     async def run(self, jobs: Sequence[Job], on_finished: OnFinished) -> None:
         await self._open()
-        n = self.n_workers
-        queue: deque[Job] = deque(jobs)
-        losses: dict[str, int] = {}
-        load = [0] * n
-        out: set[int] = set()  # workers that died: out of rotation until they are back
-        dead: set[int] = set()  # workers that will not come back
-        waiting: dict[asyncio.Future[Finished], tuple[Job, int]] = {}
-        probes: dict[asyncio.Future[bool], int] = {}
-        # futures as they complete: O(1) a result, however many debates are in flight
-        # (asyncio.wait would watch every one of them again at each wake-up)
-        ready: deque[asyncio.Future[Any]] = deque()
-        wake = asyncio.Event()
-
-        def completed(fut: asyncio.Future[Any]) -> None:
-            ready.append(fut)
-            wake.set()
-
-        def recover(i: int) -> None:
-            if i not in out:
-                out.add(i)
-                probe = asyncio.ensure_future(self._recover(i))
-                probes[probe] = i
-                probe.add_done_callback(completed)
-
-        def submit() -> None:
-            for i in range(n):
-                if i not in out and not self._usable(i):
-                    self.say(f"{self.worker_name} {i} died")
-                    recover(i)
-            while queue and len(waiting) < self.concurrency:
-                alive = [i for i in range(n) if i not in out]
-                if not alive:
-                    if len(dead) == n:
-                        raise RunStopped(f"every {self.worker_name} died; run again to resume")
-                    return  # wait for a restarted worker
-                i = min(alive, key=load.__getitem__)
-                job = queue.popleft()
-                fut = self._submit(i, job)
-                waiting[fut] = (job, i)
-                fut.add_done_callback(completed)
-                load[i] += 1
-
+        rounds = _Rounds(self, jobs, on_finished)
         try:
-            submit()
-            while waiting or probes:
-                if not ready:
-                    wake.clear()
-                    await wake.wait()
-                while ready:
-                    fut = ready.popleft()
-                    if fut in probes:
-                        i = probes.pop(fut)
-                        if not fut.cancelled() and fut.exception() is None and fut.result():
-                            out.discard(i)  # back in rotation
-                        else:
-                            dead.add(i)
-                        continue
-                    job, i = waiting.pop(fut)
-                    load[i] -= 1
-                    try:
-                        result: Finished = fut.result()
-                    except Exception as exc:
-                        if not self._is_death(exc):
-                            raise
-                        if i not in out:
-                            self.say(
-                                f"{self.worker_name} {i} died; its debates in flight run again"
-                            )
-                        recover(i)
-                        self._lost(job, losses, queue, on_finished)
-                        continue
-                    if result.stop is not None:
-                        raise RunStopped(*result.stop)
-                    on_finished(result)
-                submit()
-                if queue and not waiting and not probes:
+            rounds.submit()
+            while rounds.waiting or rounds.probes:
+                await rounds.settle()
+                rounds.submit()
+                if rounds.queue and not rounds.waiting and not rounds.probes:
                     raise RunStopped(f"every {self.worker_name} died; run again to resume")
         finally:
-            left: list[asyncio.Future[Any]] = [*waiting, *probes]
-            for fut in left:
-                fut.cancel()
-            if probes:
-                await asyncio.gather(*probes, return_exceptions=True)
+            await rounds.cancel()
 
     def _lost(
         self, job: Job, losses: dict[str, int], queue: deque[Job], on_finished: OnFinished
@@ -188,3 +115,103 @@ class WorkerPoolExecutor(Executor):
         )
         t.meta.update(job.spec.meta())
         on_finished(finished(t, self.servers, server_failure=True))
+
+
+class _Rounds:
+    """One :meth:`WorkerPoolExecutor.run`: the jobs queued and in flight, each worker's load,
+    the workers out of rotation, and the futures completed since the last look."""
+
+    def __init__(
+        self, pool: WorkerPoolExecutor, jobs: Sequence[Job], on_finished: OnFinished
+    ) -> None:
+        self.pool = pool
+        self.on_finished = on_finished
+        self.n = pool.n_workers
+        self.queue: deque[Job] = deque(jobs)
+        self.losses: dict[str, int] = {}
+        self.load = [0] * self.n
+        self.out: set[int] = set()  # workers that died: out of rotation until they are back
+        self.dead: set[int] = set()  # workers that will not come back
+        self.waiting: dict[asyncio.Future[Finished], tuple[Job, int]] = {}
+        self.probes: dict[asyncio.Future[bool], int] = {}
+        # futures as they complete: O(1) a result, however many debates are in flight
+        # (asyncio.wait would watch every one of them again at each wake-up)
+        self.ready: deque[asyncio.Future[Any]] = deque()
+        self.wake = asyncio.Event()
+
+    def completed(self, fut: asyncio.Future[Any]) -> None:
+        self.ready.append(fut)
+        self.wake.set()
+
+    def recover(self, i: int) -> None:
+        """Take worker ``i`` out of rotation and bring it back (or learn it never will)."""
+        if i not in self.out:
+            self.out.add(i)
+            probe = asyncio.ensure_future(self.pool._recover(i))
+            self.probes[probe] = i
+            probe.add_done_callback(self.completed)
+
+    def submit(self) -> None:
+        """Send queued jobs to the live workers with the fewest, up to the concurrency."""
+        pool = self.pool
+        for i in range(self.n):
+            if i not in self.out and not pool._usable(i):
+                pool.say(f"{pool.worker_name} {i} died")
+                self.recover(i)
+        while self.queue and len(self.waiting) < pool.concurrency:
+            alive = [i for i in range(self.n) if i not in self.out]
+            if not alive:
+                if len(self.dead) == self.n:
+                    raise RunStopped(f"every {pool.worker_name} died; run again to resume")
+                return  # wait for a restarted worker
+            i = min(alive, key=self.load.__getitem__)
+            job = self.queue.popleft()
+            fut = pool._submit(i, job)
+            self.waiting[fut] = (job, i)
+            fut.add_done_callback(self.completed)
+            self.load[i] += 1
+
+    async def settle(self) -> None:
+        """Wait for completed futures and take each one's result."""
+        if not self.ready:
+            self.wake.clear()
+            await self.wake.wait()
+        while self.ready:
+            fut = self.ready.popleft()
+            if fut in self.probes:
+                self._probed(fut)
+            else:
+                self._answered(fut)
+
+    def _probed(self, fut: asyncio.Future[bool]) -> None:
+        i = self.probes.pop(fut)
+        if not fut.cancelled() and fut.exception() is None and fut.result():
+            self.out.discard(i)  # back in rotation
+        else:
+            self.dead.add(i)
+
+    def _answered(self, fut: asyncio.Future[Finished]) -> None:
+        pool = self.pool
+        job, i = self.waiting.pop(fut)
+        self.load[i] -= 1
+        try:
+            result = fut.result()
+        except Exception as exc:
+            if not pool._is_death(exc):
+                raise
+            if i not in self.out:
+                pool.say(f"{pool.worker_name} {i} died; its debates in flight run again")
+            self.recover(i)
+            pool._lost(job, self.losses, self.queue, self.on_finished)
+            return
+        if result.stop is not None:
+            raise RunStopped(*result.stop)
+        self.on_finished(result)
+
+    async def cancel(self) -> None:
+        """Cancel every debate still in flight and every probe."""
+        left: list[asyncio.Future[Any]] = [*self.waiting, *self.probes]
+        for fut in left:
+            fut.cancel()
+        if self.probes:
+            await asyncio.gather(*self.probes, return_exceptions=True)

@@ -4,8 +4,9 @@ The driver (the ``llmdebate run`` process) keeps the run directory, as with one 
 starts ``workers`` Ray actors, each an asyncio process with its own models (and so its own
 connection pools and response cache handle), a
 :class:`~llmdebate.experiment.worker.DebateWorker`, and hands them jobs as every worker pool
-does (:mod:`llmdebate.experiment.pool`: at most ``max_concurrency`` debates in flight over the
-cluster, each new one to the worker with the fewest; a dead worker's debates sent again).
+does (:mod:`llmdebate.experiment.executors.pool`: at most ``max_concurrency`` debates in
+flight over the cluster, each new one to the worker with the fewest; a dead worker's debates
+sent again).
 
 Failures:
 
@@ -25,42 +26,53 @@ import asyncio
 import contextlib
 import math
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 from llmdebate.errors import UserError, require
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished
-from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.pool import MAX_LOSSES, MAX_RESTARTS, WorkerPoolExecutor
-from llmdebate.experiment.worker import (
-    RATE_OPTIONS,
-    DebateWorker,
-    portable,
-    protocol_settings,
-    worker_config,
+from llmdebate.experiment.executors.base import (
+    ADDRESS,
+    EXECUTORS,
+    WORKERS,
+    ExecutorOptions,
+    RunContext,
 )
+from llmdebate.experiment.executors.pool import MAX_RESTARTS, WorkerPoolExecutor
+from llmdebate.experiment.jobs import Job
+from llmdebate.experiment.worker import DebateWorker, worker_config
 
-__all__ = [
-    "MAX_LOSSES",
-    "MAX_RESTARTS",
-    "RATE_OPTIONS",
-    "DebateWorker",
-    "RayExecutor",
-    "portable",
-    "protocol_settings",
-    "worker_config",
-]
+RECOVER_S = 120.0
+"""How long a restarting actor may take to answer again before its worker counts as dead."""
+RECOVER_POLL_S = 0.2
 
 
 def _ray() -> Any:
     return require("ray", "ray")
 
 
+@EXECUTORS.register(
+    "ray", capabilities={WORKERS, ADDRESS}, summary="a Ray cluster, with the llmdebate[ray] extra"
+)
 class RayExecutor(WorkerPoolExecutor):
     """Spreads the jobs over Ray workers; see the module docstring."""
 
     worker_name = "Ray worker"
+    where = " on Ray workers"
+    extra = "ray"
+
+    @classmethod
+    def create(cls, options: ExecutorOptions, run: RunContext) -> RayExecutor:
+        return cls(
+            run.config,
+            run.servers,
+            address=options.ray_address,
+            workers=options.workers,
+            concurrency=run.config.max_concurrency,
+            say=run.say,
+        )
 
     def __init__(
         self,
@@ -79,9 +91,6 @@ class RayExecutor(WorkerPoolExecutor):
         self.actors: list[Any] = []
         self.started_ray = False
         self._start()  # in the main thread: Ray installs signal handlers there
-
-    def stats(self) -> dict[str, Any]:
-        return {**super().stats(), "ray_workers": self.n_workers}
 
     def _start(self) -> None:
         ray = self.ray
@@ -132,12 +141,23 @@ class RayExecutor(WorkerPoolExecutor):
         return isinstance(exc, (errors.RayActorError, errors.WorkerCrashedError))
 
     async def _recover(self, i: int) -> bool:
-        """Ray restarts a dead actor itself: wait until it answers."""
-        try:
-            await asyncio.wrap_future(self.actors[i].pid.remote().future())
-        except Exception:
-            return False
-        return True
+        """Ray restarts a dead actor itself: wait until it answers. A call made while the
+        actor is still restarting fails at once with ``ActorUnavailableError`` ("temporarily
+        unavailable"), so ask again until it answers, its restarts run out, or
+        :data:`RECOVER_S` pass."""
+        unavailable = self.ray.exceptions.ActorUnavailableError
+        deadline = time.monotonic() + RECOVER_S
+        while True:
+            try:
+                await asyncio.wrap_future(self.actors[i].pid.remote().future())
+            except unavailable:
+                if time.monotonic() > deadline:
+                    return False
+                await asyncio.sleep(RECOVER_POLL_S)
+            except Exception:
+                return False
+            else:
+                return True
 
     async def aclose(self) -> None:
         ray = self.ray

@@ -1,0 +1,211 @@
+"""The tournament report: accuracy against rating, the prover × estimator grid, merging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmdebate.errors import UserError
+from llmdebate.ratings import Match, persuasiveness, win_probability
+from llmdebate.report.tournament import (
+    AccuracyPoint,
+    MergeRefused,
+    PERecord,
+    RunRecords,
+    accuracy_points,
+    accuracy_vs_rating_plot,
+    grid_cells,
+    grid_markdown,
+    grid_plot,
+    merge_runs,
+    ratings_by_protocol,
+    ratings_markdown,
+    section,
+)
+from llmdebate.schedule import consultancies, round_robin
+
+PNG = b"\x89PNG\r\n\x1a\n"
+STRENGTH = {"weak": -1.0, "mid": 0.3, "strong": 1.5}
+
+
+def _debates(seed: int) -> list[Match]:
+    """Cross-play with self-play: the judge is right more often as both debaters get stronger
+    (a stronger honest debater helps more than a stronger liar hurts)."""
+    rng = np.random.default_rng(seed)
+    items = [f"q{k}" for k in range(30)]
+    out = []
+    for p in round_robin(list(STRENGTH), items, self_play=True):
+        assert p.correct is not None and p.incorrect is not None
+        pc = win_probability(0.2 + 1.3 * STRENGTH[p.correct], STRENGTH[p.incorrect])
+        out.append(Match(p.correct, p.incorrect, float(rng.random() < pc), pc, p.item, "debate"))
+    return out
+
+
+def _consultancies(seed: int) -> list[Match]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in consultancies(list(STRENGTH), [f"q{k}" for k in range(30)]):
+        m = p.correct or p.incorrect
+        assert m is not None
+        won = rng.random() < win_probability(STRENGTH[m], 0.0)
+        jc = float(won) if p.correct else float(not won)
+        out.append(Match(p.correct, p.incorrect, jc, None, p.item, "consultancy"))
+    return out
+
+
+def test_accuracy_points_and_plot(tmp_path: Path) -> None:
+    debates = _debates(0)
+    table = persuasiveness(debates, n_boot=40, seed=0)
+    pts = accuracy_points(debates, table, protocol="debate", seed=0, n_boot=200)
+    assert [p.model for p in pts] == ["mid", "strong", "weak"]
+    by = {p.model: p for p in pts}
+    for p in pts:
+        assert p.n == 30  # the self-play debates only
+        selfplay = [m.judge_correct for m in debates if m.correct == m.incorrect == p.model]
+        assert p.accuracy == pytest.approx(sum(selfplay) / len(selfplay))
+        assert p.accuracy_ci[0] <= p.accuracy <= p.accuracy_ci[1]
+        assert p.rating == table.get(p.model).value
+    assert by["strong"].rating > by["weak"].rating
+    assert by["strong"].accuracy > by["weak"].accuracy
+    every = accuracy_points(debates, table, protocol="debate", self_play=False, n_boot=50)
+    assert all(p.n == 30 * 5 for p in every)  # 2 seats x 2 opponents + self-play, 30 items
+
+    cons = _consultancies(1)
+    ctable = persuasiveness(cons, n_boot=40, seed=0)
+    cpts = accuracy_points(cons, ctable, protocol="consultancy", n_boot=200)
+    assert {p.n for p in cpts} == {60}
+    png = accuracy_vs_rating_plot(pts + cpts)
+    assert png.startswith(PNG) and len(png) > 5000
+    (tmp_path / "accuracy_vs_rating.png").write_bytes(png)  # kept for a look (--basetemp)
+
+
+def test_empty_accuracy_plot_still_draws() -> None:
+    assert accuracy_vs_rating_plot([]).startswith(PNG)
+
+
+def test_plot_takes_a_point_outside_its_percentile_interval() -> None:
+    pt = AccuracyPoint("debate", "m", 1.0, (1.2, 1.5), 0.7, (0.5, 0.9), 10)
+    assert accuracy_vs_rating_plot([pt]).startswith(PNG)
+
+
+def test_grid_cells_values_and_figure(tmp_path: Path) -> None:
+    recs = [
+        PERecord("big", "small", True, 0.9, 1.0),
+        PERecord("big", "small", True, 0.7, 1.0),
+        PERecord("big", "small", False, -0.5, 0.0),
+        PERecord("small", "big", True, 0.1, 0.0),
+        PERecord("small", "big", True, None, None),
+        PERecord("small", "small", False, 0.2, 1.0),
+    ]
+    cells = {(c.prover, c.estimator): c for c in grid_cells(recs)}
+    assert cells[("big", "small")].honest_payoff == pytest.approx(0.8)
+    assert cells[("big", "small")].n_honest == 2
+    assert cells[("big", "small")].accuracy == pytest.approx(2 / 3)
+    assert cells[("small", "big")].n_honest == 1 and cells[("small", "big")].n == 1
+    assert cells[("small", "small")].honest_payoff is None
+    assert ("big", "big") not in cells
+    md = grid_markdown(list(cells.values()))
+    assert "| big | – | 0.800 (n=2) |" in md and "| small | 0.000 (n=1) | 1.000 (n=1) |" in md
+    png = grid_plot(list(cells.values()))
+    assert png.startswith(PNG)
+    (tmp_path / "prover_estimator_grid.png").write_bytes(png)
+
+
+def _run(name: str, **kw: object) -> RunRecords:
+    base: dict[str, object] = {
+        "items": frozenset({"q1", "q2", "q3"}),
+        "protocols": frozenset({"prover-estimator", "consultancy"}),
+        "settings": {
+            "dataset": "gpqa",
+            "judge_passage": False,
+            "depth": 2,
+            "epsilon": 0.1,
+            "rho": 0.5,
+            "variant": "figure2",
+        },
+        "records": ({"id": f"{name}-1", "protocol": "consultancy"},),
+    }
+    base.update(kw)
+    return RunRecords(name, **base)  # type: ignore[arg-type]
+
+
+def test_merge_tags_records_with_their_run() -> None:
+    merged = merge_runs([_run("a"), _run("b"), _run("c")])
+    assert merged.name == "a+b+c"
+    assert [r["run"] for r in merged.records] == ["a", "b", "c"]
+    assert [r["id"] for r in merged.records] == ["a-1", "b-1", "c-1"]
+    assert merged.items == frozenset({"q1", "q2", "q3"})
+
+
+def _refusal(runs: list[RunRecords]) -> str:
+    with pytest.raises(MergeRefused) as info:
+        merge_runs(runs)
+    msg = str(info.value)
+    assert "\n" not in msg and isinstance(info.value, UserError)
+    return msg
+
+
+def test_merge_refusals_name_runs_and_field() -> None:
+    s = {
+        "dataset": "gpqa",
+        "judge_passage": True,
+        "depth": 2,
+        "epsilon": 0.1,
+        "rho": 0.5,
+        "variant": "figure2",
+    }
+    assert _refusal([_run("a"), _run("b", settings=s)]) == (
+        "cannot merge runs a and b: judge_passage differs (a: false, b: true)"
+    )
+    assert _refusal([_run("a"), _run("b", settings={**s, "judge_passage": False, "rho": 0.4})]) == (
+        "cannot merge runs a and b: rho differs (a: 0.5, b: 0.4)"
+    )
+    assert _refusal([_run("a"), _run("b", items=frozenset({"q1", "q2", "q9"}))]) == (
+        "cannot merge runs a and b: items differ: 1 only in a (q3); 1 only in b (q9)"
+    )
+    assert "protocols differ (a: consultancy, prover-estimator; b: consultancy)" in _refusal(
+        [_run("a"), _run("b", protocols=frozenset({"consultancy"}))]
+    )
+    no_passage = {k: v for k, v in s.items() if k != "judge_passage"}
+    assert _refusal([_run("a"), _run("b", settings=no_passage)]) == (
+        "cannot merge runs a and b: judge_passage is recorded in a, not in b"
+    )
+    assert "given twice" in _refusal([_run("a"), _run("a")])
+    assert "none given" in _refusal([])
+
+
+def test_pe_settings_only_matter_with_prover_estimator() -> None:
+    a = _run("a", protocols=frozenset({"consultancy"}))
+    b = _run(
+        "b",
+        protocols=frozenset({"consultancy"}),
+        settings={"dataset": "gpqa", "judge_passage": False, "depth": 5},
+    )
+    assert merge_runs([a, b]).name == "a+b"
+
+
+def test_section_rates_each_protocol_and_draws_figures() -> None:
+    matches = _debates(3) + _consultancies(4)
+    pe = [PERecord("big", "small", True, 0.5, 1.0), PERecord("small", "big", True, -0.2, 0.0)]
+    data, figures = section(matches, pe, seed=2, n_boot=20)
+    assert sorted(data["ratings"]) == ["consultancy", "debate"]
+    assert data["ratings"]["consultancy"]["consultancy"] is True
+    assert {p["protocol"] for p in data["accuracy_vs_rating"]} == {"consultancy", "debate"}
+    assert len(data["prover_estimator_grid"]) == 2
+    assert sorted(figures) == ["accuracy_vs_rating.png", "prover_estimator_grid.png"]
+    assert all(png.startswith(PNG) for png in figures.values())
+    again, _ = section(matches, pe, seed=2, n_boot=20)
+    assert again == data
+    only, figs = section(_debates(3), seed=2, n_boot=5)
+    assert "prover_estimator_grid" not in only and list(figs) == ["accuracy_vs_rating.png"]
+
+
+def test_ratings_markdown_lists_every_seat() -> None:
+    tables = ratings_by_protocol(_debates(5), n_boot=10, seed=1)
+    md = ratings_markdown(tables)
+    assert md.startswith("**debate** (bradley-terry, logit; 10 bootstrap resamples of matches")
+    assert md.count("| strong |") == 3 and md.count("| weak |") == 3
+    # the strongest model's rows come first
+    assert md.index("| strong |") < md.index("| mid |") < md.index("| weak |")
