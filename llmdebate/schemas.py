@@ -413,7 +413,14 @@ class Turn(_Model):
     role: str
     round: int = 0
     text: str
+    """What the judge and the other speakers read: the argument, quote markup kept."""
     position: str | None = None
+    thinking: str | None = None
+    """The speaker's private scratchpad (``<thinking>``): never shown to a judge or opponent."""
+    quotes: list[dict[str, Any]] | None = None
+    """Each quote of ``text`` checked against the item's passage: text, status, spans."""
+    rules: dict[str, Any] | None = None
+    """The speech rules applied: word-limit decisions (one per attempt) and the quote budget."""
 
 
 Status = Literal["complete", "awaiting_verdict", "failed"]

@@ -543,3 +543,38 @@ def invalid_training_reward(unit: float, options: RewardOptions) -> float:
 def free_text_ok(text: str, options: RewardOptions) -> bool:
     """Whether a free-text reply is scored at all: not empty, not over the size limit."""
     return bool(text.strip()) and len(text) <= options.max_reply_chars
+
+
+# ---------------------------------------------------------------------------- quotes
+
+
+def quote_penalty(statuses: Iterable[str], weight: float) -> float:
+    """The optional training term of one speech's quotes of a hidden passage: ``-weight`` per
+    quote that is not verified (unverified or over the quote budget)."""
+    return -weight * sum(1 for s in statuses if s != "verified")
+
+
+def quote_penalties(t: Transcript, weight: float) -> dict[str, float]:
+    """:func:`quote_penalty` summed per speaker of ``t`` over its speeches (``Turn.quotes``)
+    and, for the prover, the leaf evidence (``Evidence.data["quotes"]``)."""
+    out: dict[str, float] = {}
+    for turn in t.turns:
+        if turn.quotes is not None:
+            statuses = [str(q.get("status")) for q in turn.quotes]
+            out[turn.role] = out.get(turn.role, 0.0) + quote_penalty(statuses, weight)
+    for rd in t.rounds:
+        quotes = rd.evidence.data.get("quotes") if rd.evidence is not None else None
+        if isinstance(quotes, list):
+            statuses = [str(q.get("status")) for q in quotes]
+            out["prover"] = out.get("prover", 0.0) + quote_penalty(statuses, weight)
+    return out
+
+
+def check_quote_penalties(t: Transcript, score: Score) -> None:
+    """Recompute the recorded quote penalties (``meta.quote_penalty``: ``weight`` and
+    ``by_role``) into ``score``'s mismatches."""
+    recorded = t.meta.get("quote_penalty")
+    if not isinstance(recorded, dict):
+        return
+    again = quote_penalties(t, float(recorded.get("weight", 0.0)))
+    _check(score, t.id, "meta.quote_penalty.by_role", recorded.get("by_role"), again)

@@ -54,7 +54,10 @@ def _shots(tmp_path: Path) -> Path:
 
 def test_an_override_in_a_debate_stays_in_its_string(tmp_path: Path) -> None:
     shots = _shots(tmp_path)
-    run_dir = make_run(tmp_path, ["two-sided"], dataset=rlo_dataset(tmp_path), limit=1)
+    run_dir = make_run(
+        tmp_path, ["two-sided"], dataset=rlo_dataset(tmp_path), limit=1,
+        judge={"kind": "human", "passage": "shown"},
+    )
     links = assign(run_dir, write_judges(tmp_path / "j.yaml", ["ada", "bo"]), 1)
     with server(run_dir) as base, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

@@ -35,7 +35,10 @@ CROSS = {"sec-fetch-site": "cross-site"}
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("hostile")
-    return make_run(tmp, ["prover-estimator", "two-sided"], dataset=rlo_dataset(tmp), depth=0)
+    return make_run(
+        tmp, ["prover-estimator", "two-sided"], dataset=rlo_dataset(tmp), depth=0,
+        judge={"kind": "human", "passage": "shown"},  # the passage too is isolated
+    )
 
 
 def fresh(tmp: Path, run_dir: Path, judges: list[str], **study: object) -> dict[str, str]:

@@ -49,7 +49,10 @@ def _login(c: httpx.Client | TestClient, link: str) -> None:
 
 def test_markup_in_debates_is_shown_as_text_and_pages_are_guarded(tmp_path: Path) -> None:
     data = hostile_dataset(tmp_path)
-    run_dir = make_run(tmp_path, ["prover-estimator", "two-sided"], dataset=data, depth=0)
+    run_dir = make_run(
+        tmp_path, ["prover-estimator", "two-sided"], dataset=data, depth=0,
+        judge={"kind": "human", "passage": "shown"},  # the passage too is shown as text
+    )
     links = assign(run_dir, write_judges(tmp_path / "j.yaml", ["a", "b"]), 1)
     with connect(run_dir)() as s:
         b_items = [x.id for x in s.scalars(select(Assignment).where(Assignment.judge_id == "b"))]

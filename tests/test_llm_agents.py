@@ -228,8 +228,9 @@ def test_team_makes_fresh_agents_for_every_debate() -> None:
 
 
 async def test_item_and_call_log_reach_the_leaf_through_the_context() -> None:
-    """The passage of the item is shown at the leaf (fresh context) and every call, including
-    those of a debate that fails part-way, lands in the log the caller passed in."""
+    """The passage of the item is shown to the prover at the leaf (fresh context), to the
+    judge only with ``passage="shown"``, and every call, including those of a debate that
+    fails part-way, lands in the log the caller passed in."""
     replies = [GOOD, "Fact: A and B both hold."]
     model, _ = scripted(replies=replies, probabilities={"A holds": 0.9, "B holds": 0.2})
     log: list = []
@@ -238,7 +239,7 @@ async def test_item_and_call_log_reach_the_leaf_through_the_context() -> None:
         Claim(text="P is true", truth=1),
         LLMProver(model),
         LLMEstimator(model),
-        LLMJudge(model),
+        LLMJudge(model, passage="shown"),
         DebateConfig(depth=1, width=2, epsilon=0.2),
         seed=3,
         debate_id="d1",

@@ -77,7 +77,9 @@ def build_models(
     out: dict[str, Model] = {}
     folder = Path(cache_dir).expanduser() if cache_dir else None
     for role, s in roles.items():
-        key = json.dumps([s.model, s.base_url, s.api_key_env, s.options], sort_keys=True)
+        key = json.dumps(
+            [s.model, s.base_url, s.api_key_env, s.options, s.context_length], sort_keys=True
+        )
         if key not in shared:
             shared[key] = get_model(
                 s.model,
@@ -89,6 +91,8 @@ def build_models(
                 max_retries=max_retries,
                 **_model_options(s),
             )
+            if s.context_length is not None:
+                shared[key].context_length = s.context_length
         out[role] = shared[key]
     return out
 
@@ -228,6 +232,7 @@ class Team:
             method=j.method,
             samples=j.samples,
             temperature=j.temperature,
+            passage=j.passage,
         )
 
     def make_judge(self) -> Judge:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from llmdebate.agents.base import DebateContext, Judge
 from llmdebate.agents.llm import ask_structured
 from llmdebate.agents.parsing import ReplyError
+from llmdebate.agents.passage import HIDDEN, JudgeView
 from llmdebate.agents.replies import verdict_schema
 from llmdebate.data.problems import claim_truth
 from llmdebate.elicit import estimate, parse_bool
@@ -22,6 +23,10 @@ TruthFn = Callable[[str, dict[str, Any] | None], int | None]
 
 class LLMJudge:
     """A model reads the leaf claim and the prover's evidence and rules True or False.
+
+    ``passage`` (``judge.passage``): on an item with a passage, ``hidden`` gives the judge the
+    claim and the evidence only, the evidence's quotes marked ``<v_quote>`` / ``<u_quote>``
+    (the prover's quotes are the evidence it sees of the passage); ``shown`` adds the passage.
 
     With ``method`` logprobs / sampling / verbalised the verdict carries the model's
     probability P[O = 1] (value = 1 iff it is at least 1/2); ``generate`` reads a True/False
@@ -38,8 +43,10 @@ class LLMJudge:
         temperature: float = 1.0,
         max_attempts: int = 3,
         name: str | None = None,
+        passage: str = HIDDEN,
     ) -> None:
         self.model = model
+        self.passage = passage
         self.prompts = prompts or Prompts()
         self.method = method
         self.samples = samples
@@ -48,9 +55,15 @@ class LLMJudge:
         self.name = name or f"llm-judge:{model.name}"
 
     async def verdict(self, claim: Claim, evidence: Evidence, ctx: DebateContext) -> Verdict:
-        context = ctx.item.get("context") if ctx.item else None
+        view = JudgeView.of(ctx.item, self.passage)
+        quotes = evidence.data.get("quotes") if isinstance(evidence.data, dict) else None
         messages = self.prompts.render(
-            "judge", claim=claim.text, evidence=evidence.text, context=context or None
+            "judge",
+            claim=view.for_model(claim.text),
+            evidence=view.for_model(evidence.text, quotes),
+            context=view.context(),
+            hidden=view.hidden,
+            quoted=view.passage is not None,
         )
         if self.method != "generate":
             est = await estimate(

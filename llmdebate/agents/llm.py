@@ -28,6 +28,7 @@ from llmdebate.agents.parsing import (
     parse_direction,
     parse_index,
 )
+from llmdebate.agents.passage import JudgeView
 from llmdebate.agents.replies import (
     decomposition_chars,
     decomposition_schema,
@@ -42,6 +43,7 @@ from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import gather_logged
 from llmdebate.prompts import Prompts, rule_text
 from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence, ModelCallRecord
+from llmdebate.speech import parse_reply
 
 DirectionMode = Literal["belief", "model"]
 RecursionMode = Literal["belief", "model"]
@@ -395,17 +397,27 @@ class LLMProver:
         )
 
     async def evidence(self, claim: Claim, ctx: DebateContext) -> Evidence:
-        """Evidence for the leaf, from a prompt holding only the claim (and the item's passage)."""
-        messages = self.prompts.render(
-            "evidence", claim=claim.text, context=_context_text(ctx.item)
-        )
+        """Evidence for the leaf, from a prompt holding only the claim (and the item's passage).
+
+        With a passage the prompt teaches ``<quote>`` markup and a private ``<thinking>``
+        scratchpad: the evidence is the argument alone (the scratchpad is kept in
+        ``data["thinking"]``), and its quotes are checked against the passage
+        (``data["quotes"]``: text, status, spans)."""
+        passage = _context_text(ctx.item)
+        messages = self.prompts.render("evidence", claim=claim.text, context=passage)
         out = await self.model.generate(
             messages, self.gen, role="prover", act="evidence", log=ctx.calls
         )
-        text = out.text.strip()
+        reply = parse_reply(out.text) if passage else None
+        text = (reply.argument if reply is not None else out.text).strip()
         if not text:
             raise InvalidOutputError("prover evidence: the model returned an empty reply")
-        return Evidence(text=text)
+        if reply is None:
+            return Evidence(text=text)
+        data: dict[str, Any] = {"quotes": JudgeView.of(ctx.item, None).records(text)}
+        if reply.thinking:
+            data["thinking"] = reply.thinking
+        return Evidence(text=text, data=data)
 
 
 class LLMEstimator:

@@ -90,6 +90,9 @@ class ModelSettings(_Section):
     """Environment variable holding the API key (default: the provider's usual one)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Backend options as JSON (e.g. {"requests_per_minute": 500}); never secrets."""
+    context_length: int | None = Field(default=None, ge=1)
+    """The model's context window in tokens: a prompt that cannot fit fails its debate before
+    it is sent (default: what the backend reports, if it does; else no check)."""
 
     @field_validator("base_url")
     @classmethod
@@ -159,6 +162,20 @@ class ProverSettings(ModelSettings):
     keep_invalid: bool = False
     """When every attempt at a decomposition fails only a check the schema cannot express (a
     subclaim repeating its claim), play the last one, marked invalid, instead of failing."""
+    max_words: int | None = Field(default=None, ge=1)
+    """Words per speech (two-sided debate, consultancy): one re-ask when over, then a cut at a
+    sentence end with a visible marker (None: no limit)."""
+    min_words: int | None = Field(default=None, ge=0)
+    """Fewest words per speech: one re-ask when under, then kept as it is (None: no minimum)."""
+    quote_words: int | None = Field(default=None, ge=0)
+    """Quoted words per speech: one re-ask when over, then the quotes past the budget are left
+    out of what the judge reads (None: no budget)."""
+    quote_penalty: float = Field(default=0.0, ge=0.0)
+    """Weight of the optional training term that penalises quotes not found in the passage:
+    -weight per unverified quote, recorded per speaker in meta.quote_penalty (0: off)."""
+    scratchpad: bool = True
+    """Speeches may open with a private <thinking> scratchpad that no judge or opponent sees
+    (kept in the transcript); only the <argument> is shown."""
     best_of_acts: list[BestOfAct] = Field(default_factory=_decompose_only)
     """The decisions best_of applies to: decompose, and direction (with direction: model; each
     sampled direction scored by its exact expected reward for the round's decomposition), and
@@ -175,6 +192,13 @@ class EstimatorSettings(ModelSettings):
     """Sampling temperature."""
     independent: bool = False
     """Ask all b_i of a round in one batch, ignoring z_<i (cheaper; not the paper's protocol)."""
+
+
+PassageView = Literal["hidden", "shown"]
+
+
+def _both_views() -> list[PassageView]:
+    return ["hidden", "shown"]
 
 
 class JudgeSettings(ModelSettings):
@@ -197,3 +221,10 @@ class JudgeSettings(ModelSettings):
     rounds asked (Michael et al. 2023: 0.05 in bits)."""
     log_base: float = Field(default=2.0, gt=1.0)
     """Interactive judge: base of its log score (2: bits)."""
+    passage: PassageView = "hidden"
+    """What the judge sees of an item's passage: hidden (only the debaters' quotes, marked
+    verified or unverified) or shown (the whole passage). Debaters, consultant, prover and
+    estimator always see it."""
+    direct_passage: list[PassageView] = Field(default_factory=_both_views)
+    """The direct protocol on items with a passage: one debate per entry, variant blind
+    (hidden: the judge answers from the question alone) and expert (shown)."""

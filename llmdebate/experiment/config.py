@@ -25,6 +25,7 @@ from llmdebate.agents.settings import (
     ModelSettings,
     ProverSettings,
 )
+from llmdebate.data.quality import FILTERS as QUALITY_FILTERS
 from llmdebate.experiment.roster import (
     TournamentSettings,
     check_roster,
@@ -65,6 +66,27 @@ class DatasetSettings(_Section):
     """Use only these item ids (JSON list)."""
     password: str | None = None
     """Password of an encrypted zip (default for GPQA: the one its authors publish)."""
+    format: Literal["auto", "common", "quality"] = "auto"
+    """How the file is read: quality (QuALITY's own files or its questions in the common
+    schema: filters, best distractors), common, or auto (quality when the first record is in
+    QuALITY's format or names dataset quality)."""
+    filters: str = "all"
+    """QuALITY: the questions kept (all, hard, answerable, khan2024, michael2023)."""
+    distractor: Literal["best", "random"] = "best"
+    """QuALITY: the dishonest answer: best (the option most validators named the best
+    distractor) or random (a wrong option drawn from the seed)."""
+    pair: bool = False
+    """QuALITY: cut every question's choices to the gold answer and its distractor."""
+    passage_chars: int | None = Field(default=None, ge=200)
+    """Keep only the start of every passage, at most this many characters, cut at a paragraph
+    or sentence end (quick runs of a small model; the published studies use whole stories)."""
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, v: str) -> str:
+        if v not in QUALITY_FILTERS:
+            raise ValueError(f"{v!r} is not one of {', '.join(QUALITY_FILTERS)}")
+        return v
 
 
 class ReportSettings(_Section):

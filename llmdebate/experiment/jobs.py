@@ -1,14 +1,16 @@
 """The debates of a run: every (item, protocol, variant), with its answers, id and seed.
 
 Everything a debate is about is drawn here, once, from the run seed and the item id alone:
-the wrong answer (a distractor choice, or a nearby number for a free-form numeric answer),
+the wrong answer (the distractor the item names in ``meta["distractor"]``, e.g. QuALITY's best
+distractor; else a distractor choice, or a nearby number for a free-form numeric answer),
 the order in which a judge sees the two answers, and the debate seed. So the same item and
 seed give the same claim, the same assigned answers and the same debate whichever protocols
 the run holds, whatever else is in the dataset, and whichever command ran it.
 
 Debate ids are ``<protocol>/<item id>/<variant>``; variants: ``honest`` / ``dishonest`` (the
 prover or consultant defends the gold answer / the distractor), ``chosen`` (the prover picks),
-``order-0`` / ``order-1`` (two-sided: which answer debater A defends), ``direct``; each
+``order-0`` / ``order-1`` (two-sided: which answer debater A defends), ``direct`` (or, on an
+item with a passage, ``blind`` / ``expert``: the judge without and with the passage); each
 protocol says which (:meth:`llmdebate.protocols.interface.Protocol.variants`).
 """
 
@@ -46,9 +48,23 @@ class ItemDraws:
     problem: str | None = None
 
 
+def named_distractor(item: Item) -> str | None:
+    """The distractor the item names (``meta["distractor"]``, e.g. QuALITY's best
+    distractor) when it is one of its wrong choices."""
+    named = item.meta.get("distractor")
+    if isinstance(named, str) and named != item.answer and named in (item.choices or []):
+        return named
+    return None
+
+
 def wrong_answer(item: Item, rng: np.random.Generator) -> str | None:
-    """A wrong choice, or for a numeric free-form answer a nearby number; None if neither."""
+    """The item's named distractor; else a wrong choice drawn from ``rng``, or for a numeric
+    free-form answer a nearby number; None if none of these."""
     wrong = [c for c in (item.choices or []) if c != item.answer]
+    named = named_distractor(item)
+    if named is not None:
+        rng.integers(max(len(wrong), 1))  # the same draws follow as for a drawn distractor
+        return named
     if wrong:
         return str(wrong[int(rng.integers(len(wrong)))])
     if item.choices:
@@ -103,7 +119,10 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
         seed = debate_seed(config.seed, item_key(item.id))
         for protocol in config.protocols:
             proto = get_protocol(protocol, where="protocols")
-            for variant in proto.variants(config.prover.assignment, index):
+            names = proto.variants(config.prover.assignment, index)
+            if item.context and item.context.strip():
+                names = proto.passage_variants(names, config.judge.direct_passage)
+            for variant in names:
                 answer = proto.assigned_answer(variant, dr.gold, dr.distractor)
                 spec = DebateSpec(
                     debate_id=f"{protocol}/{item.id}/{variant}",

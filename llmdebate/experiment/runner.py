@@ -43,7 +43,7 @@ import yaml
 from tqdm import tqdm
 
 from llmdebate.agents.factory import Team, build_models
-from llmdebate.data import Item, load_items
+from llmdebate.data import Item
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped
@@ -53,6 +53,7 @@ from llmdebate.experiment.executors import (
     RunContext,
     make_executor,
 )
+from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
@@ -340,17 +341,8 @@ def run(
 
 
 def _items(config: ExperimentConfig) -> list[Item]:
-    ds = config.dataset
-    return load_items(
-        resolve_path(ds.path),
-        shuffle_seed=ds.shuffle_seed,
-        limit=ds.limit,
-        ids=ds.ids,
-        password=ds.password,
-        split=ds.split,
-        subset=ds.subset,
-        fields=ds.fields,
-    )
+    """The run's items (QuALITY's loader where the dataset section names it)."""
+    return load_run_items(config.dataset, config.seed)
 
 
 def _build_models(config: ExperimentConfig) -> dict[str, Model]:

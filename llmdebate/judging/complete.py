@@ -171,6 +171,7 @@ def submit(
             "reveal": study["reveal"],
             "turn_cost": float(study["turn_cost"]),
             "show_protocol": bool(study["show_protocol"]),
+            "passage": view.get("passage_setting"),
         }
         j = Judgment(
             assignment_id=a.id,
@@ -235,7 +236,7 @@ def record_machine(
             submitted_at=now,
             active_s=active_s,
             interface=kind,
-            settings=settings,
+            settings={**settings, "passage": t.meta.get("passage")},
             calls=[c.model_dump(mode="json") for c in calls] if calls is not None else None,
         )
         s.add(j)

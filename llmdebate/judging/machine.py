@@ -83,7 +83,10 @@ async def _model_ruling(
     calls: list[ModelCallRecord] = []
     if recursive(t):
         leaf = t.rounds[-1]
-        judge = LLMJudge(model, prompts, method=method, samples=samples, temperature=temperature)
+        judge = LLMJudge(
+            model, prompts, method=method, samples=samples, temperature=temperature,
+            passage=str(t.meta.get("passage") or "hidden"),  # the debate's view of the passage
+        )
         ctx = DebateContext(
             config=t.config,
             rng=np.random.default_rng(t.seed),

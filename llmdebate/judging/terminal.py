@@ -38,11 +38,38 @@ def _text(value: object) -> str:
     return escape(isolate(value))
 
 
+def _said(segments: list[dict[str, Any]] | None, text: object) -> str:
+    """A speaker's text with its quotes styled: verified green with a tick, unverified red
+    and struck through with a flag, quotes past the budget dim."""
+    if not segments:
+        return _text(text)
+    out: list[str] = []
+    for seg in segments:
+        body = _text(seg.get("text", ""))
+        status = seg.get("status")
+        if seg.get("kind") != "quote":
+            out.append(body)
+        elif status == "verified":
+            out.append(f"[bold green]✓“{body}”[/bold green]")
+        elif status == "over_budget":
+            out.append(f"[dim]{body}[/dim]")
+        else:
+            flag = "[reverse] not in the passage [/reverse]"
+            out.append(f"[red]{flag} [strike]“{body}”[/strike][/red]")
+    return "".join(out)
+
+
+LEGEND = (
+    "[dim]You have not read the passage. Quotes: [bold green]✓“verified”[/bold green] is in "
+    "the passage word for word; [red][strike]“unverified”[/strike][/red] is not.[/dim]"
+)
+
+
 def _turn(console: Console, t: dict[str, Any]) -> None:
     head = f"{t['speaker']}, round {t['round']}"
     if t.get("position"):
         head += f" — arguing for “{_text(t['position'])}”"
-    console.print(Panel(_text(t["text"]), title=head))
+    console.print(Panel(_said(t.get("segments"), t["text"]), title=head))
 
 
 def _more(view: dict[str, Any]) -> str:
@@ -56,15 +83,21 @@ def _show(console: Console, view: dict[str, Any], n: int, total: int) -> None:
         console.print(f"[dim]Protocol:[/dim] {_text(str(view['protocol']))}")
     if view["kind"] == "leaf":
         for step in view.get("path") or []:
-            console.print(f"[dim]reached from:[/dim] {_text(step['claim'])}")
+            console.print(f"[dim]reached from:[/dim] {_said(step.get('segments'), step['claim'])}")
         if view.get("passage"):
             console.print(Panel(_text(str(view["passage"])), title="Passage"))
-        console.print(Panel(_text(str(view["claim"])), title="Claim"))
-        console.print(Panel(_text(str(view["evidence"])), title="Evidence"))
+        elif view.get("passage_setting") == "hidden":
+            console.print(LEGEND)
+        console.print(Panel(_said(view.get("claim_segments"), view["claim"]), title="Claim"))
+        console.print(
+            Panel(_said(view.get("evidence_segments"), view["evidence"]), title="Evidence")
+        )
         return
     console.print(Panel(_text(str(view["question"])), title="Question"))
     if view.get("passage"):
         console.print(Panel(_text(str(view["passage"])), title="Passage"))
+    elif view.get("passage_setting") == "hidden" and view["turns"]:
+        console.print(LEGEND)
     for i, a in enumerate(view["answers"], start=1):
         console.print(f"[bold]Answer {i}:[/bold] {_text(str(a))}")
     for t in view["turns"]:

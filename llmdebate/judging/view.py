@@ -4,8 +4,16 @@ Built only from the fields a judge may see, so a page or a terminal screen canno
 is left out: never the gold answer or a claim's truth, which side is honest, model names,
 protocol names, debate ids or other judges' verdicts.
 
+The item's passage is in the view only when the debate's judge setting shows it
+(``meta.passage``: ``judge.passage``, or the direct baseline's variant); hidden, the judge
+reads the passage only through the speakers' quotes. Every text a speaker wrote (a speech, the
+leaf claim and evidence, the claims of the path) comes as ``text`` (what is displayed) and
+``segments`` (:meth:`llmdebate.agents.passage.JudgeView.segments`: plain text, and quotes
+with their status ``verified`` / ``unverified`` / ``over_budget``, which the page styles
+apart). ``passage_setting`` says which view this was.
+
 * Prover-estimator and naive recursive debate: the leaf claim and the prover's evidence
-  (Figure 2, step 3(b)), plus the item's passage where it has one; ``context`` (a study
+  (Figure 2, step 3(b)), plus the item's passage where it is shown; ``context`` (a study
   setting recorded with each verdict) adds the claims along the recursion path (``path``) or
   every round's claim with its subclaims (``full``).
 * Two-sided debate, consultancy, direct: the question, the passage, the two answers in this
@@ -25,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from llmdebate.agents.passage import JudgeView
+from llmdebate.protocols.common import recorded_view
 from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Transcript
@@ -66,36 +76,10 @@ def _view(
     t: Transcript, seed: int, context: str, reveal: str, revealed: int, turn_cost: float
 ) -> dict[str, Any]:
     item = t.item or {}
-    passage = item.get("context") or None
+    pv = recorded_view(t)
     flip = flipped(seed)
     if protocol_of(t).can(RECURSIVE):
-        leaf = t.rounds[-1]
-        view: dict[str, Any] = {
-            "kind": "leaf",
-            "claim": leaf.claim.text,
-            "evidence": leaf.evidence.text if leaf.evidence else "",
-            "passage": passage,
-            "context": context,
-            "flipped": flip,
-            "path": [],
-        }
-        above = t.rounds[:-1]
-        if context == "path":
-            view["path"] = [{"claim": rd.claim.text, "subclaims": []} for rd in above]
-        elif context == "full":
-            view["path"] = [
-                {
-                    "claim": rd.claim.text,
-                    "subclaims": [
-                        {"text": c.text, "followed": i == rd.recurse}
-                        for i, c in enumerate(rd.decomposition.subclaims)
-                    ]
-                    if rd.decomposition
-                    else [],
-                }
-                for rd in above
-            ]
-        return view
+        return _leaf_view(t, pv, context, flip)
     options = list(t.meta.get("options") or [])
     shown = options[::-1] if flip else options
     labels: dict[str, str] = {}
@@ -105,12 +89,18 @@ def _view(
             continue
         label = labels.setdefault(turn.role, f"Speaker {len(labels) + 1}")
         turns.append(
-            {"speaker": label, "round": turn.round, "position": turn.position, "text": turn.text}
+            {
+                "speaker": label,
+                "round": turn.round,
+                "position": turn.position,
+                **shown_text(pv, turn.text, turn.quotes),
+            }
         )
-    view = {
+    view: dict[str, Any] = {
         "kind": "choice",
         "question": item.get("question", ""),
-        "passage": passage,
+        "passage": pv.context(),
+        "passage_setting": pv.mode,
         "answers": shown,
         "flipped": flip,
         "turns": turns,
@@ -121,3 +111,57 @@ def _view(
             turns=turns[:k], stepped=True, turns_total=len(turns), turn_cost=float(turn_cost)
         )
     return view
+
+
+def shown_text(
+    pv: JudgeView, text: str, quotes: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A speaker's text as a person judging reads it: ``text`` (the segments joined) and
+    ``segments`` (quotes with their status)."""
+    segs = [
+        {k: v for k, v in seg.items() if k in ("kind", "text", "status")}
+        for seg in pv.segments(text, quotes)
+    ]
+    return {"text": "".join(str(seg["text"]) for seg in segs), "segments": segs}
+
+
+def _leaf_view(t: Transcript, pv: JudgeView, context: str, flip: bool) -> dict[str, Any]:
+    leaf = t.rounds[-1]
+    ev = leaf.evidence
+    quotes = ev.data.get("quotes") if ev is not None else None
+    evidence = shown_text(pv, ev.text if ev is not None else "", quotes)
+    claim = shown_text(pv, leaf.claim.text)
+    view: dict[str, Any] = {
+        "kind": "leaf",
+        "claim": claim["text"],
+        "claim_segments": claim["segments"],
+        "evidence": evidence["text"],
+        "evidence_segments": evidence["segments"],
+        "passage": pv.context(),
+        "passage_setting": pv.mode,
+        "context": context,
+        "flipped": flip,
+        "path": [],
+    }
+    above = t.rounds[:-1]
+    if context == "path":
+        view["path"] = [{**_claim(pv, rd.claim.text), "subclaims": []} for rd in above]
+    elif context == "full":
+        view["path"] = [
+            {
+                **_claim(pv, rd.claim.text),
+                "subclaims": [
+                    {**_claim(pv, c.text, "text"), "followed": i == rd.recurse}
+                    for i, c in enumerate(rd.decomposition.subclaims)
+                ]
+                if rd.decomposition
+                else [],
+            }
+            for rd in above
+        ]
+    return view
+
+
+def _claim(pv: JudgeView, text: str, key: str = "claim") -> dict[str, Any]:
+    shown = shown_text(pv, text)
+    return {key: shown["text"], "segments": shown["segments"]}

@@ -26,8 +26,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from llmdebate.context_fit import context_fit, tokenizer_counter
 from llmdebate.decisions import current_decision
-from llmdebate.errors import ModelError, UserError
+from llmdebate.errors import ModelError, RequestRejectedError, UserError
 from llmdebate.models.base import (
     Backend,
     ChatMessage,
@@ -89,6 +90,9 @@ class Model:
             raise UserError(f"max_concurrency must be >= 1 (got {limit})")
         self.backend = backend
         self.name: str = backend.name
+        self.context_length: int | None = None
+        """The context window in tokens (configured), else the backend's where it says; a
+        prompt that cannot fit is refused before it is sent (:meth:`check_fit`)."""
         self.max_retries = max_retries
         self.max_concurrency = limit
         self.prices = prices
@@ -131,6 +135,20 @@ class Model:
     def supports_logprobs(self) -> bool:
         """Whether the backend returns token logprobs (Anthropic's API does not)."""
         return self.backend.supports_logprobs
+
+    def check_fit(self, messages: list[ChatMessage], config: GenerateConfig) -> None:
+        """Refuse (:class:`RequestRejectedError`, the debate fails with the reason) a prompt
+        that with ``max_tokens`` for the reply cannot fit the context window, counted with
+        the backend's tokenizer when it has one, else estimated. No window known: no check."""
+        loaded = getattr(getattr(self.backend, "model", None), "config", None)
+        length = self.context_length or getattr(loaded, "max_position_embeddings", None)
+        if not isinstance(length, int) or length <= 0:
+            return
+        tok: Any = getattr(self.backend, "tokenizer", None)
+        counter = tokenizer_counter(tok) if callable(getattr(tok, "encode", None)) else None
+        problem = context_fit(messages, length, counter=counter, reply_tokens=config.max_tokens)
+        if problem is not None:
+            raise RequestRejectedError(f"{self.name}: {problem}")
 
     def replays(self, role: str, rnd: int) -> bool:
         """Whether the speech of ``role`` in round ``rnd`` is answered from a recording rather
@@ -211,6 +229,7 @@ class Model:
         tries: _Tries,
     ) -> ModelOutput:
         check_messages(messages)
+        self.check_fit(messages, config)
         key = None
         if self.cache is not None:
             key = cache_key(self.backend.identity_for(config), messages, config, sample_index)

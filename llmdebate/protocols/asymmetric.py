@@ -17,6 +17,7 @@ from typing import Any
 
 from llmdebate.agents.factory import Team
 from llmdebate.agents.llm import LLMProver
+from llmdebate.agents.passage import JudgeView
 from llmdebate.data.problems import claim_truth
 from llmdebate.engine import complete_with_verdict
 from llmdebate.errors import ProtocolViolation
@@ -55,6 +56,19 @@ def annotate_truth(t: Transcript, meta: dict[str, Any]) -> None:
         for c in claims:
             if c.truth is None:
                 c.truth = claim_truth(c.text, meta)
+
+
+def leaf_view(spec: DebateSpec, team: Team) -> JudgeView:
+    """The leaf judge's view of the passage (``judge.passage``; the prover and the
+    estimator always read it): with it hidden, the judge reads the claim and the prover's
+    evidence, whose checked quotes are all it sees of the passage."""
+    return JudgeView.of({"context": spec.item.context}, team.judge.passage)
+
+
+def record_view(t: Transcript, view: JudgeView) -> None:
+    """Record the leaf judge's view of the passage (``meta.passage``) of an item that has one."""
+    if view.mode is not None:
+        t.meta["passage"] = view.mode
 
 
 async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log) -> Claim:

@@ -1,5 +1,11 @@
 """What the speech protocols share: the options text, the transcript text, the judge's choice.
 
+What a judge reads of an item's passage is one :class:`~llmdebate.agents.passage.JudgeView`
+per debate (:func:`view_of`: ``judge.passage``, or the direct baseline's variant ``blind`` /
+``expert``): :func:`judge_variables` gives every judge prompt the passage only when shown, and
+the speeches with their quotes checked (:func:`transcript_text`); the speeches themselves go
+through :mod:`llmdebate.protocols.speeches` (scratchpad, word limits, quotes).
+
 Two-sided debate, consultancy and the direct judge all end with the judge choosing between
 the item's gold answer and its distractor, shown in the order ``spec.shown``. With a judge that
 defers (``judge.kind`` human or deferred) the debate stops there, status ``awaiting_verdict``,
@@ -19,6 +25,7 @@ from typing import Any, ClassVar
 from llmdebate import scoring
 from llmdebate.agents.best_of_n import best_of_speech
 from llmdebate.agents.factory import Team
+from llmdebate.agents.passage import HIDDEN, SHOWN, JudgeView
 from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
@@ -33,8 +40,11 @@ from llmdebate.protocols.interface import (
 )
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import ModelCallRecord, Transcript, Turn
+from llmdebate.speech import parse_reply
 
 LETTERS = "AB"
+VIEW_VARIANTS = {"blind": HIDDEN, "expert": SHOWN}
+"""Variants that set the judge's view of the passage themselves (the direct baselines)."""
 
 
 def options_text(options: tuple[str, str] | list[str]) -> str:
@@ -48,8 +58,47 @@ def _speaker(t: Turn) -> str:
     return f'{t.role} (round {t.round}, arguing for "{t.position}")'
 
 
-def transcript_text(turns: list[Turn]) -> str:
-    return "\n\n".join(f"{_speaker(t)}:\n{t.text.strip()}" for t in turns)
+def transcript_text(turns: list[Turn], view: JudgeView | None = None) -> str:
+    """The speeches as a judge (or the next speaker) reads them: arguments only (never a
+    scratchpad), each quote marked verified or unverified when the item has a passage."""
+    return "\n\n".join(
+        f"{_speaker(t)}:\n"
+        + (view.for_model(t.text, t.quotes) if view is not None else t.text).strip()
+        for t in turns
+    )
+
+
+def passage_mode(variant: str, configured: str) -> str:
+    """The judge's view of the passage in a debate of ``variant`` (``judge.passage``
+    unless the variant sets it)."""
+    return VIEW_VARIANTS.get(variant, configured)
+
+
+def view_of(spec: DebateSpec, team: Team) -> JudgeView:
+    """The judge's view of the passage of debate ``spec``."""
+    mode = passage_mode(spec.variant, team.judge.passage)
+    return JudgeView.of({"context": spec.item.context}, mode)
+
+
+def recorded_view(t: Transcript) -> JudgeView:
+    """The judge's view of a recorded debate (its ``meta.passage``; hidden when unrecorded)."""
+    return JudgeView.of(t.item, str(t.meta.get("passage") or HIDDEN))
+
+
+def judge_variables(
+    question: str, view: JudgeView, turns: list[Turn] | None = None
+) -> dict[str, Any]:
+    """What a judge's prompt is given: the question, the passage only when shown, and the
+    speeches with their quotes marked."""
+    out: dict[str, Any] = {
+        "question": question,
+        "context": view.context(),
+        "hidden": view.hidden,
+        "quoted": view.passage is not None,
+    }
+    if turns is not None:
+        out["transcript"] = transcript_text(turns, view)
+    return out
 
 
 Decision = tuple[str, float, dict[str, Any]]
@@ -131,6 +180,7 @@ async def speak(
     options: tuple[str, str],
     judge_act: str,
     log: Log,
+    view: JudgeView | None = None,
 ) -> str:
     """The speech of ``role`` in round ``rnd`` (prompt ``messages``; ``seen``: the turns it saw).
 
@@ -152,11 +202,14 @@ async def speak(
             f"(judge.kind is {team.judge.kind})"
         )
 
+    shown = view if view is not None else view_of(spec, team)
+
     async def score(text: str, own: list[ModelCallRecord]) -> float:
-        turn = Turn(role=role, round=rnd, text=text, position=position)
+        argument = parse_reply(text).argument if team.prover.scratchpad else text
+        turn = Turn(role=role, round=rnd, text=argument, position=position)
         decision = await judge_choice(
-            team, judge_act, options, own, question=spec.item.question,
-            context=spec.item.context, transcript=transcript_text([*seen, turn]),
+            team, judge_act, options, own,
+            **judge_variables(spec.item.question, shown, [*seen, turn]),
         )
         assert decision is not None  # the judge does not defer
         choice, _, raw = decision
@@ -169,6 +222,18 @@ async def speak(
         model, messages, team.speech_config(), n, role=role, act=act, rnd=rnd,
         seed_key=f"{spec.seed}:{spec.debate_id}", score=score, log=log,
     )
+
+
+def with_quote_penalty(t: Transcript, team: Team) -> Transcript:
+    """``t`` with the optional quote penalty recorded (``prover.quote_penalty`` > 0): per
+    speaker, :func:`llmdebate.scoring.quote_penalties`, re-scored like every reward."""
+    weight = team.prover.quote_penalty
+    if weight > 0:
+        t.meta["quote_penalty"] = {
+            "weight": weight,
+            "by_role": scoring.quote_penalties(t, weight),
+        }
+    return t
 
 
 def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
@@ -260,13 +325,10 @@ class ChoiceProtocol(Protocol):
 
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
         item = t.item or {}
-        variables: dict[str, Any] = {
-            "question": item.get("question", ""),
-            "context": item.get("context"),
-        }
-        if self.shows_transcript:
-            variables["transcript"] = transcript_text([x for x in t.turns if x.role != "judge"])
-        return self.judge_act, variables
+        turns = [x for x in t.turns if x.role != "judge"] if self.shows_transcript else None
+        return self.judge_act, judge_variables(
+            str(item.get("question", "")), recorded_view(t), turns
+        )
 
     def complete(
         self,

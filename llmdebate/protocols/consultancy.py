@@ -14,14 +14,17 @@ from llmdebate.protocols.common import (
     ChoiceProtocol,
     decided,
     judge_choice,
+    judge_variables,
     options_text,
-    speak,
     transcript_text,
+    view_of,
+    with_quote_penalty,
 )
 from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import ASSIGNED, SPEECHES
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
+from llmdebate.protocols.speeches import Rules, deliver
 from llmdebate.schemas import Transcript, Turn
 
 
@@ -44,6 +47,8 @@ class Consultancy(ChoiceProtocol):
                 raise ProtocolViolation("consultancy needs an assigned answer")
             position = await chosen_position(team, spec, "consultant", log)
         model = team.model_for("consultant")
+        view = view_of(spec, team)
+        rules = Rules.of(team.prover).prompt_variables()
         turns: list[Turn] = []
         asks = JudgeTurns(team, spec, spec.shown, settings.rounds, "a consultant")
         for rnd in range(1, settings.rounds + 1):
@@ -55,18 +60,16 @@ class Consultancy(ChoiceProtocol):
                 position=position,
                 round=rnd,
                 rounds=settings.rounds,
-                transcript=transcript_text(turns),
+                transcript=transcript_text(turns, view),
+                **rules,
             )
-            text = await speak(
-                team, spec, msgs, role="consultant", position=position, rnd=rnd, seen=turns,
-                options=spec.shown, judge_act=self.judge_act, log=log,
+            turns.append(
+                await deliver(
+                    team, spec, view, msgs, role="consultant", position=position, rnd=rnd,
+                    seen=turns, options=spec.shown, judge_act=self.judge_act, log=log,
+                )
             )
-            turns.append(Turn(role="consultant", round=rnd, text=text, position=position))
-            shown_to_judge = {
-                "question": spec.item.question,
-                "context": spec.item.context,
-                "transcript": transcript_text(turns),
-            }
+            shown_to_judge = judge_variables(spec.item.question, view, turns)
             if not await asks.goes_on(rnd, turns, log, shown_to_judge):
                 break
         decision = asks.decision() or await judge_choice(
@@ -74,11 +77,9 @@ class Consultancy(ChoiceProtocol):
             self.judge_act,
             spec.shown,
             log,
-            question=spec.item.question,
-            context=spec.item.context,
-            transcript=transcript_text(turns),
+            **judge_variables(spec.item.question, view, turns),
         )
-        return decided(
+        t = decided(
             spec,
             settings,
             agents={"consultant": model.name, "judge": team.judge_name()},
@@ -88,5 +89,7 @@ class Consultancy(ChoiceProtocol):
             judge_round=asks.judge_round(),
             options=spec.shown,
             rounds=settings.rounds,
+            passage=view.mode,
             **asks.meta(),
         )
+        return with_quote_penalty(t, team)

@@ -1,10 +1,24 @@
-"""Direct judge: the judge answers the question alone (no debater)."""
+"""Direct judge: the judge answers the question alone (no debater).
+
+On an item with a passage the direct protocol is the two baselines of the QA debate studies,
+one debate each (``judge.direct_passage``): ``blind`` (the passage hidden: the judge answers
+from the question and the two answers alone) and ``expert`` (the passage shown)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llmdebate.agents.factory import Team
+from llmdebate.agents.passage import HIDDEN
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice
+from llmdebate.protocols.common import (
+    VIEW_VARIANTS,
+    ChoiceProtocol,
+    decided,
+    judge_choice,
+    judge_variables,
+    view_of,
+)
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
 
@@ -18,17 +32,19 @@ class Direct(ChoiceProtocol):
     judge_act = "direct_judge"
     shows_transcript = False
 
+    def passage_variants(
+        self, variants: tuple[str, ...], views: Sequence[str]
+    ) -> tuple[str, ...]:
+        names: dict[str, str] = {mode: name for name, mode in VIEW_VARIANTS.items()}
+        return tuple(names[v] for v in views) or (names[HIDDEN],)
+
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
         """One direct-judge decision between the item's gold answer and its distractor."""
+        view = view_of(spec, team)
         decision = await judge_choice(
-            team,
-            self.judge_act,
-            spec.shown,
-            log,
-            question=spec.item.question,
-            context=spec.item.context,
+            team, self.judge_act, spec.shown, log, **judge_variables(spec.item.question, view)
         )
         return decided(
             spec,
@@ -39,4 +55,5 @@ class Direct(ChoiceProtocol):
             decision=decision,
             judge_round=0,
             options=spec.shown,
+            passage=view.mode,
         )

@@ -8,7 +8,8 @@ capabilities; no module names a protocol.
 
 The hooks, in the order a debate meets them:
 
-* which debates an item yields: :meth:`Protocol.variants`, :meth:`Protocol.assigned_answer`,
+* which debates an item yields: :meth:`Protocol.variants`, :meth:`Protocol.passage_variants`,
+  :meth:`Protocol.assigned_answer`,
   :meth:`Protocol.needs_wrong_answer` (:mod:`llmdebate.experiment.jobs`);
 * running one debate: :meth:`Protocol.run` (a protocol object is also callable as its run);
 * a judge that deferred: :meth:`Protocol.judge_prompt` (what a model judge of the waiting
@@ -31,6 +32,7 @@ transcripts hold rounds of claims down to a leaf verdict declares ``recursive``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 from typing import Protocol as TypingProtocol
 
@@ -123,6 +125,14 @@ class Protocol(ABC):
             return assignment_variants(assignment, index)
         return (self.name,)
 
+    def passage_variants(
+        self, variants: tuple[str, ...], views: Sequence[str]
+    ) -> tuple[str, ...]:
+        """The debates of an item that has a passage, given ``variants`` and the judge views
+        a run asks for (``judge.direct_passage``): a protocol that runs one debate per view
+        of the passage (the direct baselines) names them; others keep ``variants``."""
+        return variants
+
     def assigned_answer(self, variant: str, gold: str, distractor: str) -> str | None:
         """The answer the debater of ``variant`` defends (None: chosen, or none)."""
         return {"honest": gold, "dishonest": distractor}.get(variant)
@@ -166,8 +176,11 @@ class Protocol(ABC):
 
     # -- scoring --------------------------------------------------------------------------
     def rescore(self, t: Transcript) -> scoring.Score:
-        """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.scoring`."""
-        return scoring.score_transcript(t, self.reward_scheme)
+        """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.scoring`,
+        the optional quote penalty included."""
+        s = scoring.score_transcript(t, self.reward_scheme)
+        scoring.check_quote_penalties(t, s)
+        return s
 
     def judgment_scores(self, t: Transcript) -> dict[str, float | None]:
         """How well the judge of a complete debate did against the gold truth."""

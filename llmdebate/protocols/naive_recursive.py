@@ -6,8 +6,15 @@ from __future__ import annotations
 from llmdebate import scoring
 from llmdebate.agents.factory import Team
 from llmdebate.engine import run_naive_recursive
-from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
+from llmdebate.protocols.asymmetric import (
+    RecursiveProtocol,
+    annotate_truth,
+    chosen_claim,
+    leaf_view,
+    record_view,
+)
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
@@ -40,8 +47,9 @@ class NaiveRecursive(RecursiveProtocol):
             calls=log,
         )
         annotate_truth(t, spec.item.meta)
+        record_view(t, leaf_view(spec, team))
         t.meta.update(claimed_answer=claim.data["answer"])
-        return t
+        return with_quote_penalty(t, team)
 
     def injectable(self, d: DecisionRow) -> bool:
         """A debater's decomposition, subclaim probability or evidence; the challenger's pick."""

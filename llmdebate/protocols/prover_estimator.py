@@ -9,8 +9,15 @@ from __future__ import annotations
 from llmdebate import scoring
 from llmdebate.agents.factory import Team
 from llmdebate.engine import run_prover_estimator
-from llmdebate.protocols.asymmetric import RecursiveProtocol, annotate_truth, chosen_claim
+from llmdebate.protocols.asymmetric import (
+    RecursiveProtocol,
+    annotate_truth,
+    chosen_claim,
+    leaf_view,
+    record_view,
+)
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.schemas import Transcript
@@ -45,8 +52,12 @@ class ProverEstimator(RecursiveProtocol):
             calls=log,
         )
         annotate_truth(t, spec.item.meta)
-        t.meta.update(claimed_answer=claim.data["answer"], prover_beliefs=dict(prover.beliefs))
-        return t
+        record_view(t, leaf_view(spec, team))
+        t.meta.update(
+                        claimed_answer=claim.data["answer"],
+            prover_beliefs=dict(prover.beliefs),
+        )
+        return with_quote_penalty(t, team)
 
     def expected_payoff(self, t: Transcript) -> float | None:
         return scoring.normalized_total(t, expected=True, scheme=self.reward_scheme)

@@ -9,25 +9,31 @@ across the pair. ``mode``: ``sequential`` (B sees A's speech of the same round) 
 from __future__ import annotations
 
 from llmdebate.agents.factory import Team
+from llmdebate.agents.passage import JudgeView
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import (
     ChoiceProtocol,
     decided,
     judge_choice,
+    judge_variables,
     options_text,
-    speak,
     transcript_text,
+    view_of,
+    with_quote_penalty,
 )
 from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import SPEECHES
 from llmdebate.protocols.registry import register
+from llmdebate.protocols.speeches import Rules, deliver
 from llmdebate.schemas import Transcript, Turn
 
 JUDGE_ACT = "two_sided_judge"
 
+
 async def _speech(
     team: Team,
     spec: DebateSpec,
+    view: JudgeView,
     options: tuple[str, str],
     who: str,
     position: str,
@@ -46,13 +52,13 @@ async def _speech(
         opponent_position=opponent,
         round=rnd,
         rounds=rounds,
-        transcript=transcript_text(seen),
+        transcript=transcript_text(seen, view),
+        **Rules.of(team.prover).prompt_variables(),
     )
-    text = await speak(
-        team, spec, msgs, role=who, position=position, rnd=rnd, seen=seen, options=options,
-        judge_act=JUDGE_ACT, log=log,
+    return await deliver(
+        team, spec, view, msgs, role=who, position=position, rnd=rnd, seen=seen,
+        options=options, judge_act=JUDGE_ACT, log=log,
     )
-    return Turn(role=who, round=rnd, text=text, position=position)
 
 
 @register("two-sided")
@@ -73,23 +79,22 @@ class TwoSided(ChoiceProtocol):
     ) -> Transcript:
         shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
         pos_a, pos_b = shown
+        view = view_of(spec, team)
         turns: list[Turn] = []
         asks = JudgeTurns(team, spec, shown, settings.rounds, "two debaters")
         for rnd in range(1, settings.rounds + 1):
             before = list(turns)
             a = await _speech(
-                team, spec, shown, "debater A", pos_a, pos_b, rnd, settings.rounds, before, log
+                team, spec, view, shown, "debater A", pos_a, pos_b, rnd, settings.rounds,
+                before, log,
             )
             seen_b = [*before, a] if settings.mode == "sequential" else before
             b = await _speech(
-                team, spec, shown, "debater B", pos_b, pos_a, rnd, settings.rounds, seen_b, log
+                team, spec, view, shown, "debater B", pos_b, pos_a, rnd, settings.rounds,
+                seen_b, log,
             )
             turns += [a, b]
-            shown_to_judge = {
-                "question": spec.item.question,
-                "context": spec.item.context,
-                "transcript": transcript_text(turns),
-            }
+            shown_to_judge = judge_variables(spec.item.question, view, turns)
             if not await asks.goes_on(rnd, turns, log, shown_to_judge):
                 break
         decision = asks.decision() or await judge_choice(
@@ -97,11 +102,9 @@ class TwoSided(ChoiceProtocol):
             self.judge_act,
             shown,
             log,
-            question=spec.item.question,
-            context=spec.item.context,
-            transcript=transcript_text(turns),
+            **judge_variables(spec.item.question, view, turns),
         )
-        return decided(
+        t = decided(
             spec,
             settings,
             agents={
@@ -117,5 +120,7 @@ class TwoSided(ChoiceProtocol):
             order=list(shown),
             rounds=settings.rounds,
             mode=settings.mode,
+            passage=view.mode,
             **asks.meta(),
         )
+        return with_quote_penalty(t, team)

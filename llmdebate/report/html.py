@@ -261,6 +261,18 @@ def render(
         f"<p class='muted'>Percentile bootstrap over items, {b['resamples']} resamples, "
         f"seed {b['seed']}. Definitions in docs/metrics.md.</p>",
         table(tables.ACC_HEAD, tables.accuracy_rows(metrics)),
+    ]
+    if tables.passage_rows(metrics):
+        parts += [
+            "<h2>Accuracy per protocol and judge's view of the passage</h2>",
+            table(tables.PASSAGE_HEAD, tables.passage_rows(metrics)),
+        ]
+    if tables.quote_rows(metrics):
+        parts += [
+            "<h2>Quotes from the passage (checked against it)</h2>",
+            table(tables.QUOTE_HEAD, tables.quote_rows(metrics)),
+        ]
+    parts += [
         "<h2>Honest against dishonest prover on the same item</h2>",
         table(tables.PAIR_HEAD, tables.pair_rows(metrics)),
         "<h2>Estimator calibration</h2>",

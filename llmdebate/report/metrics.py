@@ -10,7 +10,10 @@ Conventions written by :mod:`llmdebate.protocols` into ``Transcript.meta``:
   ``correct`` / ``incorrect`` (consultancy: the assigned answer), ``order-0`` / ``order-1``
   (two-sided: which answer debater A defends), ``direct``;
 * ``decision`` — the answer text the judge chose (direct, consultancy, two-sided);
-* ``gold`` — the gold answer text.
+* ``gold`` — the gold answer text;
+* ``passage`` — the judge's view of the item's passage, ``hidden`` or ``shown`` (None: the
+  item has none); accuracy is also given per view (``by_passage``), and the share of verified
+  quotes per protocol, side and model (``quotes``).
 """
 
 from __future__ import annotations
@@ -247,17 +250,67 @@ def metrics_of(
             "item_scores": scores,
             "cost": asdict(run.costs.get(proto, Cost())),
         }
+        views = _by_passage(records, proto, seed=seed + 200 + k, n_boot=n_boot)
+        if views:
+            entry["by_passage"] = views
         if can(proto, RECURSIVE):
             entry["pairs"] = _pair_stats(pairs(records, proto), seed=seed + 100 + k, n=n_boot)
             entry["payoff"] = payoffs_by_side(records, proto)
         per[proto] = entry
     cal = calibration(calibration_points(records), n_bins)
-    return {
+    out: dict[str, Any] = {
         "n_transcripts": len(records),
         "bootstrap": {"resamples": n_boot, "level": 0.95, "unit": "item", "seed": seed},
         "protocols": per,
         "calibration": asdict(cal),
     }
+    quotes = quote_shares(records)
+    if quotes:
+        out["quotes"] = quotes
+    return out
+
+
+def _by_passage(
+    records: list[DebateRecord], protocol: str, *, seed: int, n_boot: int
+) -> dict[str, Any]:
+    """Accuracy with intervals per judge view of the passage (``hidden`` / ``shown``), for
+    the protocol's debates on items with a passage."""
+    mine = _of_protocol(records, protocol)
+    out: dict[str, Any] = {}
+    for j, view in enumerate(sorted({r.passage for r in mine if r.passage})):
+        vals = list(item_scores([r for r in mine if r.passage == view], protocol).values())
+        ci = bootstrap_ci(vals, seed=seed + 1000 * j, n_boot=n_boot)
+        out[view] = {
+            "items": len(vals),
+            "accuracy": float(np.mean(vals)) if vals else None,
+            "ci95": list(ci) if ci else None,
+            "bootstrap_seed": seed + 1000 * j,
+        }
+    return out
+
+
+def quote_shares(records: Debates) -> list[dict[str, Any]]:
+    """The share of verified quotes per protocol, side and model (speakers that quoted)."""
+    tally: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for r in _records(records):
+        for who, model, verified, n in r.quotes:
+            row = tally[(r.protocol, who, model)]
+            row[0] += verified
+            row[1] += n
+    order = {p: i for i, p in enumerate(in_order({k[0] for k in tally}))}
+    return [
+        {
+            "protocol": proto,
+            "side": who,
+            "model": model,
+            "quotes": n,
+            "verified": v,
+            "share_verified": v / n if n else None,
+        }
+        for (proto, who, model), (v, n) in sorted(
+            tally.items(), key=lambda kv: (order[kv[0][0]], kv[0][1:])
+        )
+    ]
 
 
 def _pair_stats(ps: list[Pair], *, seed: int, n: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from llmdebate.agents.audit import DecompositionTally
 from llmdebate.protocols.registry import protocol_of
@@ -83,6 +84,10 @@ class DebateRecord:
     # the estimator's p_d on a top claim with a gold truth)
     calibration: tuple[str, float, int] | None
     failure: str | None
+    passage: str | None = None
+    """The judge's view of the item's passage (``hidden`` / ``shown``; None: no passage)."""
+    quotes: tuple[tuple[str, str, int, int], ...] = ()
+    """(side, model, verified quotes, quotes) of every speaker that quoted the passage."""
 
 
 def record_of(t: Transcript) -> DebateRecord:
@@ -101,7 +106,39 @@ def record_of(t: Transcript) -> DebateRecord:
         correct=decision_correct(t),
         calibration=cal,
         failure=t.failure if t.status == "failed" else None,
+        passage=t.meta.get("passage") if isinstance(t.meta.get("passage"), str) else None,
+        quotes=quote_counts(t),
     )
+
+
+def _count(quotes: list[dict[str, Any]] | None) -> tuple[int, int]:
+    qs = quotes or []
+    return sum(1 for q in qs if q.get("status") == "verified"), len(qs)
+
+
+def quote_counts(t: Transcript) -> tuple[tuple[str, str, int, int], ...]:
+    """(side, model, verified, quotes) per speaker of ``t`` that quoted the passage: the
+    speeches' quotes (side: whether the speaker argued for the gold answer) and the leaf
+    evidence's (the prover's side)."""
+    g = gold(t)
+    tally: dict[tuple[str, str], list[int]] = {}
+
+    def add(who: str, model: str, counts: tuple[int, int]) -> None:
+        if counts[1]:
+            row = tally.setdefault((who, model), [0, 0])
+            row[0] += counts[0]
+            row[1] += counts[1]
+
+    for turn in t.turns:
+        if turn.quotes:
+            honest = g is not None and (turn.position or "").strip().lower() == g.strip().lower()
+            who = "honest" if honest else "dishonest"
+            add(who, t.agents.get(turn.role, ""), _count(turn.quotes))
+    for rd in t.rounds:
+        ev = rd.evidence
+        if ev is not None and isinstance(ev.data.get("quotes"), list):
+            add(side(t) or "prover", t.agents.get("prover", ""), _count(ev.data["quotes"]))
+    return tuple((who, model, v, n) for (who, model), (v, n) in sorted(tally.items()))
 
 
 @dataclass

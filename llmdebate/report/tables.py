@@ -58,7 +58,27 @@ def cost_rows(m: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def passage_rows(m: dict[str, Any]) -> list[list[str]]:
+    """Accuracy per protocol and judge view of the passage (items with a passage)."""
+    rows = []
+    for proto, e in m["protocols"].items():
+        for view, v in (e.get("by_passage") or {}).items():
+            rows.append([proto, view, str(v["items"]), _f(v["accuracy"]), _ci(v["ci95"])])
+    return rows
+
+
+def quote_rows(m: dict[str, Any]) -> list[list[str]]:
+    """Verified quotes per protocol, side and model."""
+    return [
+        [q["protocol"], q["side"], q["model"], str(q["quotes"]), str(q["verified"]),
+         _f(q["share_verified"])]
+        for q in m.get("quotes") or []
+    ]
+
+
 ACC_HEAD = ["protocol", "items", "accuracy", "95% bootstrap CI"]
+PASSAGE_HEAD = ["protocol", "judge's passage", "items", "accuracy", "95% bootstrap CI"]
+QUOTE_HEAD = ["protocol", "side", "model", "quotes", "verified", "share verified"]
 PAIR_HEAD = [
     "protocol",
     "pairs",
@@ -91,6 +111,22 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         "",
         markdown(ACC_HEAD, accuracy_rows(m)),
         "",
+    ]
+    if passage_rows(m):
+        parts += [
+            "## Accuracy per protocol and judge's view of the passage",
+            "",
+            markdown(PASSAGE_HEAD, passage_rows(m)),
+            "",
+        ]
+    if quote_rows(m):
+        parts += [
+            "## Quotes from the passage (checked against it)",
+            "",
+            markdown(QUOTE_HEAD, quote_rows(m)),
+            "",
+        ]
+    parts += [
         "## Honest against dishonest prover on the same item",
         "",
         markdown(PAIR_HEAD, pair_rows(m)),
