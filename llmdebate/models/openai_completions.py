@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -71,7 +72,10 @@ class OpenAICompletionsBackend(OpenAIServer):
         super().__init__(name, model_id, **common)
         self.max_tokens_param = max_tokens_param or "max_tokens"
         self.chat_template_source = chat_template
-        self._template = ChatTemplate(load_chat_template(chat_template)) if chat_template else None
+        text = load_chat_template(chat_template) if chat_template else None
+        self._template = ChatTemplate(text) if text is not None else None
+        # the template enters the cache key by its text: an edited file gives other prompts
+        self._template_id = hashlib.sha256(text.encode()).hexdigest()[:16] if text else "plain"
         self._lists_ok = False  # a list of prompts has been answered
         self._lists_refused = False  # a list was refused: each prompt goes alone
         modes = () if self.structured == "none" else (self.structured,)
@@ -90,7 +94,7 @@ class OpenAICompletionsBackend(OpenAIServer):
     @property
     def identity(self) -> str:
         # another endpoint, another prompt: other replies
-        return f"{super().identity}#completions:{self.chat_template_source or 'plain'}"
+        return f"{super().identity}#completions:{self._template_id}"
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
