@@ -99,7 +99,8 @@ async def test_a_registered_method_estimates_for_the_estimator_and_the_judge():
         assert JudgeSettings(method="generate").method == "generate"
     finally:
         METHODS.remove("first-sample")
-    with pytest.raises(pydantic.ValidationError, match="unknown judge method .first-sample.: choose from logprobs, sampling, verbalised, generate"):
+    names = "choose from logprobs, sampling, verbalised, generate"
+    with pytest.raises(pydantic.ValidationError, match=f"judge method 'first-sample': {names}"):
         JudgeSettings(method="first-sample")
 
 
