@@ -134,6 +134,23 @@ def test_an_unregistered_protocol_is_refused_with_the_choices(
     assert f"unknown protocol '{NAME}': choose from prover-estimator" in err
 
 
+def test_run_help_lists_the_protocols_registered_when_it_is_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def protocols_help() -> str:
+        assert main(["run", "--help"]) == 0
+        out = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # unwrapped
+        return out.split("--protocols LIST ", 1)[1].split(" --", 1)[0]
+
+    assert NAME not in protocols_help()
+    register(NAME)(JudgeWithNotes)  # after the command was built
+    try:
+        shown = protocols_help()
+    finally:
+        PROTOCOLS.remove(NAME)
+    assert f"One of: {', '.join(PROTOCOLS.names())}, {NAME}." in shown
+
+
 def test_a_protocol_defined_in_a_test_runs_reports_scores_exports_and_forks(
     plugin: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
