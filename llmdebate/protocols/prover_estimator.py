@@ -44,6 +44,7 @@ class ProverEstimator(RecursiveProtocol):
             item=spec.item_dict,
             calls=log,
         )
+        t.protocol = self.name  # a protocol built on this one records its own name
         annotate_truth(t, spec.item.meta)
         t.meta.update(claimed_answer=claim.data["answer"], prover_beliefs=dict(prover.beliefs))
         return t
