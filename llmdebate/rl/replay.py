@@ -16,7 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.agents.base import DebateContext, DirectionChoice
+from llmdebate.agents.base import (
+    AuditedProver,
+    BelievingProver,
+    DebateContext,
+    DirectionChoice,
+    Estimator,
+    Prover,
+)
 from llmdebate.agents.factory import Team, build_models
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
 from llmdebate.data.loader import Item
@@ -131,10 +138,12 @@ class ForkPoint:
 class ReplayProver:
     """The recorded prover before round ``at``; the live one (or the injection) from there."""
 
-    def __init__(self, live: Any, t: Transcript, at: ForkPoint, inject: Injection | None) -> None:
+    def __init__(
+        self, live: Prover, t: Transcript, at: ForkPoint, inject: Injection | None
+    ) -> None:
         self.live, self.t, self.at, self.inject = live, t, at, inject
         self.rounds = _rounds(t)
-        self.name = getattr(live, "name", "prover")
+        self.name = live.name
         self.audits: list[dict[str, Any]] = []
         """The grading of each decomposition played: as recorded for replayed rounds, the live
         prover's own for the rest (the engine stores it in ``meta["decompositions"]``)."""
@@ -142,7 +151,7 @@ class ReplayProver:
 
     @property
     def beliefs(self) -> dict[str, float]:
-        return dict(getattr(self.live, "beliefs", {}))
+        return dict(self.live.beliefs) if isinstance(self.live, BelievingProver) else {}
 
     def _injected(self, act: str, k: int | None) -> str | None:
         if self.inject is not None and self.inject.matches("prover", act, k):
@@ -182,13 +191,12 @@ class ReplayProver:
         got = self._injected("decompose", k)
         if got is not None:
             return parse_decomposition(got, claim, ctx.config.width)
-        own = getattr(self.live, "audits", None)
+        own = self.live.audits if isinstance(self.live, AuditedProver) else None
         before = len(own) if own is not None else 0
         dec = await self.live.decompose(claim, k, ctx)
         if own is not None:
             self.audits.extend(own[before:])
-        out: Decomposition = dec
-        return out
+        return dec
 
     async def choose(
         self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], ctx: DebateContext
@@ -214,10 +222,12 @@ class ReplayProver:
 class ReplayEstimator:
     """The recorded estimator before round ``at``; the live one (or the injection) from there."""
 
-    def __init__(self, live: Any, t: Transcript, at: ForkPoint, inject: Injection | None) -> None:
+    def __init__(
+        self, live: Estimator, t: Transcript, at: ForkPoint, inject: Injection | None
+    ) -> None:
         self.live, self.t, self.at, self.inject = live, t, at, inject
         self.rounds = _rounds(t)
-        self.name = getattr(live, "name", "estimator")
+        self.name = live.name
 
     async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
         if self.inject is not None and self.inject.matches("estimator", "estimate", None):
@@ -294,13 +304,13 @@ def team_for(
     return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge)
 
 
-def _seed_beliefs(prover: Any, t: Transcript, at: ForkPoint) -> None:
+def _seed_beliefs(prover: Prover, t: Transcript, at: ForkPoint) -> None:
     """Give an unswapped prover the beliefs it had formed in the replayed rounds, so that it
     asks again exactly what it asked in the original (a cache of its own answers)."""
-    beliefs = getattr(prover, "beliefs", None)
-    known = t.meta.get("prover_beliefs") or {}
-    if not isinstance(beliefs, dict):
+    if not isinstance(prover, BelievingProver):
         return
+    beliefs = prover.beliefs
+    known = t.meta.get("prover_beliefs") or {}
     for rd in t.rounds:
         if at.replayed(rd.k, "direction"):
             subs = rd.decomposition.subclaims if rd.decomposition else []
