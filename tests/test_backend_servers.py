@@ -115,7 +115,8 @@ async def test_no_list_is_sent_after_the_first_refusal_even_by_a_concurrent_batc
     config = GenerateConfig(max_tokens=4)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         first = asyncio.create_task(m.generate_many([ask(i) for i in range(4)], config))
-        await asyncio.sleep(0.3)
+        while server.requests < 1 + 4:  # the list refused, its prompts sent alone: in flight
+            await asyncio.sleep(0.005)
         second = await m.generate_many([ask(i) for i in range(4, 8)], config)
         outs = await first + second
     assert len(outs) == 8 and all(o.text.startswith("Sure!") for o in outs)
