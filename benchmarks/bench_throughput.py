@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import cProfile
 import json
+import math
 import os
 import pstats
 import subprocess
@@ -373,19 +374,30 @@ def run_debates(
 
 
 # ----------------------------------------------------------------------------- commands
+def ideal_rate(in_flight: int, latency: float) -> float:
+    """Requests per second ``in_flight`` requests of ``latency`` s each allow (no latency: no
+    limit, the bound alone counts)."""
+    return in_flight / latency if latency > 0 else math.inf
+
+
+def shown(rate: float) -> float | None:
+    """A rate for the JSON rows (None: no limit)."""
+    return round(rate, 1) if math.isfinite(rate) else None
+
+
 def cmd_calls(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with fake_server(args.latency) as url:
         for c in args.in_flight:
-            n = max(200, int(args.seconds * c / args.latency))
             bound = asyncio.run(raw_bound(url, c, args.seconds))
+            ideal = ideal_rate(c, args.latency)
+            n = max(200, int(args.seconds * (ideal if math.isfinite(ideal) else bound)))
             rate, first, after = asyncio.run(model_calls(url, c, n))
-            ideal = c / args.latency
             row = {
                 "what": "calls", "latency_s": args.latency, "in_flight": c, "calls": n,
                 "calls_per_s": round(rate, 1), "first_replies_s": round(first, 3),
                 "calls_per_s_after_first": round(after, 1), "bound_per_s": round(bound, 1),
-                "ideal_per_s": round(ideal, 1), "ratio": round(rate / min(bound, ideal), 3),
+                "ideal_per_s": shown(ideal), "ratio": round(rate / min(bound, ideal), 3),
                 "load": load(),
             }
             print(
@@ -445,17 +457,17 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                     url, args.debates, c, depth=args.depth, width=args.width,
                     independent=args.independent, cache=args.cache, profile=args.profile,
                     memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
-                    ray_workers=args.ray_workers, endpoint=args.endpoint, processes=procs,
+                    ray_workers=args.workers, endpoint=args.endpoint, processes=procs,
                 )
-                ideal = c / args.latency
+                ideal = ideal_rate(c, args.latency)
                 b = min(bound, ideal)
                 row = {
                     "what": "debates", "latency_s": args.latency, "in_flight": c,
                     "depth": args.depth, "width": args.width, "processes": procs, **r,
-                    "bound_per_s": round(bound, 1), "ideal_per_s": ideal,
+                    "bound_per_s": round(bound, 1), "ideal_per_s": shown(ideal),
                     "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
                 }
-                where = f" (ray, {args.ray_workers} workers)" if args.ray_workers else ""
+                where = f" (ray, {args.workers} workers)" if args.workers else ""
                 where = f" ({procs} processes)" if procs else where
                 print(
                     f"debates{where} d={args.depth} q={args.width}, {args.latency * 1000:.0f} ms, "
@@ -487,7 +499,7 @@ def side_by_side(
     """The same debates from ``--against`` (before) and this tree (after), alternately,
     ``--repeat`` times each, against one server, beside one bound."""
     trees = [("before", str(Path(args.against).resolve())), ("after", str(REPO))]
-    b = min(bound, c / args.latency)
+    b = min(bound, ideal_rate(c, args.latency))
     rows = []
     for k in range(args.repeat):
         for label, tree in trees if k % 2 == 0 else trees[::-1]:
@@ -633,8 +645,9 @@ def main() -> None:
     ap.add_argument("--independent", action="store_true", help="independent b_i (fewer calls)")
     ap.add_argument("--cache", action="store_true", help="use the response cache (debates)")
     ap.add_argument(
-        "--ray-workers", type=int, default=None,
-        help="run the debates on a local Ray instance with this many worker processes",
+        "--workers", type=int, default=None,
+        help="debates: run them on a local Ray instance (--executor ray) with this many "
+        "worker processes",
     )
     ap.add_argument(
         "--processes", type=lambda s: [int(x) for x in s.split(",")], default=None,

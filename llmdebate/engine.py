@@ -20,6 +20,7 @@ import numpy as np
 
 from llmdebate import scoring
 from llmdebate.agents.base import (
+    AuditedProver,
     Challenger,
     DebateContext,
     DirectionChoice,
@@ -338,11 +339,11 @@ async def run_prover_estimator(
     return t
 
 
-def _record_audits(prover: Any, t: Transcript) -> None:
-    """The prover's grading of its decompositions (LLM provers keep one), into ``t.meta``."""
-    audits = getattr(prover, "audits", None)
-    if audits:
-        t.meta["decompositions"] = list(audits)
+def _record_audits(prover: Prover, t: Transcript) -> None:
+    """The prover's grading of its decompositions (an :class:`AuditedProver` keeps one), into
+    ``t.meta``."""
+    if isinstance(prover, AuditedProver) and prover.audits:
+        t.meta["decompositions"] = list(prover.audits)
 
 
 def _start(

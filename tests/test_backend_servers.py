@@ -7,6 +7,7 @@ structured mode is never served to another."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -99,6 +100,28 @@ async def test_a_server_refusing_a_list_of_prompts_is_found_out_at_its_first_ref
     assert server.requests == 1 + 6 + 6 and m.usage.retries == 0
     assert m.http_requests == server.requests  # requests counted beside calls
     assert m.usage.calls == 12
+    assert not m.backend.profile.batched_prompts
+    assert warnings(caplog, "refuses a list of prompts") == 1
+    await m.aclose()
+
+
+async def test_no_list_is_sent_after_the_first_refusal_even_by_a_concurrent_batch(
+    server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the second batch starts after the refusal, before the one-by-one retries reply
+    server.reject_list_prompts = True
+    server.latency = 0.2
+    m = get_model("openai/base", base_url=server.url, endpoint="completions", use_cache=False)
+    config = GenerateConfig(max_tokens=4)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        first = asyncio.create_task(m.generate_many([ask(i) for i in range(4)], config))
+        while server.requests < 1 + 4:  # the list refused, its prompts sent alone: in flight
+            await asyncio.sleep(0.005)
+        second = await m.generate_many([ask(i) for i in range(4, 8)], config)
+        outs = await first + second
+    assert len(outs) == 8 and all(o.text.startswith("Sure!") for o in outs)
+    assert list_prompts(server) == 1
+    assert server.requests == 1 + 4 + 4
     assert not m.backend.profile.batched_prompts
     assert warnings(caplog, "refuses a list of prompts") == 1
     await m.aclose()

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import typing
 
+import numpy as np
 import pydantic
 import pytest
 
+from llmdebate.agents.base import DebateContext
+from llmdebate.agents.judges import LLMJudge
+from llmdebate.agents.settings import JudgeSettings
 from llmdebate.elicit import (
     METHODS,
     Method,
@@ -17,8 +21,8 @@ from llmdebate.elicit import (
 )
 from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 from llmdebate.errors import InvalidOutputError, UserError
-from llmdebate.models import ScriptedBackend, get_model
-from llmdebate.schemas import Estimate, ModelCallRecord
+from llmdebate.models import GenerateConfig, ScriptedBackend, get_model
+from llmdebate.schemas import Claim, DebateConfig, Estimate, Evidence, ModelCallRecord
 
 QS = [[{"role": "user", "content": f"Is {n} prime?"}] for n in (7, 9, 11)]
 PROBS = {"7": 0.83, "9": 0.12, "11": 0.5}
@@ -64,6 +68,40 @@ def test_a_registered_method_is_accepted_by_config_fields_at_once():
         METHODS.remove("half")
     with pytest.raises(UserError, match="unknown probability method 'half'"):
         get_method("half")
+
+
+async def test_a_registered_method_estimates_for_the_estimator_and_the_judge():
+    @METHODS.register("first-sample")
+    class FirstSample(Method):
+        """One True/False reply at temperature 0, as 0 or 1."""
+
+        async def elicit(self, model, messages, options, trace):
+            last = {**messages[-1], "content": f"{messages[-1]['content']}\n{TF_INSTRUCTION}"}
+            trace.sent = [*messages[:-1], last]
+            out = await model.generate(trace.sent, GenerateConfig(temperature=0.0), log=trace.calls)
+            trace.completion = out.text
+            return Estimate(value=float(out.text.strip() == "True"), method=self.name)
+
+    try:
+        log: list[ModelCallRecord] = []
+        est = await estimate(scripted(), QS[0], "first-sample", log=log)
+        assert (est.value, est.method) == (1.0, "first-sample")  # P(7 is prime) = 0.83
+        assert len(log) == 1 and log[0].completion == "True" and log[0].error is None
+        settings = JudgeSettings(model="scripted", method="first-sample")
+        judge = LLMJudge(scripted(), method=settings.method)
+        ctx = DebateContext(config=DebateConfig(), rng=np.random.default_rng(0))
+        verdict = await judge.verdict(Claim(id="x", text="7 is prime."), Evidence(text=""), ctx)
+        assert (verdict.value, verdict.probability) == (1, 1.0)
+        assert (
+            ctx.calls[-1].role == "judge"
+            and TF_INSTRUCTION in ctx.calls[-1].messages[-1]["content"]
+        )
+        assert JudgeSettings(method="generate").method == "generate"
+    finally:
+        METHODS.remove("first-sample")
+    names = "choose from logprobs, sampling, verbalised, generate"
+    with pytest.raises(pydantic.ValidationError, match=f"judge method 'first-sample': {names}"):
+        JudgeSettings(method="first-sample")
 
 
 async def test_a_model_without_logprobs_is_told_the_methods_that_need_none():

@@ -138,3 +138,25 @@ def test_debate_seeds_are_distinct_and_stable() -> None:
     seeds = [debate_seed(0, i) for i in range(1000)]
     assert len(set(seeds)) == 1000
     assert debate_seed(0, 5) == debate_seed(0, 5) != debate_seed(1, 5)
+
+
+def test_a_prover_declaring_audits_has_them_recorded() -> None:
+    from dataclasses import dataclass, field
+
+    from llmdebate.agents.base import AuditedProver, BelievingProver, Prover
+
+    @dataclass
+    class GradedProver(ToyProver):
+        audits: list[dict[str, object]] = field(default_factory=list)
+
+        async def decompose(self, claim, k, ctx):  # type: ignore[no-untyped-def]
+            self.audits.append({"round": k, "source": "toy"})
+            return await super().decompose(claim, k, ctx)
+
+    cfg = DebateConfig(depth=2, width=2, seed=3)
+    graded = GradedProver(q=2, rest_zero=False, directions=1)
+    assert isinstance(graded, AuditedProver) and isinstance(graded, Prover)
+    assert not isinstance(ToyProver(), AuditedProver | BelievingProver)  # nothing declared
+    t = debate(cfg, prover=graded)
+    assert t.meta["decompositions"] == [{"round": k, "source": "toy"} for k in (2, 1)]
+    assert "decompositions" not in debate(cfg).meta

@@ -55,6 +55,9 @@ def test_formal_json_exact(capsys: pytest.CaptureFixture[str]) -> None:
     assert res["payoff_stderr"] == 0 and res["prover_accuracy"] == 1.0
     assert res["normalized_payoff"] == pytest.approx(res["expected_payoff"] / r**3)
     assert res["completeness_bound"] == pytest.approx(completeness_bound(0.2, r, 2))
+    # beside normalized_payoff, in its unit (r^(d+1)): Lemma A.5's 1 - epsilon
+    assert res["normalized_completeness_bound"] == pytest.approx(1 - 0.2)
+    assert res["normalized_payoff"] >= res["normalized_completeness_bound"]
 
 
 def test_formal_json_naive_monte_carlo(capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,6 +80,7 @@ def test_formal_json_naive_monte_carlo(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0 and res["payoff_stderr"] > 0
     assert 0.8 < res["prover_win_rate"] <= 1.0 and res["prover_accuracy"] == 0.0
     assert res["normalized_payoff"] is None and res["completeness_bound"] is None
+    assert res["normalized_completeness_bound"] is None
 
 
 @pytest.mark.parametrize(

@@ -31,11 +31,12 @@ from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
 from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
+from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
 from llmdebate.registry import Registry
 from llmdebate.rl import fork, team_for
 from llmdebate.rundir import JUDGED_FILE, load_transcripts, read_run_config
-from llmdebate.schemas import Transcript, Turn
+from llmdebate.schemas import Evidence, Transcript, Turn
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "judge-with-notes"
@@ -134,6 +135,23 @@ def test_an_unregistered_protocol_is_refused_with_the_choices(
     assert f"unknown protocol '{NAME}': choose from prover-estimator" in err
 
 
+def test_run_help_lists_the_protocols_registered_when_it_is_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def protocols_help() -> str:
+        assert main(["run", "--help"]) == 0
+        out = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # unwrapped
+        return out.split("--protocols LIST ", 1)[1].split(" --", 1)[0]
+
+    assert NAME not in protocols_help()
+    register(NAME)(JudgeWithNotes)  # after the command was built
+    try:
+        shown = protocols_help()
+    finally:
+        PROTOCOLS.remove(NAME)
+    assert f"One of: {', '.join(PROTOCOLS.names())}, {NAME}." in shown
+
+
 def test_a_protocol_defined_in_a_test_runs_reports_scores_exports_and_forks(
     plugin: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,6 +193,69 @@ def test_a_protocol_defined_in_a_test_runs_reports_scores_exports_and_forks(
     for t in mine:
         again = asyncio.run(fork(t, team, 0))
         assert _plain(again) == _plain(t)
+
+
+class PlainLeafProverEstimator(ProverEstimator):
+    """Prover-estimator debate whose leaf evidence is always left out: a plugin declaring
+    ``estimator`` that runs otherwise than the built-in protocol."""
+
+    async def run(
+        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+    ) -> Transcript:
+        t = await super().run(spec, _NoEvidence(team), settings, log)
+        t.meta["leaf_evidence"] = "none"
+        return t
+
+
+class _NoEvidence(Team):
+    def __init__(self, team: Team) -> None:
+        super().__init__(team.models, team.prompts, team.prover, team.estimator, team.judge)
+        self.base = team
+
+    def make_prover(self) -> Any:
+        return _WithoutEvidence(self.base.make_prover())
+
+    def make_estimator(self) -> Any:
+        return self.base.make_estimator()
+
+
+class _WithoutEvidence:
+    def __init__(self, live: Any) -> None:
+        self.live = live
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.live, name)
+
+    async def evidence(self, claim: Any, ctx: Any) -> Evidence:
+        return Evidence(text="(no evidence)")
+
+
+def test_a_plugin_declaring_estimator_is_forked_through_its_own_run(tmp_path: Path) -> None:
+    name = "plain-leaf"
+    register(name)(PlainLeafProverEstimator)
+    try:
+        data = {
+            "name": name,
+            "dataset": {"path": str(REPO / "datasets" / "divisors.jsonl"), "limit": 2},
+            "protocols": [name],
+            "debate": {"depth": 1, "width": 2},
+            "prover": SCRIPTED,
+            "estimator": SCRIPTED,
+            "judge": {"kind": "oracle"},
+        }
+        path = tmp_path / "plain.yaml"
+        path.write_text(yaml.safe_dump(data))
+        run_dir = tmp_path / name
+        assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
+        ts = [t for t in load_transcripts(run_dir) if t.status == "complete"]
+        leaves = [rd.evidence for t in ts for rd in t.rounds if rd.k == 0]
+        assert leaves and all(e is not None and e.text == "(no evidence)" for e in leaves)
+        team = team_for(read_run_config(run_dir))
+        for t in ts:
+            for at in range(t.config.depth + 1):
+                assert _plain(asyncio.run(fork(t, team, at))) == _plain(t), (t.id, at)
+    finally:
+        PROTOCOLS.remove(name)
 
 
 def test_a_protocol_defined_in_a_test_waits_for_a_person_and_is_judged(

@@ -100,6 +100,24 @@ class Prover(Protocol):
 
 
 @runtime_checkable
+class AuditedProver(Protocol):
+    """A prover that grades each decomposition it plays (the LLM prover): the engine records
+    the grades in ``Transcript.meta["decompositions"]``."""
+
+    audits: list[dict[str, Any]]
+    """One grade per decomposition played, in order."""
+
+
+@runtime_checkable
+class BelievingProver(Protocol):
+    """A prover that keeps its own probabilities of the claims it has met (the LLM prover);
+    a replay gives it back those of the replayed rounds."""
+
+    beliefs: dict[str, float]
+    """Claim text -> the prover's probability that it is true."""
+
+
+@runtime_checkable
 class Estimator(Protocol):
     """Debater B: only assigns probabilities."""
 

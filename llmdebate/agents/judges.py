@@ -11,13 +11,13 @@ from llmdebate.agents.parsing import ReplyError
 from llmdebate.agents.passage import HIDDEN, JudgeView
 from llmdebate.agents.replies import verdict_schema
 from llmdebate.data.problems import claim_truth
-from llmdebate.elicit import estimate, parse_bool
+from llmdebate.elicit import ProbMethod, estimate, parse_bool
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
 from llmdebate.prompts import Prompts
 from llmdebate.schemas import Claim, Evidence, Verdict
 
-JudgeMethod = Literal["logprobs", "sampling", "verbalised", "generate"]
+JudgeMethod = Literal["generate"] | ProbMethod
 TruthFn = Callable[[str, dict[str, Any] | None], int | None]
 
 

@@ -8,9 +8,10 @@ from these sections.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -20,7 +21,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from llmdebate.elicit import ProbMethod
+from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
 from llmdebate.models.backends import BACKENDS
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
@@ -201,13 +202,25 @@ def _both_views() -> list[PassageView]:
     return ["hidden", "shown"]
 
 
+def _judge_method(name: str) -> str:
+    if name != "generate" and name not in METHODS:
+        names = ", ".join((*METHODS.names(), "generate"))
+        raise ValueError(f"unknown judge method {name!r}: choose from {names}")
+    return name
+
+
+JudgeMethod = Annotated[str, AfterValidator(_judge_method)]
+"""A registered probability method (:data:`~llmdebate.elicit.ProbMethod`) or ``generate``."""
+
+
 class JudgeSettings(ModelSettings):
     kind: Literal["llm", "oracle", "oracle-or-llm", "deferred", "human"] = "llm"
     """llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
     else the model; deferred or human: no verdict, the debate waits for a person (every
     protocol stops where the judge would decide; see llmdebate assign / serve / judge)."""
-    method: Literal["logprobs", "sampling", "verbalised", "generate"] = "logprobs"
-    """How the judge's probability is elicited (generate: a True/False word, no probability)."""
+    method: JudgeMethod = "logprobs"
+    """How the judge's probability is elicited: a registered probability method, or generate
+    (a True/False word, no probability)."""
     samples: int = Field(default=8, ge=1)
     """Samples per probability with the sampling method."""
     temperature: float = Field(default=1.0, ge=0.0)

@@ -80,20 +80,36 @@ def _help(annotation: Any, default: Any, description: str) -> str:
     return " ".join(p for p in parts if p)
 
 
+class ConfigOption(click.Option):
+    """A config field's flag, whose help is written when help is shown: a field naming
+    entries of a registry (``protocols``) lists the names registered by then, plugins'
+    included."""
+
+    def __init__(self, *args: Any, field: tuple[Any, Any, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.field = field
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = _help(*self.field)
+        return super().get_help_record(ctx)
+
+
 def config_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a click command with one option per config field."""
     for dotted, ann, default, description in reversed(config_fields()):
         kind = _kind(ann)
-        values = _literal_values(ann)
         metavar = {"dict": "JSON", "list": "LIST"}.get(kind, "VALUE")
-        if values and kind == "scalar":
+        if any(isinstance(a, Registry) for a in typing.get_args(ann)):
+            metavar = "NAME" if kind == "scalar" else metavar  # the names: in the help
+        elif kind == "scalar" and (values := _literal_values(ann)):
             metavar = "[" + "|".join(str(v) for v in values) + "]"
         func = click.option(
             flag_name(dotted),
             PREFIX + dotted.replace(".", "__"),
+            cls=ConfigOption,
+            field=(ann, default, description),
             default=None,
             metavar=metavar,
-            help=_help(ann, default, description),
         )(func)
     return func
 

@@ -111,7 +111,7 @@ def command(
         res = machine.judge_with_model(
             run_dir,
             model,
-            method=method,  # type: ignore[arg-type]
+            method=method,
             samples=samples,
             temperature=temperature,
             db_url=db_url,

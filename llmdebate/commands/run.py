@@ -27,9 +27,13 @@ class ExecutorOption(click.Option):
     ``{executors}`` (each with its summary), ``{workers}``, ``{address}`` (those declaring
     that capability)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.template = self.help  # filled in anew each time: executors registered since
+
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        if self.help and "{" in self.help:
-            self.help = self.help.format(
+        if self.template and "{" in self.template:
+            self.help = self.template.format(
                 executors="; ".join(f"{e.name} ({e.summary})" for e in EXECUTORS.entries()),
                 workers=" or ".join(EXECUTORS.with_capability(WORKERS)),
                 address=" or ".join(EXECUTORS.with_capability(ADDRESS)),

@@ -8,7 +8,7 @@ Field descriptions (the attribute docstrings below) are what ``--help`` shows.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -105,9 +105,9 @@ class ExperimentConfig(_Section):
     """Name of the run (the run directory is <name>-<timestamp> unless --run-id is given)."""
     seed: int = Field(default=0, ge=0)
     """Seed of every draw: answers, shown order, protocol draws, strategies."""
-    protocols: list[str] = Field(default_factory=lambda: ["prover-estimator"])
-    """Protocols to run on every item (JSON list of registered protocol names: the five
-    built-in ones and any a plugin adds; an unknown name is refused with the list)."""
+    protocols: Annotated[list[str], PROTOCOLS] = Field(default_factory=lambda: ["prover-estimator"])
+    """Protocols to run on every item (JSON list of registered protocol names; an unknown name
+    is refused with the list)."""
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     debate: DebateConfig = Field(default_factory=DebateConfig)
     rounds: int = Field(default=1, ge=1, le=20)

@@ -141,7 +141,7 @@ def _run_naive(
         out["samples"] = mc.n
     # the payoff is ±1, not in units of r^(d+1): the prover-estimator fields are null
     out.update(expected_payoff=pay, payoff_stderr=se, prover_accuracy=acc)
-    out.update(normalized_payoff=None, completeness_bound=None)
+    out.update(normalized_payoff=None, completeness_bound=None, normalized_completeness_bound=None)
     out.update(prover_win_rate=win, win_rate_stderr=win_se)
     return out
 
@@ -177,6 +177,10 @@ def _run_prover_estimator(
         normalized_payoff=float(scoring.normalized(pay, r, depth)),
         normalized_stderr=float(scoring.normalized(se, r, depth)),
         completeness_bound=scoring.completeness_bound(eps, r, depth),
+        # in normalized_payoff's unit (r^(d+1)): 1 - epsilon
+        normalized_completeness_bound=float(
+            scoring.normalized(scoring.completeness_bound(eps, r, depth), r, depth)
+        ),
         prover_accuracy=acc,
     )
     if "algorithm1" in out:

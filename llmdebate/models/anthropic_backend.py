@@ -11,11 +11,12 @@ sent through ``extra_body`` (same wire payload), capped at 1, and left out when 
 
 Structured outputs: a call with ``json_schema`` offers one tool named after the schema, with
 the schema as its ``input_schema``, and forces it (``tool_choice``); the tool call's input is
-returned as the reply's JSON text (``constrained``). The tool is strict (``"strict": true``:
-the API guarantees that its input matches the schema) when the installed SDK knows the
-field; strict tools take a subset of JSON schema, so the schema is sent through the SDK's own
-``transform_schema`` (constraints outside the subset, such as ``maxLength`` or ``maximum``,
-move into the description; the reply is validated against the full schema either way).
+returned as the reply's JSON text (recorded ``constrained`` when it matches the schema). The
+tool is strict (``"strict": true``: the API guarantees that its input matches the schema) when
+the installed SDK knows the field; strict tools take a subset of JSON schema, so the schema is
+sent through the SDK's own ``transform_schema`` (constraints outside the subset, such as
+``maxLength`` or ``maximum``, move into the description; the reply is validated against the
+full schema either way).
 ``strict=False`` sends the schema as is, without the flag (for servers that do not know it).
 ``structured="none"`` sends the plain prompt.
 """
@@ -33,9 +34,11 @@ from llmdebate.models.base import (
     GenerateConfig,
     ModelOutput,
     TransientError,
+    structured_identity,
 )
 from llmdebate.models.http_errors import api_key, map_sdk_error
 from llmdebate.models.profile import BackendProfile
+from llmdebate.models.schema_check import reply_matches
 from llmdebate.models.structured import OutputSchema
 
 LOCAL_DUMMY_KEY = "sk-ant-local-no-key"
@@ -88,6 +91,10 @@ class AnthropicBackend(Backend):
     @property
     def identity(self) -> str:
         return f"{self.name}@{self.base_url}" if self.base_url else self.name
+
+    def identity_for(self, config: GenerateConfig) -> str:
+        mode = self.structured + (":strict" if self.strict and self.structured == "tool" else "")
+        return structured_identity(self.identity, config, mode)
 
     @property
     def http_requests(self) -> int:
@@ -149,7 +156,9 @@ class AnthropicBackend(Backend):
                 model=self.name,
                 tokens_in=int(resp.usage.input_tokens),
                 tokens_out=int(resp.usage.output_tokens),
-                constrained=schema is not None and bool(tool),
+                constrained=bool(tool)
+                and schema is not None
+                and reply_matches(text, schema.schema),
             )
         except (AttributeError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response: {type(exc).__name__}: {exc}") from exc

@@ -267,3 +267,11 @@ def check_messages(messages: list[ChatMessage]) -> None:
                 f"message {i} cannot be sent: {exc.reason} at character {exc.start} "
                 f"({m['content'][max(0, exc.start - 20) : exc.start]!r} comes before it)"
             ) from None
+
+
+def structured_identity(identity: str, config: GenerateConfig, mode: str) -> str:
+    """``identity`` with the structured-output ``mode`` a call with ``config`` is made under
+    (the mode in use, ``none`` when the reply is unconstrained; nothing without a schema)."""
+    if config.json_schema is None:
+        return identity
+    return f"{identity}#structured:{mode}"

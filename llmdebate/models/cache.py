@@ -3,7 +3,8 @@
 The key is a SHA-256 of (model identity, messages, generation parameters, sample index); the
 identity is the backend's :meth:`~llmdebate.models.base.Backend.identity_for` the call, which
 names every backend setting that changes the reply (endpoint, chat template, how a schema is
-asked for). A hit keeps the ``constrained`` of the reply it stores;
+asked for, by the mode in use: one dropped by the backend during the call files its reply under
+the mode the reply was made in). A hit keeps the ``constrained`` of the reply it stores;
 the value is the :class:`ModelOutput` as JSON. API keys never enter either. Safe for many
 coroutines (one connection behind a lock) and for several processes (WAL + busy timeout).
 

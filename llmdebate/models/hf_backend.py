@@ -61,7 +61,14 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import ModelError, UserError, require
-from llmdebate.models.base import Backend, ChatMessage, GenerateConfig, ModelOutput, TokenLogprob
+from llmdebate.models.base import (
+    Backend,
+    ChatMessage,
+    GenerateConfig,
+    ModelOutput,
+    TokenLogprob,
+    structured_identity,
+)
 from llmdebate.models.cache import default_cache_dir
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
@@ -209,6 +216,12 @@ class HFBackend(Backend):
                 _THREADS["active"] -= 1
                 if _THREADS["active"] == 0:
                     torch.set_num_threads(_THREADS["saved"])
+
+    def identity_for(self, config: GenerateConfig) -> str:
+        constrained = self.structured != "none" and self._grammar.available is not False
+        return structured_identity(
+            self.identity, config, self.structured if constrained else "none"
+        )
 
     @property
     def weights_dir(self) -> Path:

@@ -24,7 +24,13 @@ import os
 from typing import Any
 
 from llmdebate.errors import InvalidOutputError, RequestRejectedError, UserError
-from llmdebate.models.base import Backend, GenerateConfig, ModelOutput, TransientError
+from llmdebate.models.base import (
+    Backend,
+    GenerateConfig,
+    ModelOutput,
+    TransientError,
+    structured_identity,
+)
 from llmdebate.models.http1 import Reply
 from llmdebate.models.http_errors import api_key, failure_error, reply_error
 from llmdebate.models.schema_check import looks_unconstrained, reply_matches
@@ -84,15 +90,13 @@ class OpenAIServer(Backend):
         return f"{self.name}@{self.base_url}" if self.base_url else self.name
 
     def identity_for(self, config: GenerateConfig) -> str:
-        ident = self.identity
+        # the mode in use: a dropped one sends the plain prompt, as ``none`` does
+        mode = self.structured if self.structured in self.profile.structured else "none"
         schema = config.json_schema
-        if schema is None:
-            return ident
-        ident += f"#structured:{self.structured}"
-        grammar = self.grammars.get(schema.name)
-        if grammar is not None and "grammar" in self.structured:
-            ident += ":" + hashlib.sha256(grammar.encode()).hexdigest()[:16]
-        return ident
+        grammar = self.grammars.get(schema.name) if schema is not None else None
+        if grammar is not None and "grammar" in mode:
+            mode += ":" + hashlib.sha256(grammar.encode()).hexdigest()[:16]
+        return structured_identity(self.identity, config, mode)
 
     @property
     def server_url(self) -> str:

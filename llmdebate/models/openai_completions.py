@@ -11,8 +11,10 @@ template's stop sequences.
 Concurrent calls with equal settings go out as *one* request with a list of prompts
 (``batch_prompts``, at most ``max_batch`` prompts, gathered for ``batch_wait_s``). A server
 that refuses a list (llama-cpp-python answers HTTP 500) is found out by its first refusal:
-that batch's prompts are sent one by one at once, and if they succeed, every later call goes
-alone (``profile.batched_prompts`` off), said once in the log. Once a list has succeeded, a
+that batch's prompts are sent one by one at once, and so is every batch from then on (also
+one gathered while they are under way); if they succeed, every later call goes alone
+(``profile.batched_prompts`` off), said once in the log; if they all fail too, the server is
+failing, not refusing lists, and lists go on. Once a list has succeeded, a
 failed batch is an ordinary failure (the wrapper retries each call).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -69,8 +72,12 @@ class OpenAICompletionsBackend(OpenAIServer):
         super().__init__(name, model_id, **common)
         self.max_tokens_param = max_tokens_param or "max_tokens"
         self.chat_template_source = chat_template
-        self._template = ChatTemplate(load_chat_template(chat_template)) if chat_template else None
+        text = load_chat_template(chat_template) if chat_template else None
+        self._template = ChatTemplate(text) if text is not None else None
+        # the template enters the cache key by its text: an edited file gives other prompts
+        self._template_id = hashlib.sha256(text.encode()).hexdigest()[:16] if text else "plain"
         self._lists_ok = False  # a list of prompts has been answered
+        self._lists_refused = False  # a list was refused: each prompt goes alone
         modes = () if self.structured == "none" else (self.structured,)
         self.profile = BackendProfile(
             logprobs=True,
@@ -87,7 +94,7 @@ class OpenAICompletionsBackend(OpenAIServer):
     @property
     def identity(self) -> str:
         # another endpoint, another prompt: other replies
-        return f"{super().identity}#completions:{self.chat_template_source or 'plain'}"
+        return f"{super().identity}#completions:{self._template_id}"
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
@@ -126,6 +133,8 @@ class OpenAICompletionsBackend(OpenAIServer):
     # -- requests
     async def _complete_many(self, prompts: list[str], config: GenerateConfig) -> list[Result]:
         """The results of one batch of prompts (see the module docstring for a refused list)."""
+        if self._lists_refused or not self.profile.batched_prompts:
+            return await self._each(prompts, config)
         if len(prompts) == 1 or self._lists_ok:
             return list(await self._request(prompts, config))
         try:
@@ -137,13 +146,21 @@ class OpenAICompletionsBackend(OpenAIServer):
         self._lists_ok = True
         return outs
 
-    async def _one_by_one(
-        self, prompts: list[str], config: GenerateConfig, refusal: Exception
-    ) -> list[Result]:
+    async def _each(self, prompts: list[str], config: GenerateConfig) -> list[Result]:
+        """Each prompt in a request of its own."""
         results = await asyncio.gather(
             *(self._request([p], config) for p in prompts), return_exceptions=True
         )
+        return [r if isinstance(r, BaseException) else r[0] for r in results]
+
+    async def _one_by_one(
+        self, prompts: list[str], config: GenerateConfig, refusal: Exception
+    ) -> list[Result]:
+        # lists are held back at once, while their prompts are tried alone
+        self._lists_refused = True
+        results = await self._each(prompts, config)
         if all(isinstance(r, BaseException) for r in results):
+            self._lists_refused = False
             raise refusal  # the server fails alone too: not the list's fault
         if self.profile.batched_prompts:
             self.profile = self.profile.without("batched_prompts")
@@ -154,7 +171,7 @@ class OpenAICompletionsBackend(OpenAIServer):
                 self.server_url,
                 refusal,
             )
-        return [r if isinstance(r, BaseException) else r[0] for r in results]
+        return results
 
     async def _request(self, prompts: list[str], config: GenerateConfig) -> list[ModelOutput]:
         """One request for ``prompts``; the structured field dropped if the server refuses it."""

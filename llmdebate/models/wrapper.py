@@ -230,9 +230,10 @@ class Model:
     ) -> ModelOutput:
         check_messages(messages)
         self.check_fit(messages, config)
-        key = None
+        key = ident = None
         if self.cache is not None:
-            key = cache_key(self.backend.identity_for(config), messages, config, sample_index)
+            ident = self.backend.identity_for(config)
+            key = cache_key(ident, messages, config, sample_index)
             hit = self.cache.get(key)
             if hit is not None:  # ``constrained`` as it was when the reply was made
                 hit.cached, hit.cost, hit.latency_s, hit.batch_size = True, 0.0, 0.0, 1
@@ -259,6 +260,9 @@ class Model:
         self.usage.tokens_out += out.tokens_out
         self.usage.cost += out.cost
         if self.cache is not None and key is not None:
+            made_as = self.backend.identity_for(config)  # a mode dropped meanwhile: not asked
+            if made_as != ident:
+                key = cache_key(made_as, messages, config, sample_index)
             self.cache.put(key, out)
         return out
 

@@ -47,7 +47,8 @@ RECURSIVE = "recursive"
 deferred judge completes it with a verdict; the prover's payoff is in ``Transcript.total``."""
 ESTIMATOR = "estimator"
 """Prover-estimator rewards: an initialisation record, r-discounted rewards per round, the
-estimator's calibration; forked through the prover-estimator replay."""
+estimator's calibration; a fork replays the prover's and the estimator's decisions (its run asks
+``team.make_prover()`` and ``team.make_estimator()`` for them)."""
 TWO_ANSWER = "two-answer"
 """The judge chooses between the item's gold answer and its distractor (``meta.options``); a
 deferred judge completes it with P(first option)."""

@@ -46,6 +46,7 @@ class NaiveRecursive(RecursiveProtocol):
             item=spec.item_dict,
             calls=log,
         )
+        t.protocol = self.name  # a protocol built on this one records its own name
         annotate_truth(t, spec.item.meta)
         record_view(t, leaf_view(spec, team))
         t.meta.update(claimed_answer=claim.data["answer"])

@@ -1,6 +1,7 @@
-"""Fork and replay: re-run a recorded prover-estimator debate from its seed, keeping every
-decision made before round ``at`` as recorded and letting (possibly swapped) agents play from
-round ``at`` on.
+"""Fork and replay: re-run a recorded debate from its seed through its protocol's own run,
+keeping every decision made before the fork point as recorded and letting (possibly swapped)
+agents play from there on (the prover and estimator of prover-estimator debate here; the other
+protocols' replayed agents in :mod:`llmdebate.rl.replay_protocols`).
 
 The protocol's draws come from the debate's seed, so with the same agents the replay is the
 original transcript again, bit for bit (its recorded model calls included: the calls of the
@@ -15,27 +16,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.agents.base import DebateContext, DirectionChoice
+from llmdebate.agents.base import (
+    AuditedProver,
+    BelievingProver,
+    DebateContext,
+    DirectionChoice,
+    Estimator,
+    Prover,
+)
 from llmdebate.agents.factory import Team, build_models
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
 from llmdebate.data.loader import Item
-from llmdebate.engine import run_prover_estimator
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import validate
 from llmdebate.models import Model
 from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.asymmetric import annotate_truth
 from llmdebate.protocols.base import DebateSpec
-from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
+from llmdebate.protocols.interface import RECURSIVE, SPEECHES
 from llmdebate.protocols.registry import protocol_of
+from llmdebate.rl.replay_protocols import (
+    ReplayChallenger,
+    ReplayModel,
+    ReplayNaiveProver,
+    replayed_calls,
+    settings_of,
+    speech_point,
+)
 from llmdebate.rules import outcome_index
 from llmdebate.schemas import (
     Claim,
     Decomposition,
     Estimate,
     Evidence,
+    InitRecord,
     ModelCallRecord,
     RoundRecord,
     Transcript,
@@ -103,6 +118,12 @@ def _rounds(t: Transcript) -> dict[int, RoundRecord]:
     return {rd.k: rd for rd in t.rounds}
 
 
+def _init(t: Transcript) -> InitRecord:
+    if t.init is None:
+        raise UserError(f"{t.id}: the debate has no initialisation record to replay")
+    return t.init
+
+
 @dataclass(frozen=True)
 class ForkPoint:
     """Decisions before (round ``at``, ``act``) are replayed; this one and later are live."""
@@ -117,10 +138,12 @@ class ForkPoint:
 class ReplayProver:
     """The recorded prover before round ``at``; the live one (or the injection) from there."""
 
-    def __init__(self, live: Any, t: Transcript, at: ForkPoint, inject: Injection | None) -> None:
+    def __init__(
+        self, live: Prover, t: Transcript, at: ForkPoint, inject: Injection | None
+    ) -> None:
         self.live, self.t, self.at, self.inject = live, t, at, inject
         self.rounds = _rounds(t)
-        self.name = getattr(live, "name", "prover")
+        self.name = live.name
         self.audits: list[dict[str, Any]] = []
         """The grading of each decomposition played: as recorded for replayed rounds, the live
         prover's own for the rest (the engine stores it in ``meta["decompositions"]``)."""
@@ -128,16 +151,19 @@ class ReplayProver:
 
     @property
     def beliefs(self) -> dict[str, float]:
-        return dict(getattr(self.live, "beliefs", {}))
+        return dict(self.live.beliefs) if isinstance(self.live, BelievingProver) else {}
 
     def _injected(self, act: str, k: int | None) -> str | None:
         if self.inject is not None and self.inject.matches("prover", act, k):
             return self.inject.completion
         return None
 
+    async def pick_answer(self, item: dict[str, Any], calls: list[ModelCallRecord]) -> str:
+        """The answer chosen in the original debate (``assignment: choose``)."""
+        return str(self.t.meta.get("claimed_answer", ""))
+
     async def answer(self, claim: Claim, ctx: DebateContext) -> int:
-        assert self.t.init is not None
-        return self.t.init.answer
+        return _init(self.t).answer
 
     async def direction(
         self, claim: Claim, p: float, k: int, ctx: DebateContext
@@ -165,13 +191,12 @@ class ReplayProver:
         got = self._injected("decompose", k)
         if got is not None:
             return parse_decomposition(got, claim, ctx.config.width)
-        own = getattr(self.live, "audits", None)
+        own = self.live.audits if isinstance(self.live, AuditedProver) else None
         before = len(own) if own is not None else 0
         dec = await self.live.decompose(claim, k, ctx)
         if own is not None:
             self.audits.extend(own[before:])
-        out: Decomposition = dec
-        return out
+        return dec
 
     async def choose(
         self, claim: Claim, dec: Decomposition, b: list[float], z: list[int], ctx: DebateContext
@@ -197,16 +222,17 @@ class ReplayProver:
 class ReplayEstimator:
     """The recorded estimator before round ``at``; the live one (or the injection) from there."""
 
-    def __init__(self, live: Any, t: Transcript, at: ForkPoint, inject: Injection | None) -> None:
+    def __init__(
+        self, live: Estimator, t: Transcript, at: ForkPoint, inject: Injection | None
+    ) -> None:
         self.live, self.t, self.at, self.inject = live, t, at, inject
         self.rounds = _rounds(t)
-        self.name = getattr(live, "name", "estimator")
+        self.name = live.name
 
     async def estimate(self, claim: Claim, ctx: DebateContext) -> Estimate:
         if self.inject is not None and self.inject.matches("estimator", "estimate", None):
             return Estimate(value=self.inject.probability(), method="injected")
-        assert self.t.init is not None
-        return self.t.init.estimate
+        return _init(self.t).estimate
 
     async def conditional(
         self, claim: Claim, dec: Decomposition, i: int, prefix: tuple[int, ...],
@@ -278,13 +304,13 @@ def team_for(
     return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge)
 
 
-def _seed_beliefs(prover: Any, t: Transcript, at: ForkPoint) -> None:
+def _seed_beliefs(prover: Prover, t: Transcript, at: ForkPoint) -> None:
     """Give an unswapped prover the beliefs it had formed in the replayed rounds, so that it
     asks again exactly what it asked in the original (a cache of its own answers)."""
-    beliefs = getattr(prover, "beliefs", None)
-    known = t.meta.get("prover_beliefs") or {}
-    if not isinstance(beliefs, dict):
+    if not isinstance(prover, BelievingProver):
         return
+    beliefs = prover.beliefs
+    known = t.meta.get("prover_beliefs") or {}
     for rd in t.rounds:
         if at.replayed(rd.k, "direction"):
             subs = rd.decomposition.subclaims if rd.decomposition else []
@@ -292,6 +318,38 @@ def _seed_beliefs(prover: Any, t: Transcript, at: ForkPoint) -> None:
             for text in texts:
                 if text in known:
                     beliefs[text] = float(known[text])
+
+
+class ReplayTeam(Team):
+    """The team a fork runs the protocol with: each agent replays ``t`` up to the fork point
+    and is the live one (``team``'s, or the injection) from there."""
+
+    def __init__(
+        self, team: Team, t: Transcript, point: Any, inject: Injection | None,
+        swapped: tuple[str, ...] = (),
+    ) -> None:
+        models = dict(team.models)
+        if protocol_of(t).can(SPEECHES):
+            models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
+        super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
+        self.base, self.t, self.point, self.inject = team, t, point, inject
+        self.swapped = swapped
+
+    def make_prover(self) -> Any:
+        live = self.base.make_prover()
+        if "prover" not in self.swapped and isinstance(self.point, ForkPoint):
+            _seed_beliefs(live, self.t, self.point)
+        return ReplayProver(live, self.t, self.point, self.inject)
+
+    def make_estimator(self) -> Any:
+        return ReplayEstimator(self.base.make_estimator(), self.t, self.point, self.inject)
+
+    def make_naive_prover(self, answer: int) -> Any:
+        live = self.base.make_naive_prover(answer)
+        return ReplayNaiveProver(live, self.t, self.point, self.inject)
+
+    def make_challenger(self) -> Any:
+        return ReplayChallenger(self.base.make_challenger(), self.t, self.point, self.inject)
 
 
 async def fork(
@@ -302,62 +360,41 @@ async def fork(
     act: str = "direction",
     swapped: tuple[str, ...] = (),
     inject: Injection | None = None,
-    debate_config: Any = None,
     speaker: str | None = None,
 ) -> Transcript:
     """Replay ``t`` with every decision before the fork point as recorded and ``team``'s
-    agents from there on.
+    agents from there on, through the protocol's own run with a :class:`ReplayTeam`.
 
-    Prover-estimator and naive recursive debate: the fork point is round ``at`` (0 <= at <=
-    depth) and, within it, ``act`` (the decisions of a round in order: direction, decompose,
-    estimate/value, recurse; evidence, verdict at the leaf). A protocol with speeches
-    (two-sided debate, consultancy): speeches of rounds before ``at`` (1 <= at <= rounds + 1)
-    are replayed, and within round ``at`` those of the speakers before ``speaker`` (None: the
-    whole round is live). Any other protocol (direct judge): only the judge plays (``at`` is
-    ignored). Which applies is read from the protocol's capabilities.
+    A protocol with rounds of claims (``recursive``: prover-estimator and naive recursive
+    debate): the fork point is round ``at`` (0 <= at <= depth) and, within it, ``act`` (the
+    decisions of a round in order: direction, decompose, estimate/value, recurse; evidence,
+    verdict at the leaf). A protocol with speeches (two-sided debate, consultancy): speeches
+    of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and within round ``at``
+    those of the speakers before ``speaker`` (None: the whole round is live). Any other
+    protocol (direct judge): only the judge plays (``at`` is ignored). Which applies is read
+    from the protocol's capabilities.
     """
-    if not protocol_of(t).can(ESTIMATOR):
-        return await _fork_protocol(t, team, at, act=act, speaker=speaker, swapped=swapped,
-                                    inject=inject)
-    if t.init is None:
-        raise UserError(f"{t.id}: the debate has no initialisation record to replay")
-    d = t.config.depth
-    if not 0 <= at <= d:
-        raise UserError(f"fork round must be in 0..{d} (got {at})")
-    if act not in ORDER:
-        raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
-    point = ForkPoint(at, act)
+    protocol = protocol_of(t)
+    point: Any
+    if protocol.can(RECURSIVE):
+        d = t.config.depth
+        if not 0 <= at <= d:
+            raise UserError(f"fork round must be in 0..{d} (got {at})")
+        if act not in ORDER:
+            raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
+        point = ForkPoint(at, act)
+    elif protocol.can(SPEECHES):
+        point = speech_point(t, at, speaker)
+    else:  # only the judge plays
+        point = None
     spec = spec_of(t)
-    live_prover = team.make_prover()
-    if "prover" not in swapped:
-        _seed_beliefs(live_prover, t, point)
-    log: list[ModelCallRecord] = [
-        c.model_copy(deep=True)
-        for c in t.calls
-        if c.decision is not None
-        and (c.round is None or point.replayed(c.round, c.decision))
-    ]
-    claim = t.init.claim.model_copy(deep=True)
-    cfg = debate_config if debate_config is not None else t.config
+    log = replayed_calls(t, point)
+    replay = ReplayTeam(team, t, point, inject, swapped)
     try:
-        out = await run_prover_estimator(
-            claim,
-            ReplayProver(live_prover, t, point, inject),
-            ReplayEstimator(team.make_estimator(), t, point, inject),
-            team.make_judge(),
-            cfg,
-            seed=t.seed,
-            debate_id=t.id,
-            item=t.item,
-            calls=log,
-        )
+        out = await protocol.run(spec, replay, settings_of(t), log)
     except ReplyError as exc:
         raise InvalidOutputError(f"injected reply: {exc}") from exc
-    annotate_truth(out, spec.item.meta)
     out.meta.update(spec.meta())
-    out.meta.update(
-        claimed_answer=claim.data.get("answer"), prover_beliefs=dict(live_prover.beliefs)
-    )
     _finish(t, out, at, swapped, inject)
     return out
 
@@ -376,43 +413,3 @@ def _finish(
             "from": t.id, "at": at, "swapped": list(swapped), "injected": inject is not None
         }
         out.meta["retries"] = sum(c.retries for c in out.calls)
-
-
-async def _fork_protocol(
-    t: Transcript,
-    team: Team,
-    at: int,
-    *,
-    act: str,
-    speaker: str | None,
-    swapped: tuple[str, ...],
-    inject: Injection | None,
-) -> Transcript:
-    """:func:`fork` of naive recursive debate and the speech protocols, through the protocols'
-    own code with a team that replays the recorded decisions."""
-    from llmdebate.rl.replay_protocols import ReplayTeam, replayed_calls, settings_of, speech_point
-
-    protocol = protocol_of(t)
-    point: Any
-    if protocol.can(RECURSIVE):
-        d = t.config.depth
-        if not 0 <= at <= d:
-            raise UserError(f"fork round must be in 0..{d} (got {at})")
-        if act not in ORDER:
-            raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
-        point = ForkPoint(at, act)
-    elif protocol.can(SPEECHES):
-        point = speech_point(t, at, speaker)
-    else:  # only the judge plays
-        point = None
-    spec = spec_of(t)
-    log = replayed_calls(t, point)
-    try:
-        out = await protocol.run(
-            spec, ReplayTeam(team, t, point, inject), settings_of(t), log
-        )
-    except ReplyError as exc:
-        raise InvalidOutputError(f"injected reply: {exc}") from exc
-    out.meta.update(spec.meta())
-    _finish(t, out, at, swapped, inject)
-    return out

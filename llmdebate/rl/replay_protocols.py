@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmdebate.agents.base import DebateContext
-from llmdebate.agents.factory import Team
 from llmdebate.agents.naive import most_likely_consistent, subclaim_probabilities
 from llmdebate.agents.parsing import parse_decomposition
 from llmdebate.errors import UserError
 from llmdebate.export.credit import SPEAKERS, speech_round
 from llmdebate.models.base import GenerateConfig, ModelOutput
 from llmdebate.protocols.base import ProtocolSettings
-from llmdebate.protocols.interface import RECURSIVE, SPEECHES
+from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
 
@@ -132,17 +131,6 @@ class ReplayModel:
 
 
 # ------------------------------------------------------------------ naive recursive debate
-class _RecordedAnswer:
-    """The prover of ``assignment: choose``: the answer it chose in the original debate."""
-
-    def __init__(self, t: Transcript) -> None:
-        self.t = t
-        self.beliefs: dict[str, float] = {}
-
-    async def pick_answer(self, item: dict[str, Any], calls: list[Any]) -> str:
-        return str(self.t.meta.get("claimed_answer", ""))
-
-
 def _with_injected(probs: list[float], inject: Any, width: int) -> list[float]:
     i = inject.index if inject.index is not None else 0
     if not 0 <= i < width:
@@ -229,27 +217,6 @@ class ReplayChallenger:
         probs = _with_injected(probs, inj, dec.width)
         doubt = [abs(p - v) for p, v in zip(probs, claimed, strict=True)]
         return max(range(len(doubt)), key=lambda i: (doubt[i], -i))
-
-
-class ReplayTeam(Team):
-    """A :class:`Team` whose agents replay ``t`` up to the fork point."""
-
-    def __init__(self, team: Team, t: Transcript, point: Any, inject: Any) -> None:
-        models = dict(team.models)
-        if protocol_of(t).can(SPEECHES):
-            models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
-        super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
-        self.base, self.t, self.point, self.inject = team, t, point, inject
-
-    def make_prover(self) -> Any:
-        return _RecordedAnswer(self.t)
-
-    def make_naive_prover(self, answer: int) -> Any:
-        live = self.base.make_naive_prover(answer)
-        return ReplayNaiveProver(live, self.t, self.point, self.inject)
-
-    def make_challenger(self) -> Any:
-        return ReplayChallenger(self.base.make_challenger(), self.t, self.point, self.inject)
 
 
 def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
