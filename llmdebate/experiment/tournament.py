@@ -25,6 +25,7 @@ debates ends the run, and its resume retries them before drawing the next.
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -126,10 +127,12 @@ class Plan:
         t = self.config.tournament
         if not t.active:
             return list(self.base)
+        by_protocol: dict[str, list[Job]] = defaultdict(list)
+        for j in self.base:
+            by_protocol[j.spec.protocol].append(j)
         out: list[Job] = []
         for protocol in self.config.protocols:
-            base = [j for j in self.base if j.spec.protocol == protocol]
-            out += self._protocol_jobs(protocol, base, transcripts)
+            out += self._protocol_jobs(protocol, by_protocol[protocol], transcripts)
         return out
 
     def _protocol_jobs(
@@ -177,7 +180,7 @@ class Plan:
         """(μ, σ) of every model from the finished debates ``ids`` (σ: the bootstrap sd)."""
         assert transcripts is not None
         played = [x for x in iter_transcripts(transcripts) if x.id in ids]
-        matches = [m for m in matches_of(played) if m.protocol == "two-sided"]
+        matches = matches_of(played)  # the debates of this Swiss schedule's protocol only
         table = persuasiveness(matches, seed=self.config.seed, n_boot=SWISS_BOOT)
         sigma = self.config.tournament.swiss_sigma
         out: dict[str, tuple[float, float]] = {}

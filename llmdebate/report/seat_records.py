@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
+from llmdebate.protocols.interface import ESTIMATOR, TWO_ANSWER
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.ratings import Match
 from llmdebate.report.records import decision_correct, gold, item_id, normalized_payoff, side
@@ -96,9 +96,9 @@ def leaf_correct(t: Transcript) -> float | None:
 
 
 def pe_record_of(t: Transcript) -> PERecord | None:
-    """The :class:`PERecord` of a complete recursive debate with a prover and an estimator
-    recorded in its seats."""
-    if t.status != "complete" or not protocol_of(t).can(RECURSIVE):
+    """The :class:`PERecord` of a complete debate of a protocol with an estimator
+    (capability ``estimator``) with a prover and an estimator recorded in its seats."""
+    if t.status != "complete" or not protocol_of(t).can(ESTIMATOR):
         return None
     prover, estimator = seat_name(t, "prover"), seat_name(t, "estimator")
     if prover is None or estimator is None:
@@ -116,7 +116,6 @@ def matches_of(transcripts: Iterable[Transcript]) -> list[Match]:
     return [m for t in transcripts if (m := match_of(t)) is not None]
 
 
-def pe_records_of(transcripts: Iterable[Transcript], protocol: str) -> list[PERecord]:
-    return [
-        r for t in transcripts if t.protocol == protocol and (r := pe_record_of(t)) is not None
-    ]
+def pe_records_of(transcripts: Iterable[Transcript]) -> list[PERecord]:
+    """The prover x estimator records of the debates with an estimator."""
+    return [r for t in transcripts if (r := pe_record_of(t)) is not None]

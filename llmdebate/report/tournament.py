@@ -16,13 +16,17 @@ The inputs are :class:`~llmdebate.ratings.Match` records, :class:`PERecord` reco
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+from typing import Protocol as TypingProtocol
 
 import numpy as np
 
 from llmdebate.errors import UserError
+from llmdebate.protocols.interface import ESTIMATOR
+from llmdebate.protocols.registry import can
 from llmdebate.ratings import Match, Method, Outcome, RatingTable, Resample, persuasiveness
 from llmdebate.report.plots import _png, _pyplot
 
@@ -108,9 +112,8 @@ def accuracy_vs_rating_plot(
     line per protocol with at least two points; chance at 0.5."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
-    protocols = sorted({p.protocol for p in points})
-    for k, proto in enumerate(protocols):
-        pts = sorted((p for p in points if p.protocol == proto), key=lambda p: p.rating)
+    for k, (proto, group) in enumerate(sorted(_by_protocol(points).items())):
+        pts = sorted(group, key=lambda p: p.rating)
         colour = COLOURS[k % len(COLOURS)]
         xs = np.array([p.rating for p in pts])
         ys = np.array([p.accuracy for p in pts])
@@ -327,6 +330,22 @@ def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+G = TypeVar("G", bound="_HasProtocol")
+
+
+class _HasProtocol(TypingProtocol):
+    @property
+    def protocol(self) -> str: ...
+
+
+def _by_protocol(records: Iterable[G]) -> dict[str, list[G]]:
+    """``records`` grouped by their protocol, in order of appearance."""
+    out: dict[str, list[G]] = defaultdict(list)
+    for r in records:
+        out[r.protocol].append(r)
+    return dict(out)
+
+
 def _points(
     matches: Sequence[Match], table: RatingTable, protocol: str, seed: int
 ) -> list[AccuracyPoint]:
@@ -348,10 +367,11 @@ def section(
     file name). Ratings per protocol, accuracy against rating, and the prover × estimator
     grid where ``pe_records`` are given."""
     tables = ratings_by_protocol(matches, method=method, seed=seed, n_boot=n_boot)
+    by_protocol = _by_protocol(matches)
     points = [
         p
         for proto, t in tables.items()
-        for p in _points([m for m in matches if m.protocol == proto], t, proto, seed)
+        for p in _points(by_protocol.get(proto, []), t, proto, seed)
     ]
     data: dict[str, Any] = {
         "ratings": {proto: t.to_dict() for proto, t in tables.items()},
@@ -415,7 +435,7 @@ def _difference(a: RunRecords, b: RunRecords) -> str | None:
             f"protocols differ ({a.name}: {', '.join(sorted(a.protocols)) or 'none'}; "
             f"{b.name}: {', '.join(sorted(b.protocols)) or 'none'})"
         )
-    keys = COMMON_SETTINGS + (PE_SETTINGS if "prover-estimator" in a.protocols else ())
+    keys = COMMON_SETTINGS + (PE_SETTINGS if any(can(p, ESTIMATOR) for p in a.protocols) else ())
     for key in keys:
         in_a, in_b = key in a.settings, key in b.settings
         if in_a != in_b:

@@ -45,7 +45,7 @@ def tournament_part(
     if len(models) < 2:
         return None
     matches = matches_of(transcripts)
-    pe = pe_records_of(transcripts, "prover-estimator")
+    pe = pe_records_of(transcripts)
     boot = min(n_boot, MAX_BOOT)
     data, figures = section(matches, pe, seed=seed, n_boot=boot) if matches or pe else ({}, {})
     if not matches:
