@@ -11,7 +11,6 @@ the new one live, the run's config and models) within
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from llmdebate.judging.complete import waiting_by_id
 from llmdebate.judging.db import connect
 from llmdebate.protocols.interactive import person_asks
 from llmdebate.rl.replay import fork, team_for
+from llmdebate.rl.rewards import run_sync
 from llmdebate.rundir import read_run_config
 from llmdebate.schemas import Transcript
 
@@ -44,7 +44,7 @@ def answer_questions(run_dir: Path, db_url: str | None = None) -> tuple[int, lis
     done, failed = 0, []
     for debate_id, shown, aid, questions in todo:
         try:
-            out = asyncio.run(one(shown, questions))
+            out = run_sync(one(shown, questions))
         except UserError:
             raise
         except Exception as exc:  # a failed debate: one line, the others go on
