@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "llmdebate.commands.train",
     "llmdebate.commands.assign",
     "llmdebate.commands.serve",
+    "llmdebate.commands.answer",
     "llmdebate.commands.judge",
 ]
 

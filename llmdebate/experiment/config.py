@@ -191,10 +191,10 @@ class ExperimentConfig(_Section):
         return self
 
     def _interactive(self) -> None:
-        if self.judge.kind != "llm":
+        if self.judge.kind not in ("llm", "deferred", "human"):
             raise ValueError(
-                f"judge.interactive needs judge.kind llm (got {self.judge.kind}): a person "
-                "judging asks no questions of the debaters"
+                f"judge.interactive needs judge.kind llm, deferred or human (got "
+                f"{self.judge.kind}): the oracle asks no questions of the debaters"
             )
         asking = [p for p in self.protocols if p in ("two-sided", "consultancy")]
         if not asking:

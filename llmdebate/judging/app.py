@@ -20,6 +20,11 @@ With the study's stepped reveal, a speech-protocol page shows the turns revealed
 "next turn" button in the same form (the answer typed so far is kept): the count lives in the
 database, so a reload, a second tab or a judge without JavaScript sees the same turns, and
 the judgment records how many were shown.
+
+An interactive debate (``judge.interactive`` with a person judging, :mod:`.asking`) shows,
+after the speeches heard so far, a question box ("Ask the debaters") and "End and decide":
+a question is stored (the page then says it waits for the debaters' answer, which
+``llmdebate answer`` writes), and ending opens the verdict form.
 """
 
 from __future__ import annotations
@@ -44,12 +49,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
+from llmdebate.judging.asking import ask_state, questions_of, shown_debate
 from llmdebate.judging.bidi import bdi
 from llmdebate.judging.complete import (
     Conflict,
     Invalid,
     NotFound,
     Submission,
+    ask,
     reveal_next,
     study_settings,
     submit,
@@ -376,12 +383,16 @@ def _item_page(
     a, done, q = _load(study, who.judge.id, aid)
     if done and status == 200:
         return study.message("answered", next_link=True)
+    shown = shown_debate(study.run_dir, study.waiting[a.debate_id], a.id)
     with study.sessions() as s:
         settings = study_settings(s)
+        asking = ask_state(shown, questions_of(s, a.id))
     return study.page(
         "item.html",
         status,
-        view=view_for(study.waiting[a.debate_id], a, settings),
+        view=view_for(shown, a, settings),
+        asking=asking,
+        deciding=asking is None or (form or {}).get("decide") == "1",
         aid=a.id,
         csrf=who.csrf,
         progress=_progress(q),
@@ -399,7 +410,8 @@ async def item(request: Request) -> Response:
     aid = parse_id(str(request.path_params["aid"]))
     if aid is None:
         return study.message("not_found")
-    return await _attempt(study, who, aid, {}, lambda: None)
+    decide = {"decide": "1"} if request.query_params.get("decide") == "1" else {}
+    return await _attempt(study, who, aid, decide, lambda: None)
 
 
 async def post_item(request: Request) -> Response:
@@ -417,6 +429,8 @@ async def post_item(request: Request) -> Response:
         return study.bad_form(exc)
     if not _same(form.get("csrf"), who.csrf):
         return study.message("expired")
+    if form.get("action") == "ask":
+        return await _attempt(study, who, aid, form, lambda: _ask(study, who, aid, form))
     if form.get("action") == "reveal":
         seen_raw = form.get("seen", "")
         seen = parse_id(seen_raw) if seen_raw else None
@@ -436,6 +450,12 @@ async def post_item(request: Request) -> Response:
         return RedirectResponse("/next", status_code=303)
 
     return await _attempt(study, who, aid, form, save)
+
+
+def _ask(study: Study, who: Signed, aid: int, form: dict[str, str]) -> Response:
+    """An interactive debate's question: stored, then the page again (it says it waits)."""
+    ask(study.sessions, study.run_dir, study.waiting, who.judge.id, aid, form.get("question", ""))
+    return RedirectResponse(f"/a/{aid}", status_code=303)
 
 
 async def _attempt(

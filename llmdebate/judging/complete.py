@@ -27,7 +27,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from llmdebate import scoring
-from llmdebate.judging.db import Assignment, Judgment, get_setting, utcnow
+from llmdebate.judging.asking import (
+    MAX_QUESTION,
+    ask_state,
+    asks,
+    questions_of,
+    shown_debate,
+)
+from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
 from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
 from llmdebate.protocols.registry import protocol_of
@@ -116,6 +123,40 @@ def reveal_next(
         return a.revealed
 
 
+def ask(
+    sessions: sessionmaker[Session],
+    run_dir: Path,
+    waiting: dict[str, Transcript],
+    judge_id: str,
+    assignment_id: int,
+    text: str,
+) -> int:
+    """A person's question to the debaters of an interactive debate (stored; answered by
+    ``llmdebate answer``); returns the number of questions asked. Own, unanswered
+    assignments only; one question at a time, while rounds are left."""
+    question = text.strip()
+    if not question:
+        raise Invalid("type a question for the debaters")
+    if len(question) > MAX_QUESTION:
+        raise Invalid(f"a question is at most {MAX_QUESTION} characters")
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if s.scalars(select(Judgment.id).where(Judgment.assignment_id == a.id)).first():
+            raise Conflict(assignment_id)
+        qs = questions_of(s, a.id)
+        state = ask_state(shown_debate(run_dir, waiting[a.debate_id], a.id), qs)
+        if state is None:
+            raise Invalid("this debate takes no questions")
+        if state["pending"]:
+            raise Invalid("your question is waiting for the debaters' answer")
+        if not state["can_ask"]:
+            raise Invalid("the debate has no rounds left: end it and decide")
+        s.add(Question(assignment_id=a.id, number=len(qs) + 1, text=question))
+        return len(qs) + 1
+
+
 def waiting_by_id(run_dir: Path) -> dict[str, Transcript]:
     return {t.id: t for t in load_transcripts(run_dir) if t.status == "awaiting_verdict"}
 
@@ -155,10 +196,13 @@ def submit(
             raise NotFound(assignment_id)
         if s.scalars(select(Judgment.id).where(Judgment.assignment_id == a.id)).first():
             raise Conflict(assignment_id)
-        t = waiting[a.debate_id]
+        t = shown_debate(run_dir, waiting[a.debate_id], a.id)
         study = study_settings(s)
         view = view_for(t, a, study)
         _check(view, sub, bool(study["require_explanation"]))
+        state = ask_state(t, questions_of(s, a.id))
+        if state is not None and state["pending"]:
+            raise Invalid("your question is waiting for the debaters' answer")
         p_first = sub.p_shown_first
         if p_first is not None and view["flipped"]:
             p_first = 1.0 - p_first
@@ -268,9 +312,9 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     )
     if j.calls:
         done.calls = [*done.calls, *(ModelCallRecord.model_validate(c) for c in j.calls)]
-    done.id = f"{t.id}#{j.id}"
+    done.id = f"{j.debate_id}#{j.id}"
     done.agents["judge"] = who
-    done.meta["debate_id"] = t.id
+    done.meta["debate_id"] = j.debate_id
     done.meta["judgment"] = {
         "id": j.id,
         "kind": kind,
@@ -294,7 +338,35 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
             "cost": scoring.reveal_cost(cost, j.turns_revealed),
         }
     done.meta["judgment"]["scores"] = protocol.judgment_scores(done)
+    _person_turns(done, j)
     return done
+
+
+def _person_turns(done: Transcript, j: Judgment) -> None:
+    """A person who asked and stopped: ``meta.judge_turns`` as a model judge's (questions,
+    the verdict after the last round heard, the interactive score), also in the judgment."""
+    rec = asks(done)
+    if rec is None or j.p_first is None:
+        return
+    questions = [str(q) for q in rec["questions"]]
+    options, gold = done.meta.get("options") or [], done.meta.get("gold")
+    p = j.p_first if str(options[0]).strip().lower() == str(gold).strip().lower() else 1 - j.p_first
+    cost, base = float(rec["turn_cost"]), float(rec["log_base"])
+    score = scoring.finite(
+        scoring.interactive_judge_score(p, len(questions), cost, log_base=base)
+    )
+    done.meta["judge_turns"] = {
+        "turns": [
+            *({"round": n, "action": "ask", "question": q} for n, q in enumerate(questions, 1)),
+            {"round": int(rec["heard"]), "action": "decide", "p_first": j.p_first},
+        ],
+        "asked": len(questions),
+        "max_rounds": int(rec["max_rounds"]),
+        "turn_cost": cost,
+        "log_base": base,
+        "score": score,
+    }
+    done.meta["judgment"]["interactive_score"] = score
 
 
 def sync(sessions: sessionmaker[Session], run_dir: Path, waiting: dict[str, Transcript]) -> int:
@@ -305,5 +377,7 @@ def sync(sessions: sessionmaker[Session], run_dir: Path, waiting: dict[str, Tran
         for j in s.scalars(select(Judgment).order_by(Judgment.id)):
             t = waiting.get(j.debate_id)
             if t is not None and f"{t.id}#{j.id}" not in have:
+                if j.assignment_id is not None:
+                    t = shown_debate(run_dir, t, j.assignment_id)
                 written += append_judged(run_dir, judged_transcript(t, j))
     return written

@@ -96,6 +96,20 @@ class WebSession(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
+class Question(Base):
+    """A person's question to the debaters of an interactive debate (``judge.interactive``):
+    the ``number``-th of its assignment, asked after round ``number``; answered when
+    ``llmdebate answer`` has appended the continued debate (see :mod:`.asking`)."""
+
+    __tablename__ = "questions"
+    __table_args__ = (UniqueConstraint("assignment_id", "number", name="one_question_a_round"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    asked_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 JUDGMENT_KINDS = ("human", "llm", "oracle")
 
 

@@ -2,6 +2,11 @@
 
 Meant for a person at the machine that holds the run directory (or for piloting): it asks for
 the judge id, not a token, since whoever can read the run directory can read its debates.
+
+An interactive debate (``judge.interactive``, :mod:`.asking`) offers, after the speeches
+heard so far, "a" (ask the debaters: the question is stored as on the web page, and
+``llmdebate answer`` runs their next round) or "e" (end and decide); an item whose question
+waits for the debaters' answer is skipped until it is answered.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 
 from llmdebate.errors import UserError
+from llmdebate.judging.asking import ask_state, questions_of, shown_debate
 from llmdebate.judging.bidi import isolate
 from llmdebate.judging.complete import (
     Conflict,
     Invalid,
     Submission,
+    ask,
     reveal_next,
     study_settings,
     submit,
@@ -66,6 +73,9 @@ LEGEND = (
 
 
 def _turn(console: Console, t: dict[str, Any]) -> None:
+    if t.get("judge"):
+        console.print(Panel(_text(t["text"]), title=f"Your question, after round {t['round']}"))
+        return
     head = f"{t['speaker']}, round {t['round']}"
     if t.get("position"):
         head += f" — arguing for “{_text(t['position'])}”"
@@ -151,6 +161,55 @@ def _ask(console: Console, view: dict[str, Any]) -> Submission | str | None:
     return Submission(p_shown_first=p, explanation=expl)
 
 
+def _ask_or_end(
+    console: Console, asking: dict[str, Any], put: Any
+) -> str:
+    """An interactive debate's choice: ``decide`` (go on to the verdict), ``asked`` (a
+    question was stored: ``put(text)``), ``waiting`` (one waits for an answer) or ``quit``."""
+    if asking["pending"]:
+        console.print(
+            "[yellow]Your question waits for the debaters' answer "
+            "(llmdebate answer RUN_DIR); this item comes back then.[/yellow]"
+        )
+        return "waiting"
+    if not asking["can_ask"]:
+        return "decide"
+    cost = asking["turn_cost"]
+    while True:
+        c = Prompt.ask(
+            f"a: ask the debaters (costs {cost:g}), e: end and decide, q quits",
+            choices=["a", "e", "q"], show_choices=False, console=console,
+        )
+        if c != "a":
+            return {"e": "decide", "q": "quit"}[c]
+        text = Prompt.ask("Your question to the debaters", console=console)
+        try:
+            put(text)
+        except Invalid as exc:
+            console.print(f"[red]{escape(str(exc))}[/red]")
+            continue
+        console.print("[green]Asked.[/green] The debaters answer when `llmdebate answer` runs.")
+        return "asked"
+
+
+def _interactive(
+    console: Console, sessions: Any, run_dir: Path, waiting: dict[str, Any], judge_id: str,
+    a: Assignment,
+) -> str:
+    """:func:`_ask_or_end` for assignment ``a`` (``decide`` where the debate takes no
+    questions)."""
+    with sessions() as s:
+        asking = ask_state(shown_debate(run_dir, waiting[a.debate_id], a.id),
+                           questions_of(s, a.id))
+    if asking is None:
+        return "decide"
+
+    def put(text: str) -> None:
+        ask(sessions, run_dir, waiting, judge_id, a.id, text)
+
+    return _ask_or_end(console, asking, put)
+
+
 def run_terminal(
     run_dir: Path, judge_id: str, db_url: str | None = None, console: Console | None = None
 ) -> int:
@@ -177,9 +236,15 @@ def run_terminal(
             row = s.get(Assignment, a.id)
             assert row is not None
             study = study_settings(s)
-            view = view_for(waiting[a.debate_id], row, study)
+            view = view_for(shown_debate(run_dir, waiting[a.debate_id], a.id), row, study)
         _show(console, view, n, len(mine))
         start = time.monotonic()
+        choice = _interactive(console, sessions, run_dir, waiting, judge_id, a)
+        if choice == "quit":
+            console.print(f"Stopped; {judged} judged in this session.")
+            return judged
+        if choice != "decide":
+            continue
         while True:
             try:
                 sub = _ask(console, view)

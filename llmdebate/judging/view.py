@@ -85,7 +85,10 @@ def _view(
     labels: dict[str, str] = {}
     turns = []
     for turn in t.turns:
-        if turn.role == "judge":
+        if turn.role == "judge":  # a person's own question (an interactive debate)
+            if turn.text.startswith("Question: "):
+                turns.append({"speaker": "Your question", "round": turn.round, "judge": True,
+                              **shown_text(pv, turn.text.removeprefix("Question: "))})
             continue
         label = labels.setdefault(turn.role, f"Speaker {len(labels) + 1}")
         turns.append(

@@ -9,10 +9,19 @@ asks for costs ``judge.turn_cost`` in its score,
 :func:`llmdebate.scoring.interactive_judge_score` (log base ``judge.log_base``), recorded in
 ``meta.judge_turns`` and re-scored by ``llmdebate score``
 (:func:`llmdebate.scoring.judge_turns_score`).
+
+A person (a deferred judge, ``judge.kind`` deferred or human) asks asynchronously: the debate
+stops after the rounds the person has asked for so far and waits (status
+``awaiting_verdict``); ``llmdebate answer`` runs it again, as a fork that replays the recorded
+rounds, inside :func:`person_asks` with the person's questions — each is added after its
+round as the model judge's is — and one more round is heard.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +45,24 @@ MAX_TOKENS = 300
 MAX_ATTEMPTS = 3
 
 
+_PERSON: ContextVar[tuple[str, ...]] = ContextVar("person_questions", default=())
+
+
+@contextmanager
+def person_asks(questions: Sequence[str]) -> Iterator[None]:
+    """Within: a deferred interactive judge has asked ``questions`` (one after each round)."""
+    token = _PERSON.set(tuple(questions))
+    try:
+        yield
+    finally:
+        _PERSON.reset(token)
+
+
+def question_text(question: str) -> str:
+    """A judge's question as the debaters read it (a ``judge`` turn)."""
+    return f"Question: {question}"
+
+
 def _parse(text: str) -> JudgeTurnReply:
     try:
         return parse_judge_turn(text)
@@ -54,10 +81,27 @@ class JudgeTurns:
     speakers: str
     turns: list[dict[str, Any]] = field(default_factory=list)
     final: JudgeTurnReply | None = None
+    heard: int | None = None
+    """A person's debate: the last round heard before it waits for the person."""
 
     @property
     def on(self) -> bool:
         return self.team.judge.interactive and not self.team.judge_defers
+
+    @property
+    def person(self) -> bool:
+        """A person who asks (:func:`person_asks`) rather than a model."""
+        return self.team.judge.interactive and self.team.judge_defers
+
+    def _person_goes_on(self, rnd: int, turns: list[Turn]) -> bool:
+        asked = _PERSON.get()
+        if rnd <= len(asked) and rnd < self.rounds:
+            q = asked[rnd - 1]
+            turns.append(Turn(role="judge", round=rnd, text=question_text(q)))
+            self.turns.append({"round": rnd, "action": "ask", "question": q})
+            return True
+        self.heard = rnd
+        return False
 
     async def goes_on(
         self, rnd: int, turns: list[Turn], log: Log, variables: dict[str, Any]
@@ -65,6 +109,8 @@ class JudgeTurns:
         """After round ``rnd``: whether the debate goes on. ``variables``: what the judge's
         prompt shows, as its final judge prompt would (``question``, ``context``,
         ``transcript``: the debate so far). An ``ask`` adds the question to ``turns``."""
+        if self.person:
+            return self._person_goes_on(rnd, turns)
         if not self.on:
             return True
         messages = self.team.prompts.render(
@@ -79,7 +125,7 @@ class JudgeTurns:
         )
         self.turns.append({"round": rnd, **reply.model_dump()})
         if reply.asks and rnd < self.rounds:
-            turns.append(Turn(role="judge", round=rnd, text=f"Question: {reply.question}"))
+            turns.append(Turn(role="judge", round=rnd, text=question_text(reply.question)))
             return True
         self.final = reply
         return False
@@ -93,10 +139,21 @@ class JudgeTurns:
 
     def judge_round(self) -> int:
         """The round of the verdict: after the last round heard."""
+        if self.heard is not None:
+            return self.heard + 1
         return (self.turns[-1]["round"] if self.turns else self.rounds) + 1
 
     def meta(self) -> dict[str, Any]:
-        """``judge_turns`` for the transcript's meta (nothing without an interactive judge)."""
+        """``judge_turns`` for the transcript's meta (nothing without an interactive judge);
+        a person's debate: ``person_asks`` (the questions asked, the last round heard)."""
+        if self.person and self.heard is not None:
+            j = self.team.judge
+            return {
+                "person_asks": {
+                    "questions": [t["question"] for t in self.turns], "heard": self.heard,
+                    "max_rounds": self.rounds, "turn_cost": j.turn_cost, "log_base": j.log_base,
+                }
+            }
         if self.final is None:
             return {}
         asked = sum(t["action"] == "ask" for t in self.turns[:-1])

@@ -143,7 +143,7 @@ def write_outputs(
         m["judges"] = judges.section(judged, transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
         extra_md = "\n" + judges_html.render_markdown(m["judges"])
         extra_html = judges_html.render(m["judges"])
-    asking = asking_judge.section(transcripts)
+    asking = asking_judge.section([*transcripts, *judged])  # models and people who asked
     if asking is not None:
         m["asking_judge"] = asking
         extra_md += "\n" + asking_judge.markdown(asking)
