@@ -377,7 +377,9 @@ def test_an_interactive_model_judge_asks_once_and_stops_early_on_the_fake_server
 
 def test_an_interactive_judge_must_be_a_model_on_a_speech_protocol() -> None:
     with pytest.raises(ConfigError, match=r"judge\.interactive needs judge\.kind llm"):
-        validate({"protocols": ["consultancy"], "judge": {"kind": "oracle-or-llm", "interactive": True}})
+        validate(
+            {"protocols": ["consultancy"], "judge": {"kind": "oracle-or-llm", "interactive": True}}
+        )
     with pytest.raises(ConfigError, match="applies to two-sided and consultancy"):
         validate({"protocols": ["prover-estimator"], "judge": {"interactive": True}})
 
