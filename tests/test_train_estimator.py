@@ -73,7 +73,7 @@ def test_a_few_steps_lower_the_log_loss_of_the_answer(tmp_path: Path) -> None:
     assert prov["train_cases"] == 12 and prov["held_out_cases"] == 12 and prov["steps"] == 12
     held = prov["held_out_loss"]
     # cross-entropy of the answer word's characters on the held-out cases, before and after
-    assert len(held) == 5 and held[-1] < held[0] - 0.3, held
+    assert len(held) == 5 and held[-1] < held[0] - 0.1, held
     steps = [json.loads(x)
              for x in (tmp_path / "out" / "estimator.jsonl").read_text().splitlines()]
     assert [e["step"] for e in steps if "loss" in e] == list(range(1, 13))
@@ -148,4 +148,8 @@ def test_the_debates_inside_train_run_on_the_training_device(
     run_dir = trainer.generate(0, 0)
     release_local()
     assert built and set(built) == {"cpu"}
-    assert (run_dir / "summary.json").is_file()
+    # the forward passes ran: the random model's answer has no True/False word, which is
+    # the one failure of its debates
+    failures = json.loads((run_dir / "summary.json").read_text())["failures"]["debates"]
+    assert failures and all("no True/False token among the top logprobs" in f["reason"]
+                            for f in failures)
