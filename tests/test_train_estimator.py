@@ -153,3 +153,24 @@ def test_the_debates_inside_train_run_on_the_training_device(
     failures = json.loads((run_dir / "summary.json").read_text())["failures"]["debates"]
     assert failures and all("no True/False token among the top logprobs" in f["reason"]
                             for f in failures)
+
+
+def test_the_shipped_estimator_adapter_is_small_documented_and_default_only_if_it_helps(
+) -> None:
+    import yaml
+
+    from llmdebate.models.hf_backend import adapter_path
+
+    root = Path(__file__).resolve().parent.parent
+    folder = adapter_path("divisors-estimator")
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 5_000_000
+    prov = json.loads((folder / "provenance.json").read_text())
+    assert "--config configs/train-estimator.yaml" in prov["command"]
+    before, after = prov["held_out"]["before"], prov["held_out"]["after"]
+    assert before["cases"] == after["cases"] == prov["held_out_cases"] > 0
+    helps = after["brier"] < after["brier_base_rate"]
+    main = yaml.safe_load((root / "configs" / "local-divisors.yaml").read_text())
+    uses = (main["estimator"].get("options") or {}).get("adapter") == "divisors-estimator"
+    assert uses == helps
+    config = json.loads((folder / "adapter_config.json").read_text())
+    assert "/" not in config["base_model_name_or_path"]
