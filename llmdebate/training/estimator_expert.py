@@ -137,7 +137,8 @@ def plot_brier(log: list[dict[str, Any]], evals: dict[str, Any], path: Path) -> 
     ax.legend()
     names = [k for k in ("before", "after") if k in evals]
     bars = [("base rate", next((evals[k]["brier_base_rate"] for k in names), 0.0), "#bbb")]
-    bars += [(k, evals[k]["brier"], {"before": "#999", "after": "#2a7"}[k]) for k in names]
+    bars += [(k, evals[k]["brier"], "#999" if k == "before" else
+              "#2a7" if evals[k]["brier"] < bars[0][1] else "#c33") for k in names]
     bx.bar([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
     for i, (_, v, _) in enumerate(bars):
         bx.text(i, v + 0.005, f"{v:.3f}", ha="center")
