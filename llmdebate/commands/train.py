@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,8 +43,17 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
                    f"{res.expert['train_seconds']:.0f} s; exact interval splits on "
                    f"{res.expert['held_out_claims']} held-out claims: {shares or 'not graded'}; "
                    f"adapter {res.out / 'expert' / 'adapter'}")
-        if not res.history:
-            return
+    if res.estimator_expert is not None:
+        e = res.estimator_expert
+        held_out: dict[str, Any] = e["held_out"]
+        briers = ", ".join(f"{k} {v['brier']:.4f}" for k, v in held_out.items())
+        base = next((v["brier_base_rate"] for v in held_out.values()), None)
+        click.echo(f"{res.out}: estimator expert iteration, {e['steps']} steps in "
+                   f"{e['train_seconds']:.0f} s; Brier on {e['held_out_cases']} held-out "
+                   f"cases: {briers or 'not scored'} (base rate {base}); adapter "
+                   f"{res.out / 'estimator-expert' / 'adapter'}")
+    if (res.expert is not None or res.estimator_expert is not None) and not res.history:
+        return
     last = res.history[-1] if res.history else {}
     click.echo(
         f"{res.out}: {len(res.updates)} updates in {res.seconds:.0f} s; prover {res.prover_model}; "

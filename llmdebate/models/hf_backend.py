@@ -129,7 +129,9 @@ class HFBackend(Backend):
     the first request for others to join its batch. ``threads`` (default
     ``$LLMDEBATE_TORCH_THREADS`` or 1) is torch's intra-op thread count, set process-wide:
     one thread is the robust default on a small shared machine, where more threads than free
-    cores make torch several times slower (see benchmarks/README.md).
+    cores make torch several times slower (see benchmarks/README.md). ``device`` (cpu, cuda,
+    cuda:<n>) is where the weights and the forward passes live; sampling and grammar masks
+    stay on the CPU.
     """
 
     provider = "hf"
@@ -147,11 +149,15 @@ class HFBackend(Backend):
         threads: int | None = None,
         structured: str = "xgrammar",
         adapter: str | Path | None = None,
+        device: str = "cpu",
     ) -> None:
         require("torch", "local")
         require("transformers", "local")
         if structured not in ("xgrammar", "none"):
             raise UserError(f"{name}: structured must be xgrammar or none (got {structured!r})")
+        if device != "cpu" and not device.startswith("cuda"):
+            raise UserError(f"{name}: device must be cpu, cuda or cuda:<n> (got {device!r})")
+        self.device = device
         self.structured = structured
         self.name = name
         self.source = Path(source).expanduser() if source is not None else None
@@ -273,7 +279,7 @@ class HFBackend(Backend):
         if self.adapter is not None:
             peft: Any = require("peft", "local")
             model = peft.PeftModel.from_pretrained(model, str(self.adapter)).merge_and_unload()
-        model.eval()
+        model.to(self.device).eval()
         tokenizer.padding_side = "left"
         self.tokenizer, self.model = tokenizer, model
         self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
@@ -381,6 +387,7 @@ class HFBackend(Backend):
             ids[i, width - len(e) :] = torch.tensor(e, dtype=torch.long)
             mask[i, width - len(e) :] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids, mask, positions = ids.to(self.device), mask.to(self.device), positions.to(self.device)
         eos = {int(x) for x in _as_list(model.generation_config.eos_token_id)}
         if tok.eos_token_id is not None:
             eos.add(int(tok.eos_token_id))
@@ -406,7 +413,7 @@ class HFBackend(Backend):
                 logits_to_keep=1,
             )
             for _ in range(max(cfg.max_tokens for _, cfg, _ in batch)):
-                logits = out.logits[:, -1, :].float()
+                logits = out.logits[:, -1, :].float().cpu()
                 logp = torch.log_softmax(logits, dim=-1)
                 step: list[int] = []
                 for i, (_, cfg, _) in enumerate(batch):
@@ -441,10 +448,12 @@ class HFBackend(Backend):
                         done[i] = True
                 if all(done):
                     break
-                mask = torch.cat([mask, torch.ones((size, 1), dtype=torch.long)], dim=1)
+                mask = torch.cat(
+                    [mask, torch.ones((size, 1), dtype=torch.long, device=self.device)], dim=1
+                )
                 positions = positions[:, -1:] + 1
                 out = model(
-                    input_ids=torch.tensor(step, dtype=torch.long)[:, None],
+                    input_ids=torch.tensor(step, dtype=torch.long, device=self.device)[:, None],
                     attention_mask=mask,
                     position_ids=positions,
                     past_key_values=out.past_key_values,

@@ -141,6 +141,10 @@ class TrainConfig(_Section):
     expert: ExpertSettings | None = None
     """Expert iteration on exactly graded decompositions before the debate updates: the
     prover's LoRA adapter (written to <out>/expert/adapter)."""
+    estimator_expert: ExpertSettings | None = None
+    """Expert iteration of the estimator on the exact truth of interval claims and their
+    subclaims before the debate updates: its LoRA adapter for logprobs probabilities
+    (written to <out>/estimator-expert/adapter; llmdebate/training/estimator_expert.py)."""
     estimator_updates: int = Field(default=2, ge=0)
     """m: estimator updates per prover update (A-leading Stackelberg: B best-responds)."""
     regenerate: bool = True

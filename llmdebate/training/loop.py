@@ -85,6 +85,7 @@ class TrainResult:
     updates: list[UpdateResult] = field(default_factory=list)
     seconds: float = 0.0
     expert: dict[str, Any] | None = None
+    estimator_expert: dict[str, Any] | None = None
 
 
 class Trainer:
@@ -99,6 +100,8 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.updates: list[UpdateResult] = []
         self.t0 = time.perf_counter()
+        self.device = _device(cfg.device)
+        """Where the updates run; the debates' local models are generated there too."""
 
     def say(self, message: str) -> None:
         if self.progress:
@@ -112,8 +115,9 @@ class Trainer:
                 "name": f"{self.cfg.name}-iter{it}-gen{g}",
                 "seed": self.cfg.seed + 1000 * it + g,
                 "protocols": ["prover-estimator"],
-                "prover": self.settings_of("prover"),
-                "estimator": self.settings_of("estimator"),
+                "prover": on_device(self.settings_of("prover"), self.device),
+                "estimator": on_device(self.settings_of("estimator"), self.device),
+                "judge": on_device(e.judge, self.device),
             }
         )
         run_dir = self.out / f"iter-{it:02d}" / f"gen-{g}"
@@ -217,6 +221,18 @@ class Trainer:
         self.update("prover", run_dir, it, 0)
 
 
+def on_device(settings: Any, device: str) -> Any:
+    """A role's model settings with its local model (``local``, ``hf/...``) on ``device``
+    (the training device), unless its options name a device already; other models as they
+    are."""
+    model = getattr(settings, "model", None)
+    if not isinstance(model, str) or not (model == "local" or model.startswith("hf/")):
+        return settings
+    if "device" in settings.options:
+        return settings
+    return settings.model_copy(update={"options": {**settings.options, "device": device}})
+
+
 def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
     """Run the whole schedule (and, with ``evaluate_last``, a generation with the last models)."""
     trainer = Trainer(cfg, out, progress=progress)
@@ -225,6 +241,8 @@ def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
     saved["experiment"] = dump(trainer.exp)
     (out / "train.yaml").write_text(yaml.safe_dump(saved, sort_keys=False), encoding="utf-8")
     expert = run_expert(cfg, trainer, out, progress=progress) if cfg.expert else None
+    estimator = (run_estimator_expert(cfg, trainer, out, progress=progress)
+                 if cfg.estimator_expert else None)
     for it in range(cfg.iterations):
         trainer.iteration(it)
     if cfg.evaluate_last:
@@ -233,7 +251,7 @@ def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
         trainer.write()
     return TrainResult(
         out, trainer.models["prover"], trainer.models["estimator"], trainer.history,
-        trainer.updates, time.perf_counter() - trainer.t0, expert,
+        trainer.updates, time.perf_counter() - trainer.t0, expert, estimator,
     )
 
 
@@ -251,7 +269,27 @@ def run_expert(cfg: TrainConfig, trainer: Trainer, out: Path, *, progress: bool)
     start = model_dir(exp.prover.model, exp.cache_dir)
     prompts = Prompts(resolve_path(exp.prompts_dir) if exp.prompts_dir else None)
     return expert_iteration(cfg.expert, start, out / "expert", prompts=prompts,
-                            seed=cfg.seed, device=_device(cfg.device), progress=progress)
+                            seed=cfg.seed, device=trainer.device, progress=progress)
+
+
+def run_estimator_expert(cfg: TrainConfig, trainer: Trainer, out: Path, *,
+                         progress: bool) -> Any:
+    """Expert iteration of the estimator's probabilities (``estimator_expert``), into
+    ``<out>/estimator-expert``."""
+    from llmdebate.training.estimator_expert import estimator_iteration
+
+    assert cfg.estimator_expert is not None
+    if cfg.iterations:
+        raise ConfigError(
+            "estimator_expert: expert iteration trains an adapter on its own; set "
+            "iterations: 0 (and train debates from the adapter's estimator in a second run)"
+        )
+    exp = trainer.exp
+    start = model_dir(exp.estimator.model, exp.cache_dir)
+    prompts = Prompts(resolve_path(exp.prompts_dir) if exp.prompts_dir else None)
+    return estimator_iteration(cfg.estimator_expert, start, out / "estimator-expert",
+                               prompts=prompts, seed=cfg.seed, device=trainer.device,
+                               progress=progress)
 
 
 def _baseline(value: str) -> str | float:
