@@ -35,7 +35,6 @@ from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
 
-
 ANSWER = "answer"
 """The decision (and act) of an open role's pick of the answer it defends."""
 
