@@ -19,6 +19,7 @@ from llmdebate.experiment.runner import run
 from llmdebate.protocols.common import ChoiceProtocol
 from llmdebate.protocols.registry import PROTOCOLS, register
 from llmdebate.report.seat_records import matches_of
+from llmdebate.export import decision_rows, run_info
 from llmdebate.rl import fork, team_for
 from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.schemas import Transcript
@@ -96,6 +97,21 @@ def test_open_debate_rescoring_finds_no_mismatch(
     assert main(["score", str(open_run / "transcripts.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "0 mismatch" in out, out
+
+
+def test_open_debate_exports_the_pick_and_credits_each_debater_on_its_side(
+    open_run: Path,
+) -> None:
+    ts = {t.id: t for t in load_transcripts(open_run)}
+    rows = decision_rows(list(ts.values()), run_info(open_run, read_run_config(open_run), 0.0))
+    for t in ts.values():
+        mine = [r for r, _ in rows if r.debate_id == t.id]
+        assert [r.act for r in mine if r.speaker == "prover"] == ["answer"]
+        won = {x.role: x.position == t.meta["decision"] for x in t.turns if x.role != "judge"}
+        for r in mine:
+            if r.act == "speech":
+                assert r.reward == (1.0 if won[r.speaker] else 0.0), (t.id, r.speaker)
+        assert {r.speaker for r in mine if r.act == "speech"} == {"debater A", "debater B"}
 
 
 def test_a_fork_of_an_open_debate_replays_it_bit_for_bit(open_run: Path) -> None:
