@@ -32,8 +32,8 @@ from llmdebate.experiment.roster import (
     check_seats,
     seat_models,
 )
-from llmdebate.protocols.interface import ASSIGNED, RECURSIVE
-from llmdebate.protocols.registry import PROTOCOLS, can
+from llmdebate.protocols.interface import OPEN_ROLES, RECURSIVE
+from llmdebate.protocols.registry import PROTOCOLS, can, get_protocol
 from llmdebate.schemas import DebateConfig
 
 
@@ -179,16 +179,27 @@ class ExperimentConfig(_Section):
                 f"{', '.join(symmetric)} need the judge's probability: judge.method logprobs, "
                 "sampling or verbalised"
             )
-        fixed = [p for p in symmetric if p != "direct" and not can(p, ASSIGNED)]
-        if self.prover.assignment == "choose" and fixed:
-            raise ValueError(
-                "prover.assignment 'choose' applies to protocols with an assigned answer "
-                f"(consultancy, the recursive ones); {', '.join(fixed)} assign both answers: "
-                "remove them or choose another assignment"
-            )
+        if self.prover.assignment == "choose":
+            self._open_roles()
         if self.judge.interactive:
             self._interactive()
         return self
+
+    def _open_roles(self) -> None:
+        fixed = [p for p in self.protocols if get_protocol(p).seats and not can(p, OPEN_ROLES)]
+        if fixed:
+            raise ValueError(
+                f"prover.assignment 'choose': {', '.join(fixed)} do not let a debater pick "
+                f"its answer (capability {OPEN_ROLES!r}): remove them or choose another "
+                "assignment"
+            )
+        t = self.tournament
+        if t.active and t.schedule == "swiss" and "two-sided" in self.protocols:
+            raise ValueError(
+                "prover.assignment 'choose' with tournament.schedule 'swiss': an open two-sided "
+                "debate is rated apart from the assigned one the Swiss rounds pair by; use "
+                "schedule round-robin"
+            )
 
     def _interactive(self) -> None:
         if self.judge.kind not in ("llm", "deferred", "human"):

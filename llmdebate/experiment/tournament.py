@@ -77,6 +77,9 @@ def two_sided_jobs(base: Sequence[Job], pairings: Iterable[Pairing], seed: int) 
         assert p.correct is not None and p.incorrect is not None
         a = first_speaker(seed, p.item, p.correct, p.incorrect)
         b = p.incorrect if a == p.correct else p.correct
+        chosen = by.get((p.item, "chosen"))
+        if chosen is not None:  # an open debate: A picks its side as it runs
+            out.append(_seated(chosen, {"debater A": _key(a), "debater B": _key(b)}, f"{a}~{b}"))
         for variant in ("order-0", "order-1"):
             job = by.get((p.item, variant))
             if job is None:

@@ -23,7 +23,13 @@ from llmdebate.engine import complete_with_verdict
 from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.base import DebateSpec, Log
-from llmdebate.protocols.interface import ASSIGNED, JUDGE_DEFERRABLE, RECURSIVE, Protocol
+from llmdebate.protocols.interface import (
+    ASSIGNED,
+    JUDGE_DEFERRABLE,
+    OPEN_ROLES,
+    RECURSIVE,
+    Protocol,
+)
 from llmdebate.schemas import Claim, Transcript, Verdict
 
 
@@ -81,7 +87,7 @@ async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log
 class RecursiveProtocol(Protocol):
     """A protocol of rounds of claims down to a leaf claim the judge rules on."""
 
-    capabilities = frozenset({RECURSIVE, ASSIGNED, JUDGE_DEFERRABLE})
+    capabilities = frozenset({RECURSIVE, ASSIGNED, OPEN_ROLES, JUDGE_DEFERRABLE})
     seats = ("prover", "estimator")
 
     def complete(

@@ -21,7 +21,7 @@ from llmdebate.protocols.common import (
     with_quote_penalty,
 )
 from llmdebate.protocols.interactive import JudgeTurns
-from llmdebate.protocols.interface import ASSIGNED, SPEECHES
+from llmdebate.protocols.interface import ASSIGNED, OPEN_ROLES, SPEECHES
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.speeches import Rules, deliver
@@ -32,7 +32,7 @@ from llmdebate.schemas import Transcript, Turn
 class Consultancy(ChoiceProtocol):
     """Consultancy: one consultant argues for an assigned answer."""
 
-    capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED}
+    capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED, OPEN_ROLES}
     title = "Consultancy"
     seats = ("consultant",)
     rank = 1

@@ -58,10 +58,16 @@ probability of their answer; forked at a speech round."""
 ASSIGNED = "assigned"
 """The debater defends an assigned answer: variants ``honest`` / ``dishonest`` (or
 ``chosen``) by ``prover.assignment``."""
+OPEN_ROLES = "open-roles"
+"""``prover.assignment: choose`` applies: the debater's model picks the answer it defends
+(variant ``chosen``, :func:`llmdebate.protocols.open_roles.chosen_position` for a speech
+protocol); its seats record the side it picked, and reports rate it apart."""
 JUDGE_DEFERRABLE = "judge-deferrable"
 """The judge may be a person (``judge.kind: human``): the debate waits for the verdict."""
 
-CAPABILITIES = (RECURSIVE, ESTIMATOR, TWO_ANSWER, SPEECHES, ASSIGNED, JUDGE_DEFERRABLE)
+CAPABILITIES = (
+    RECURSIVE, ESTIMATOR, TWO_ANSWER, SPEECHES, ASSIGNED, OPEN_ROLES, JUDGE_DEFERRABLE
+)
 
 
 class DecisionRow(TypingProtocol):

@@ -2,7 +2,10 @@
 
 Every item is run in both orders (variant ``order-0``: A defends ``shown[0]``; ``order-1``:
 A defends ``shown[1]``), so any advantage of speaking first or of an option's position cancels
-across the pair. ``mode``: ``sequential`` (B sees A's speech of the same round) or
+across the pair. With ``prover.assignment: choose`` (open debate) every item is run once
+(variant ``chosen``): debater A's model picks the answer it defends before the first speech
+(decision ``answer``), B defends the other, and the judge sees the options in the item's order.
+``mode``: ``sequential`` (B sees A's speech of the same round) or
 ``simultaneous``.
 """
 
@@ -22,12 +25,14 @@ from llmdebate.protocols.common import (
     with_quote_penalty,
 )
 from llmdebate.protocols.interactive import JudgeTurns
-from llmdebate.protocols.interface import SPEECHES
+from llmdebate.protocols.interface import OPEN_ROLES, SPEECHES, assignment_variants
+from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.speeches import Rules, deliver
 from llmdebate.schemas import Transcript, Turn
 
 JUDGE_ACT = "two_sided_judge"
+CHOSEN = "chosen"
 
 
 async def _speech(
@@ -65,20 +70,28 @@ async def _speech(
 class TwoSided(ChoiceProtocol):
     """Two-sided debate: both answers argued, every item in both orders."""
 
-    capabilities = ChoiceProtocol.capabilities | {SPEECHES}
+    capabilities = ChoiceProtocol.capabilities | {SPEECHES, OPEN_ROLES}
     title = "Two-sided debate"
     seats = ("debater A", "debater B")
     rank = 2
     judge_act = JUDGE_ACT
 
     def variants(self, assignment: str, index: int) -> tuple[str, ...]:
+        if assignment == "choose":
+            return assignment_variants(assignment, index)
         return ("order-0", "order-1")
+
+    def needs_wrong_answer(self, variant: str) -> bool:
+        return True
 
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
-        shown = spec.shown if spec.variant == "order-0" else (spec.shown[1], spec.shown[0])
+        shown = spec.shown if spec.variant != "order-1" else (spec.shown[1], spec.shown[0])
         pos_a, pos_b = shown
+        if spec.variant == CHOSEN:
+            pos_a = await chosen_position(team, spec, "debater A", log)
+            pos_b = shown[1] if pos_a == shown[0] else shown[0]
         view = view_of(spec, team)
         turns: list[Turn] = []
         asks = JudgeTurns(team, spec, shown, settings.rounds, "two debaters")
@@ -117,7 +130,7 @@ class TwoSided(ChoiceProtocol):
             decision=decision,
             judge_round=asks.judge_round(),
             options=shown,
-            order=list(shown),
+            order=[pos_a, pos_b],
             rounds=settings.rounds,
             mode=settings.mode,
             passage=view.mode,

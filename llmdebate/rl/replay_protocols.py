@@ -35,6 +35,9 @@ from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
 
+ANSWER = "answer"
+"""The decision (and act) of an open role's pick of the answer it defends."""
+
 
 def settings_of(t: Transcript) -> ProtocolSettings:
     """The protocol settings a recorded transcript was run with."""
@@ -85,6 +88,10 @@ class ReplayModel:
         act: str = "",
         log: list[ModelCallRecord] | None = None,
     ) -> ModelOutput:
+        if act == ANSWER:
+            answered = self._answered(log)
+            if answered is not None:
+                return answered
         rnd = speech_round(act)
         if rnd is not None and role in SPEAKERS:
             if self.point.replayed(role, rnd):
@@ -101,6 +108,21 @@ class ReplayModel:
             messages, config, sample_index=sample_index, role=role, act=act, log=log
         )
         return out
+
+    def _answered(self, log: list[ModelCallRecord] | None) -> ModelOutput | None:
+        """The recorded pick of an open role (decision ``answer``, made before the first
+        speech, so before every fork point), its calls copied into ``log``; None: none."""
+        calls = [c for c in self.t.calls if c.decision == ANSWER]
+        done = [c for c in calls if c.error is None and c.completion is not None]
+        if not done:
+            return None
+        if log is not None:
+            log.extend(c.model_copy(deep=True) for c in calls)
+        call = done[-1]
+        return ModelOutput(
+            text=str(call.completion), model=call.model,
+            tokens_in=call.tokens_in, tokens_out=call.tokens_out,
+        )
 
     def _recorded(
         self, role: str, act: str, rnd: int, log: list[ModelCallRecord] | None
