@@ -28,7 +28,7 @@ from llmdebate.prompts import Prompts
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.estimate_eval import estimate_cases, evaluate_estimates, pairs
 from llmdebate.training.expert import _cpus, claim_sets
-from llmdebate.training.sft import SFTSettings, train_adapter
+from llmdebate.training.sft import SFTSettings, step_logger, train_adapter
 
 CASE_SEED = 7919
 """Offset of the seed of the stated outcomes (claims seed + this), apart from the claims'."""
@@ -65,15 +65,7 @@ def estimator_iteration(
         evals["before"] = evaluate_estimates(base, held_cases)
         say(f"estimator: before: {_summary(evals['before'])}")
     steps = out / "estimator.jsonl"
-    steps.unlink(missing_ok=True)
-
-    def on_log(entry: dict[str, Any]) -> None:
-        with steps.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-        if progress and "loss" in entry:
-            say(f"estimator: step {entry['step']} loss {entry['loss']:.4f} "
-                f"({entry['step_s']} s)" + (f" held-out loss {entry['held_out_loss']:.4f}"
-                                           if "held_out_loss" in entry else ""))
+    on_log = step_logger(steps, say, "estimator", progress=progress)
 
     adapter = out / "adapter"
     sft = SFTSettings(

@@ -33,7 +33,7 @@ from llmdebate.training.claims import (
 )
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.decompose_eval import decompose_prompt, evaluate
-from llmdebate.training.sft import SFTSettings, train_adapter
+from llmdebate.training.sft import SFTSettings, step_logger, train_adapter
 
 
 def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalClaim]]:
@@ -78,15 +78,7 @@ def expert_iteration(
         evals["before"] = evaluate(_backend(None, s.threads), prompts, held_out)
         say(f"expert: before: {_summary(evals['before'])}")
     steps = out / "expert.jsonl"
-    steps.unlink(missing_ok=True)
-
-    def on_log(entry: dict[str, Any]) -> None:
-        with steps.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-        if progress and "loss" in entry:
-            say(f"expert: step {entry['step']} loss {entry['loss']:.4f} "
-                f"({entry['step_s']} s)" + (f" held-out loss {entry['held_out_loss']:.4f}"
-                                           if "held_out_loss" in entry else ""))
+    on_log = step_logger(steps, say, "expert", progress=progress)
 
     adapter = out / "adapter"
     steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()

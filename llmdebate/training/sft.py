@@ -11,6 +11,7 @@ it, the completion on its own (as a constrained reply's tokens follow the prompt
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import random
 import time
@@ -126,6 +127,26 @@ def batch_loss(
     scored = labels != -100
     accuracy = ((logits.argmax(-1) == labels) & scored).sum() / scored.sum()
     return loss, accuracy
+
+
+def step_logger(
+    path: Path, say: Callable[[str], None], label: str, *, progress: bool
+) -> Callable[[dict[str, Any]], None]:
+    """An ``on_log`` for :func:`train_adapter`: each entry appended to ``path`` (JSONL, the
+    file started afresh), and each training step said as ``<label>: step … loss …``."""
+    path.unlink(missing_ok=True)
+
+    def on_log(entry: dict[str, Any]) -> None:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+        if progress and "loss" in entry:
+            held = entry.get("held_out_loss")
+            say(
+                f"{label}: step {entry['step']} loss {entry['loss']:.4f} ({entry['step_s']} s)"
+                + (f" held-out loss {held:.4f}" if held is not None else "")
+            )
+
+    return on_log
 
 
 def train_adapter(
