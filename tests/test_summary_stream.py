@@ -19,6 +19,7 @@ import yaml
 
 from llmdebate import scoring
 from llmdebate.agents.audit import decomposition_summary
+from llmdebate.agents.estimate_audit import estimate_summary
 from llmdebate.experiment.config import PROTOCOL_NAMES
 from llmdebate.experiment.runner import _summary_transcripts, run
 from llmdebate.report import metrics
@@ -327,6 +328,7 @@ def old_run_summary(
         },
         "leaf_judge_accuracy": {"n": len(judge_hits), "accuracy": _mean(judge_hits)},
         "decompositions": decomposition_summary(transcripts),
+        "estimates": estimate_summary(transcripts),
         "metrics": old_compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }
 

@@ -45,6 +45,33 @@ def test_the_claim_sets_are_apart_from_each_other_and_the_debates() -> None:
     assert all(c.lo == 2 for c in held_out[::2])
 
 
+def test_the_debate_shape_and_overlapping_ranges_keep_the_sets_apart() -> None:
+    # training numbers from the held-out range: drawn past the held-out and debate numbers
+    s = ExpertSettings(train_claims=300, held_out_numbers_count=60, train_shape="debate",
+                       train_numbers=(100, 1000), held_out_numbers=(100, 1000))
+    train, held_out = claim_sets(s)
+    debate = dataset_numbers(DIVISORS)
+    assert len(train) == 600 and len(held_out) == 120
+    assert not {c.n for c in train} & ({c.n for c in held_out} | debate)
+    assert not {c.n for c in held_out} & debate
+    # the debate shape: the top claim [2, top) then one of its halves, for every number
+    for top, half in zip(train[::2], train[1::2], strict=True):
+        assert top.n == half.n and top.lo == 2
+        mid = top.lo + (top.hi - top.lo) // 2
+        assert (half.lo, half.hi) in ((top.lo, mid), (mid, top.hi))
+    # the random shape is the default, as the prover's adapter was trained
+    assert ExpertSettings().train_shape == "random"
+
+
+def test_excluded_numbers_are_passed_over_without_moving_the_claims_before_them() -> None:
+    full = draw_claims(30, 2, (100, 3000), [2], debate_like=True)
+    skip = full[20].n
+    cut = draw_claims(30, 2, (100, 3000), [2], debate_like=True, exclude={skip})
+    assert cut[:20] == full[:20] and skip not in {c.n for c in cut}
+    with pytest.raises(UserError, match="fewer than 3 numbers"):
+        draw_claims(3, 0, (10, 13), [2], debate_like=False, exclude={11})
+
+
 def test_a_shared_number_is_refused() -> None:
     n = sorted(dataset_numbers(DIVISORS))[0]
     claim = IntervalClaim(n, 2, 10, True, 2)
@@ -212,3 +239,34 @@ def test_llmdebate_train_runs_expert_iteration_alone(
     path.write_text(yaml.safe_dump({**cfg, "iterations": 1}))
     assert main(["train", "--config", str(path), "--out-dir", str(tmp_path / "o2")]) == 2
     assert "set iterations: 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_batch_loss_is_the_loss_of_each_row_alone(tmp_path: Path, shared: bool) -> None:
+    """Rows of different lengths (left-padded, over a shared prefix or not) give the mean
+    cross-entropy of their completion tokens as each row computed alone, unpadded."""
+    import torch
+    import transformers
+
+    from llmdebate.training.sft import Encoded, batch_loss, common_prefix
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(tiny_model(tmp_path / "tiny")), dtype=torch.float32).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tiny"))
+    pairs = [("System: say it.\nUser: 91 has a divisor d with 2 <= d < 10.\nAnswer:", " True"),
+             ("System: say it.\nUser: 7?\nAnswer:", " False, it is prime"),
+             ("System: say it.\nUser: a much longer question about 4100 and its divisors "
+              "between 33 and 65, asked at length.\nAnswer:", " no")]
+    rows = [Encoded(tok, p) for p in pairs]
+    total, tokens = 0.0, 0
+    with torch.no_grad():
+        for r in rows:
+            ids = torch.tensor([r.prompt + r.completion])
+            logits = model(input_ids=ids).logits[0, len(r.prompt) - 1 : -1]
+            total += float(torch.nn.functional.cross_entropy(
+                logits, torch.tensor(r.completion), reduction="sum"))
+            tokens += len(r.completion)
+        prefix = common_prefix(rows) if shared else None
+        assert not shared or len(prefix or []) > 3
+        loss, _ = batch_loss(model, rows, 0, "cpu", prefix)
+    assert float(loss) == pytest.approx(total / tokens, rel=1e-4)

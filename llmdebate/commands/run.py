@@ -65,6 +65,18 @@ def outcome_line(result: Any) -> str:
         f"{result.wall_s:.1f} s"
     )
 
+def graded_lines(s: dict[str, Any]) -> list[str]:
+    """The summary's gradings against computable truth, where the run has any: the model's
+    decompositions and the model estimator's probabilities."""
+    out = []
+    dec, est = s.get("decompositions") or {}, s.get("estimates") or {}
+    if dec.get("model_decompositions") or dec.get("calls"):
+        out.append(f"decompositions: {dec['assessment']}")
+    if est.get("graded"):
+        out.append(f"estimates: {est['assessment']}")
+    return out
+
+
 RUN_OPTIONS = [
     click.option(
         "--config",
@@ -157,6 +169,8 @@ def run_from_flags(
     )
     s = result.summary
     click.echo(outcome_line(result))
+    for line in graded_lines(s):
+        click.echo(line)
     kinds = s["failures"]["by_kind"]
     if kinds:
         click.echo("failed: " + ", ".join(f"{n} {k}" for k, n in kinds.items()), err=True)

@@ -400,5 +400,6 @@ def summary_of(
             "accuracy": run.judge_hits / run.judge_n if run.judge_n else None,
         },
         "decompositions": run.decompositions.summary(),
+        "estimates": run.estimates.summary(),
         "metrics": metrics_of(run, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmdebate.agents.audit import DecompositionTally
+from llmdebate.agents.estimate_audit import EstimateTally
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.schemas import Transcript
 
@@ -169,6 +170,7 @@ class RunTally:
         self.cost = 0.0
         self.judge_n = self.judge_hits = 0
         self.decompositions = DecompositionTally()
+        self.estimates = EstimateTally()
 
     def add(self, t: Transcript) -> None:
         self.records.append(record_of(t))
@@ -200,6 +202,7 @@ class RunTally:
                 self.judge_n += 1
                 self.judge_hits += rd.verdict.value == rd.claim.truth
         self.decompositions.add(t)
+        self.estimates.add(t)
 
     def extend(self, transcripts: Iterable[Transcript]) -> RunTally:
         for t in transcripts:

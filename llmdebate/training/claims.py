@@ -33,24 +33,27 @@ class IntervalClaim:
 
 
 def draw_claims(
-    count: int, seed: int, numbers: tuple[int, int], widths: list[int], *, debate_like: bool
+    count: int, seed: int, numbers: tuple[int, int], widths: list[int], *, debate_like: bool,
+    exclude: frozenset[int] | set[int] = frozenset(),
 ) -> list[IntervalClaim]:
     """``count`` claims about distinct numbers in ``[numbers[0], numbers[1])``.
 
     ``debate_like``: for each number the two claims a depth-2 debate asks the prover to split
     (the top claim [2, top) and one of its halves, each of either polarity), as the held-out
     set; otherwise each number gives one claim, the top claim or a random subinterval of it.
+    Numbers in ``exclude`` are passed over (drawn and skipped, so the claims drawn before one
+    of them do not depend on it).
     """
     rng = random.Random(seed)
     lo_n, hi_n = numbers
-    if hi_n - lo_n < count:
+    if hi_n - lo_n - sum(lo_n <= n < hi_n for n in exclude) < count:
         raise UserError(f"numbers {numbers}: fewer than {count} numbers to draw from")
     out: list[IntervalClaim] = []
     used: set[int] = set()
     while len(used) < count:
         n = rng.randrange(lo_n, hi_n)
         lo, top = prime_top(n)
-        if n in used or top - lo < 4:
+        if n in used or n in exclude or top - lo < 4:
             continue
         used.add(n)
         width = rng.choice(widths)

@@ -21,6 +21,9 @@ class LoraSettings(_Section):
     """Dropout on the adapters."""
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "v_proj"])
     """Modules that get adapters (names in the model)."""
+    layers: list[int] | None = Field(default=None, min_length=1)
+    """Indices of the decoder layers that get adapters (null: every layer). Adapters in the
+    top layers only also save the backward pass through the layers below them."""
 
 
 def _all_projections() -> list[str]:
@@ -41,6 +44,10 @@ class ExpertSettings(_Section):
     the last round's adapter with a fresh optimizer and schedule."""
     train_numbers: tuple[int, int] = (3000, 10000)
     """Range [lo, hi) of the training claims' numbers."""
+    train_shape: Literal["random", "debate"] = "random"
+    """random: each number gives the top claim or a random subinterval of it; debate: the two
+    claims a depth-2 debate asks about (the top claim and one of its halves), as the held-out
+    claims are drawn."""
     held_out_numbers_count: int = Field(default=20, ge=1)
     """Held-out numbers; each gives the two claims a depth-2 debate asks to split."""
     held_out_seed: int = Field(default=2, ge=0)

@@ -38,11 +38,13 @@ from llmdebate.training.sft import SFTSettings, step_logger, train_adapter
 
 def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalClaim]]:
     """The training and held-out claims, checked apart from each other and the debates."""
-    train = draw_claims(s.train_claims, s.train_seed, s.train_numbers, s.widths,
-                        debate_like=False)
+    debate = _debate_numbers(s)
     held_out = draw_claims(s.held_out_numbers_count, s.held_out_seed, s.held_out_numbers,
-                           s.widths, debate_like=True)
-    check_apart(train, held_out, _debate_numbers(s))
+                           s.widths, debate_like=True, exclude=debate)
+    train = draw_claims(s.train_claims, s.train_seed, s.train_numbers, s.widths,
+                        debate_like=s.train_shape == "debate",
+                        exclude=debate | {c.n for c in held_out})
+    check_apart(train, held_out, debate)
     return train, held_out
 
 
@@ -85,7 +87,8 @@ def expert_iteration(
     for r in range(s.rounds):
         if r:  # a further round: fresh claims, going on from the last round's adapter
             train = draw_claims(s.train_claims, s.train_seed + 1000 * r, s.train_numbers,
-                                s.widths, debate_like=False)
+                                s.widths, debate_like=s.train_shape == "debate",
+                                exclude=_debate_numbers(s) | {c.n for c in held_out})
             check_apart(train, held_out, _debate_numbers(s))
             pairs = [(decompose_prompt(prompts, c), exact_reply(c)) for c in train]
         sft = SFTSettings(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.training.config import LoraSettings
-from llmdebate.training.update import _need
+from llmdebate.training.update import _need, peft_lora
 
 Pair = tuple[str, str]
 
@@ -83,7 +83,7 @@ def common_prefix(rows: list[Encoded]) -> list[int]:
 def batch_loss(
     model: Any, batch: list[Encoded], pad_id: int, device: str, prefix: list[int] | None = None
 ) -> tuple[Any, Any]:
-    """Mean cross-entropy over the completion tokens of ``batch`` (right-padded) and the share
+    """Mean cross-entropy over the completion tokens of ``batch`` (left-padded) and the share
     of completion tokens the model predicts exactly (argmax).
 
     ``prefix``: prompt tokens every row starts with (the decompose prompt's instructions and
@@ -94,29 +94,30 @@ def batch_loss(
     torch = _need("torch")
     skip = len(prefix) if prefix else 0
     rows = [(e.prompt[skip:], e.completion) for e in batch]
+    # left-padded: every completion ends in the last column, so the logits are computed for
+    # the longest completion's positions only (not from the shortest prompt's end on)
     width = max(len(p) + len(c) for p, c in rows)
+    pads = [width - len(p) - len(c) for p, c in rows]
     ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(batch), skip + width), dtype=torch.long)
     mask[:, :skip] = 1
-    for i, (p, c) in enumerate(rows):
-        ids[i, : len(p) + len(c)] = torch.tensor(p + c)
-        mask[i, skip : skip + len(p) + len(c)] = 1
-    first = min(len(p) for p, _ in rows) - 1
-    last = max(len(p) + len(c) for p, c in rows) - 1
-    keep = torch.arange(first, last)
-    labels = torch.full((len(batch), len(keep)), -100, dtype=torch.long)
-    for i, (p, c) in enumerate(rows):
-        for j, pos in enumerate(range(first, last)):
-            if len(p) <= pos + 1 < len(p) + len(c):
-                labels[i, j] = ids[i, pos + 1]
-    extra: dict[str, Any] = {}
+    positions = torch.full((len(batch), width), skip, dtype=torch.long)
+    for i, ((p, c), pad) in enumerate(zip(rows, pads, strict=True)):
+        ids[i, pad:] = torch.tensor(p + c)
+        mask[i, skip + pad :] = 1
+        positions[i, pad:] = torch.arange(skip, skip + width - pad)
+    longest = max(len(c) for _, c in rows)
+    keep = torch.arange(width - 1 - longest, width - 1)
+    labels = torch.full((len(batch), longest), -100, dtype=torch.long)
+    for i, (_, c) in enumerate(rows):
+        labels[i, longest - len(c) :] = torch.tensor(c)
+    extra: dict[str, Any] = {"position_ids": positions.to(device)}
     if skip:
         with torch.no_grad():
             cache = model(input_ids=torch.tensor([prefix], device=device),
                           use_cache=True).past_key_values
         cache.batch_repeat_interleave(len(batch))
-        positions = torch.arange(skip, skip + width, device=device)[None, :].expand(len(batch), -1)
-        extra = {"past_key_values": cache, "position_ids": positions, "use_cache": True}
+        extra.update(past_key_values=cache, use_cache=True)
     out = model(input_ids=ids.to(device), attention_mask=mask.to(device),
                 logits_to_keep=keep.to(device), **extra)
     logits = out.logits.float()
@@ -177,10 +178,7 @@ def train_adapter(
             model = peft.PeftModel.from_pretrained(base, str(settings.init_adapter),
                                                    is_trainable=True).to(settings.device)
         else:
-            model = peft.get_peft_model(base, peft.LoraConfig(
-                task_type="CAUSAL_LM", r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout,
-                target_modules=list(lo.target_modules),
-            )).to(settings.device)
+            model = peft.get_peft_model(base, peft_lora(lo)).to(settings.device)
         # the adapter names its base by the weights' folder, not this machine's path
         model.peft_config["default"].base_model_name_or_path = model_dir.name
         rows = [Encoded(tok, p) for p in train]

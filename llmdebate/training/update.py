@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import MissingExtraError, UserError
-from llmdebate.training.config import UpdateSettings
+from llmdebate.training.config import LoraSettings, UpdateSettings
 
 
 def _need(module: str) -> Any:
@@ -110,14 +110,19 @@ def _device(device: str) -> str:
 def _lora(settings: UpdateSettings) -> Any:
     if settings.lora is None:
         return None
+    return peft_lora(settings.lora)
+
+
+def peft_lora(lo: LoraSettings) -> Any:
+    """peft's ``LoraConfig`` of ``lo``."""
     peft = _need("peft")
-    lo = settings.lora
     return peft.LoraConfig(
         task_type="CAUSAL_LM",
         r=lo.r,
         lora_alpha=lo.alpha,
         lora_dropout=lo.dropout,
         target_modules=list(lo.target_modules),
+        layers_to_transform=list(lo.layers) if lo.layers is not None else None,
     )
 
 
