@@ -176,19 +176,21 @@ def test_the_shipped_estimator_adapter_is_small_documented_and_default_only_if_i
     assert "/" not in config["base_model_name_or_path"]
 
 
-def test_adapters_in_the_top_layers_only(tmp_path: Path) -> None:
+def test_adapters_in_the_top_layers_only_over_two_rounds(tmp_path: Path) -> None:
     from safetensors import safe_open
 
     from llmdebate.training.estimator_expert import estimator_iteration
 
     model = tiny_model(tmp_path / "tiny")
-    s = ExpertSettings(train_claims=2, held_out_numbers_count=1, batch_size=4, max_steps=2,
-                       train_shape="debate", held_out_loss_claims=0, evaluate=False,
+    s = ExpertSettings(train_claims=2, held_out_numbers_count=1, batch_size=4, max_steps=1,
+                       rounds=2, train_shape="debate", held_out_loss_claims=0, evaluate=False,
                        evaluate_before=False, threads=1,
                        lora=LoraSettings(target_modules=EVERY, layers=[1]))
     prov = estimator_iteration(s, model, tmp_path / "out", prompts=Prompts(), seed=0,
                                progress=False)
-    assert prov["train_cases"] == 12 and prov["steps"] == 2
+    # round 1: fresh claims, going on from round 0's adapter
+    assert prov["train_cases"] == 24 and prov["steps"] == 2 and prov["rounds"] == 2
+    assert (tmp_path / "out" / "round-0" / "adapter_model.safetensors").exists()
     adapter = tmp_path / "out" / "adapter"
     with safe_open(str(adapter / "adapter_model.safetensors"), "pt") as f:
         keys = list(f.keys())

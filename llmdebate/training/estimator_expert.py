@@ -27,7 +27,7 @@ from typing import Any
 from llmdebate.prompts import Prompts
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.estimate_eval import estimate_cases, evaluate_estimates, pairs
-from llmdebate.training.expert import _cpus, claim_sets
+from llmdebate.training.expert import _cpus, claim_sets, round_claims
 from llmdebate.training.sft import SFTSettings, step_logger, train_adapter
 
 CASE_SEED = 7919
@@ -68,14 +68,23 @@ def estimator_iteration(
     on_log = step_logger(steps, say, "estimator", progress=progress)
 
     adapter = out / "adapter"
-    sft = SFTSettings(
-        lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size, epochs=s.epochs,
-        warmup_steps=s.warmup_steps, max_steps=s.max_steps, eval_every=s.eval_every,
-        threads=s.threads, device=device,
-    )
-    res = train_adapter(model_dir, pairs(train_cases), pairs(held_loss), sft, adapter,
-                        seed=seed, on_log=on_log)
-    say(f"estimator: {res.steps} steps in {res.seconds:.0f} s; adapter in {adapter}")
+    steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()
+    for r in range(s.rounds):
+        if r:  # a further round: fresh claims, going on from the last round's adapter
+            train_cases = estimate_cases(prompts, round_claims(s, r, held_out),
+                                         s.train_seed + 1000 * r + CASE_SEED)
+        sft = SFTSettings(
+            lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size,
+            epochs=s.epochs, warmup_steps=s.warmup_steps, max_steps=s.max_steps,
+            eval_every=s.eval_every, threads=s.threads, device=device,
+            init_adapter=out / f"round-{r - 1}" if r else None, step_offset=steps_done,
+        )
+        target = adapter if r == s.rounds - 1 else out / f"round-{r}"
+        res = train_adapter(model_dir, pairs(train_cases), pairs(held_loss), sft, target,
+                            seed=seed + r, on_log=on_log)
+        steps_done, seconds, log = steps_done + res.steps, seconds + res.seconds, log + res.log
+        say(f"estimator: round {r}: {res.steps} steps in {res.seconds:.0f} s; adapter in "
+            f"{target}")
     if s.evaluate:
         tuned = _backend(model_dir, adapter, s.threads, device)
         evals["after"] = evaluate_estimates(tuned, held_cases)
@@ -90,21 +99,22 @@ def estimator_iteration(
                   "model's own answers",
         "settings": s.model_dump(mode="json"),
         "seed": seed,
-        "train_claims": len(train),
-        "train_cases": len(train_cases),
+        "rounds": s.rounds,
+        "train_claims": len(train) * s.rounds,
+        "train_cases": len(train_cases) * s.rounds,
         "held_out_claims": len(held_out),
         "held_out_cases": len(held_cases),
-        "steps": res.steps,
-        "train_seconds": round(res.seconds, 1),
-        "final_loss": next((e["loss"] for e in reversed(res.log) if "loss" in e), None),
-        "held_out_loss": [e["held_out_loss"] for e in res.log if "held_out_loss" in e],
+        "steps": steps_done,
+        "train_seconds": round(seconds, 1),
+        "final_loss": next((e["loss"] for e in reversed(log) if "loss" in e), None),
+        "held_out_loss": [e["held_out_loss"] for e in log if "held_out_loss" in e],
         "held_out": {k: _summary(v) for k, v in evals.items()},
         "machine": f"{platform.machine()}, {_cpus()} CPU cores, device {device}",
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     (adapter / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n",
                                              encoding="utf-8")
-    plot_brier(res.log, evals, out / "learning-curve.png")
+    plot_brier(log, evals, out / "learning-curve.png")
     return provenance
 
 

@@ -48,6 +48,16 @@ def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalCla
     return train, held_out
 
 
+def round_claims(s: ExpertSettings, r: int, held_out: list[IntervalClaim]) -> list[IntervalClaim]:
+    """Round ``r``'s fresh training claims (seed ``train_seed + 1000 r``), apart as round 0's."""
+    debate = _debate_numbers(s)
+    train = draw_claims(s.train_claims, s.train_seed + 1000 * r, s.train_numbers, s.widths,
+                        debate_like=s.train_shape == "debate",
+                        exclude=debate | {c.n for c in held_out})
+    check_apart(train, held_out, debate)
+    return train
+
+
 def _debate_numbers(s: ExpertSettings) -> set[int]:
     return dataset_numbers(resolve_path(s.apart_from)) if s.apart_from else set()
 
@@ -86,10 +96,7 @@ def expert_iteration(
     steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()
     for r in range(s.rounds):
         if r:  # a further round: fresh claims, going on from the last round's adapter
-            train = draw_claims(s.train_claims, s.train_seed + 1000 * r, s.train_numbers,
-                                s.widths, debate_like=s.train_shape == "debate",
-                                exclude=_debate_numbers(s) | {c.n for c in held_out})
-            check_apart(train, held_out, _debate_numbers(s))
+            train = round_claims(s, r, held_out)
             pairs = [(decompose_prompt(prompts, c), exact_reply(c)) for c in train]
         sft = SFTSettings(
             lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size,
