@@ -17,9 +17,6 @@ from pathlib import Path
 import click
 
 from llmdebate.errors import UserError
-from llmdebate.judging.asking import append_asked, continuation_id, unanswered
-from llmdebate.judging.complete import waiting_by_id
-from llmdebate.judging.db import connect
 from llmdebate.protocols.interactive import person_asks
 from llmdebate.rl.replay import fork, team_for
 from llmdebate.rl.rewards import run_sync
@@ -29,6 +26,13 @@ from llmdebate.schemas import Transcript
 
 def answer_questions(run_dir: Path, db_url: str | None = None) -> tuple[int, list[str]]:
     """Answer every waiting question of the study; (answered, failures as one line each)."""
+    from llmdebate.judging import require
+
+    require("sqlalchemy")  # the judge extra, named where it is missing
+    from llmdebate.judging.asking import append_asked, continuation_id, unanswered
+    from llmdebate.judging.complete import waiting_by_id
+    from llmdebate.judging.db import connect
+
     sessions = connect(run_dir, db_url)
     waiting = waiting_by_id(run_dir)
     with sessions() as s:

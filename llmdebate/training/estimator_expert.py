@@ -27,8 +27,8 @@ from typing import Any
 from llmdebate.prompts import Prompts
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.estimate_eval import estimate_cases, evaluate_estimates, pairs
-from llmdebate.training.expert import _cpus, claim_sets, round_claims
-from llmdebate.training.sft import SFTSettings, step_logger, train_adapter
+from llmdebate.training.expert import _cpus, claim_sets, round_claims, train_in_rounds
+from llmdebate.training.sft import step_logger
 
 CASE_SEED = 7919
 """Offset of the seed of the stated outcomes (claims seed + this), apart from the claims'."""
@@ -68,23 +68,10 @@ def estimator_iteration(
     on_log = step_logger(steps, say, "estimator", progress=progress)
 
     adapter = out / "adapter"
-    steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()
-    for r in range(s.rounds):
-        if r:  # a further round: fresh claims, going on from the last round's adapter
-            train_cases = estimate_cases(prompts, round_claims(s, r, held_out),
-                                         s.train_seed + 1000 * r + CASE_SEED)
-        sft = SFTSettings(
-            lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size,
-            epochs=s.epochs, warmup_steps=s.warmup_steps, max_steps=s.max_steps,
-            eval_every=s.eval_every, threads=s.threads, device=device,
-            init_adapter=out / f"round-{r - 1}" if r else None, step_offset=steps_done,
-        )
-        target = adapter if r == s.rounds - 1 else out / f"round-{r}"
-        res = train_adapter(model_dir, pairs(train_cases), pairs(held_loss), sft, target,
-                            seed=seed + r, on_log=on_log)
-        steps_done, seconds, log = steps_done + res.steps, seconds + res.seconds, log + res.log
-        say(f"estimator: round {r}: {res.steps} steps in {res.seconds:.0f} s; adapter in "
-            f"{target}")
+    steps_done, seconds, log = train_in_rounds(
+        s, model_dir, out, lambda r: pairs(train_cases if r == 0 else estimate_cases(
+            prompts, round_claims(s, r, held_out), s.train_seed + 1000 * r + CASE_SEED)),
+        pairs(held_loss), seed=seed, device=device, on_log=on_log, say=say, label="estimator")
     if s.evaluate:
         tuned = _backend(model_dir, adapter, s.threads, device)
         evals["after"] = evaluate_estimates(tuned, held_cases)

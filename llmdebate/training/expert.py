@@ -19,6 +19,7 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from llmdebate.training.claims import (
 )
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.decompose_eval import decompose_prompt, evaluate
-from llmdebate.training.sft import SFTSettings, step_logger, train_adapter
+from llmdebate.training.sft import Pair, SFTSettings, step_logger, train_adapter
 
 
 def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalClaim]]:
@@ -56,6 +57,31 @@ def round_claims(s: ExpertSettings, r: int, held_out: list[IntervalClaim]) -> li
                         exclude=debate | {c.n for c in held_out})
     check_apart(train, held_out, debate)
     return train
+
+
+def train_in_rounds(
+    s: ExpertSettings, model_dir: Path, out: Path, round_pairs: Callable[[int], list[Pair]],
+    held_pairs: list[Pair], *, seed: int, device: str,
+    on_log: Callable[[dict[str, Any]], None], say: Callable[[str], None], label: str,
+) -> tuple[int, float, list[dict[str, Any]]]:
+    """``s.rounds`` rounds of LoRA SFT on ``round_pairs(r)``, each going on from the last
+    round's adapter (``out/round-<r>``) with a fresh optimizer and schedule (seed ``seed +
+    r``); the last round's adapter in ``out/adapter``. Returns the steps, the seconds of
+    training and the log of every round."""
+    steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()
+    for r in range(s.rounds):
+        sft = SFTSettings(
+            lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size,
+            epochs=s.epochs, warmup_steps=s.warmup_steps, max_steps=s.max_steps,
+            eval_every=s.eval_every, threads=s.threads, device=device,
+            init_adapter=out / f"round-{r - 1}" if r else None, step_offset=steps_done,
+        )
+        target = out / "adapter" if r == s.rounds - 1 else out / f"round-{r}"
+        res = train_adapter(model_dir, round_pairs(r), held_pairs, sft, target, seed=seed + r,
+                            on_log=on_log)
+        steps_done, seconds, log = steps_done + res.steps, seconds + res.seconds, log + res.log
+        say(f"{label}: round {r}: {res.steps} steps in {res.seconds:.0f} s; adapter in {target}")
+    return steps_done, seconds, log
 
 
 def _debate_numbers(s: ExpertSettings) -> set[int]:
@@ -93,22 +119,10 @@ def expert_iteration(
     on_log = step_logger(steps, say, "expert", progress=progress)
 
     adapter = out / "adapter"
-    steps_done, seconds, log = 0, 0.0, list[dict[str, Any]]()
-    for r in range(s.rounds):
-        if r:  # a further round: fresh claims, going on from the last round's adapter
-            train = round_claims(s, r, held_out)
-            pairs = [(decompose_prompt(prompts, c), exact_reply(c)) for c in train]
-        sft = SFTSettings(
-            lora=s.lora, learning_rate=s.learning_rate, batch_size=s.batch_size,
-            epochs=s.epochs, warmup_steps=s.warmup_steps, max_steps=s.max_steps,
-            eval_every=s.eval_every, threads=s.threads, device=device,
-            init_adapter=out / f"round-{r - 1}" if r else None, step_offset=steps_done,
-        )
-        target = adapter if r == s.rounds - 1 else out / f"round-{r}"
-        res = train_adapter(model_dir, pairs, held_pairs, sft, target, seed=seed + r,
-                            on_log=on_log)
-        steps_done, seconds, log = steps_done + res.steps, seconds + res.seconds, log + res.log
-        say(f"expert: round {r}: {res.steps} steps in {res.seconds:.0f} s; adapter in {target}")
+    steps_done, seconds, log = train_in_rounds(
+        s, model_dir, out, lambda r: pairs if r == 0 else [
+            (decompose_prompt(prompts, c), exact_reply(c)) for c in round_claims(s, r, held_out)
+        ], held_pairs, seed=seed, device=device, on_log=on_log, say=say, label="expert")
     if s.evaluate:
         evals["after"] = evaluate(_backend(adapter, s.threads), prompts, held_out)
         say(f"expert: after: {_summary(evals['after'])}")

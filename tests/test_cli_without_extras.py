@@ -1,0 +1,32 @@
+"""The CLI starts with only the core dependencies: no verb imports an optional extra's
+package at import time (``scripts/install.sh local`` has none of the judge, ray, train,
+tournament or inspect extras)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+EXTRAS = ("sqlalchemy", "starlette", "uvicorn", "multipart", "rich", "ray", "openskill",
+          "inspect_ai", "trl", "datasets", "pyarrow", "psycopg")
+
+
+def test_every_verb_registers_without_the_optional_extras() -> None:
+    code = textwrap.dedent(f"""
+        import importlib.abc, sys
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {EXTRAS!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+        sys.meta_path.insert(0, Block())
+        from llmdebate.cli import COMMAND_MODULES, cli
+        print(sorted(cli.commands), len(COMMAND_MODULES))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    names, count = out.stdout.rsplit(" ", 1)
+    assert "'answer'" in names and "'run'" in names and "'judge'" in names
+    assert names.count("'") // 2 == int(count)
