@@ -27,7 +27,13 @@ from typing import Any
 from llmdebate.prompts import Prompts
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.estimate_eval import estimate_cases, evaluate_estimates, pairs
-from llmdebate.training.expert import _cpus, claim_sets, round_claims, train_in_rounds
+from llmdebate.training.expert import (
+    _cpus,
+    claim_sets,
+    loss_panel,
+    round_claims,
+    train_in_rounds,
+)
 from llmdebate.training.sft import step_logger
 
 CASE_SEED = 7919
@@ -114,16 +120,8 @@ def plot_brier(log: list[dict[str, Any]], evals: dict[str, Any], path: Path) -> 
     import matplotlib.pyplot as plt
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), width_ratios=[3, 1.3])
-    train = [(e["step"], e["loss"]) for e in log if "loss" in e]
-    held = [(e["step"], e["held_out_loss"]) for e in log if "held_out_loss" in e]
-    if train:
-        ax.plot(*zip(*train, strict=True), lw=1, alpha=0.6, label="training batch")
-    if held:
-        ax.plot(*zip(*held, strict=True), "o-", label="held-out cases")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("cross-entropy of the answer word")
-    ax.set_title("Estimator: loss on the exact truth")
-    ax.legend()
+    loss_panel(ax, log, "held-out cases", "cross-entropy of the answer word",
+               "Estimator: loss on the exact truth")
     names = [k for k in ("before", "after") if k in evals]
     bars = [("base rate", next((evals[k]["brier_base_rate"] for k in names), 0.0), "#bbb")]
     bars += [(k, evals[k]["brier"], "#999" if k == "before" else

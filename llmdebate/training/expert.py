@@ -157,6 +157,21 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
 
 
+def loss_panel(ax: Any, log: list[dict[str, Any]], held_label: str, ylabel: str,
+               title: str) -> None:
+    """The training batches' loss and the held-out loss per optimizer step, on ``ax``."""
+    train = [(e["step"], e["loss"]) for e in log if "loss" in e]
+    held = [(e["step"], e["held_out_loss"]) for e in log if "held_out_loss" in e]
+    if train:
+        ax.plot(*zip(*train, strict=True), lw=1, alpha=0.6, label="training batch")
+    if held:
+        ax.plot(*zip(*held, strict=True), "o-", label=held_label)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+
+
 def plot_curve(log: list[dict[str, Any]], evals: dict[str, Any], path: Path) -> None:
     """Training and held-out loss per step; the held-out exact-split share before and after."""
     import matplotlib
@@ -165,17 +180,9 @@ def plot_curve(log: list[dict[str, Any]], evals: dict[str, Any], path: Path) -> 
     import matplotlib.pyplot as plt
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), width_ratios=[3, 1])
-    train = [(e["step"], e["loss"]) for e in log if "loss" in e]
-    held = [(e["step"], e["held_out_loss"]) for e in log if "held_out_loss" in e]
-    if train:
-        ax.plot(*zip(*train, strict=True), lw=1, alpha=0.6, label="training batch")
-    if held:
-        ax.plot(*zip(*held, strict=True), "o-", label="held-out claims")
+    loss_panel(ax, log, "held-out claims", "cross-entropy per completion token",
+               "Decompose act: loss on the exact split")
     ax.set_yscale("log")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("cross-entropy per completion token")
-    ax.set_title("Decompose act: loss on the exact split")
-    ax.legend()
     names = [k for k in ("before", "after") if k in evals]
     shares = [100 * (evals[k]["exact_splits"] or 0) for k in names]
     bx.bar(names, shares, color=[{"before": "#999", "after": "#2a7"}[k] for k in names])
