@@ -72,6 +72,35 @@ def test_excluded_numbers_are_passed_over_without_moving_the_claims_before_them(
         draw_claims(3, 0, (10, 13), [2], debate_like=False, exclude={11})
 
 
+
+def test_the_dataset_law_draws_as_the_dataset_was_drawn_apart_from_it() -> None:
+    from llmdebate.data.generate import divisor_items, primes_in
+
+    # datasets/divisors.jsonl is what divisor_items writes: half primes, half p * q
+    written = [json.loads(line) for line in DIVISORS.read_text().splitlines()]
+    assert [i["meta"]["n"] for i in written] == [i["meta"]["n"] for i in divisor_items()]
+    small = set(primes_in(7, 60))
+    s = ExpertSettings(number_law="dataset", train_claims=60, held_out_numbers_count=50,
+                       train_shape="debate", train_numbers=(100, 3000))
+    train, held_out = claim_sets(s)
+    debate = dataset_numbers(DIVISORS)
+    for claims in (train, held_out):
+        numbers = [c.n for c in claims[::2]]
+        primes = numbers[::2]
+        products = numbers[1::2]
+        assert all(all(n % d for d in range(2, n)) and 100 <= n < 3000 for n in primes)
+        assert all(any(n % p == 0 and n // p in small for p in small) and n >= 100
+                   for n in products)
+        assert not set(numbers) & debate
+    assert not {c.n for c in train} & {c.n for c in held_out}
+    assert claim_sets(s) == (train, held_out)
+    # 14 primes in [7, 60) give 102 products of at least 100; 15 are the dataset's, 25 held out
+    with pytest.raises(UserError, match="62 products of two primes to draw from, 63 needed"):
+        claim_sets(s.model_copy(update={"train_claims": 126}))
+    # the uniform law's draws are unchanged by the law's option (the prover's adapter's claims)
+    assert draw_claims(5, 3, (100, 3000), [2], debate_like=False) == draw_claims(
+        5, 3, (100, 3000), [2], debate_like=False, law="uniform", factors=(11, 13))
+
 def test_a_shared_number_is_refused() -> None:
     n = sorted(dataset_numbers(DIVISORS))[0]
     claim = IntervalClaim(n, 2, 10, True, 2)

@@ -28,15 +28,16 @@ from llmdebate.data.problems import (
 DEFAULT_SEED = 20250601
 
 
-def _primes(lo: int, hi: int) -> list[int]:
+def primes_in(lo: int, hi: int) -> list[int]:
+    """The primes in [lo, hi), ascending."""
     return [n for n in range(max(lo, 2), hi) if all(n % d for d in range(2, int(n**0.5) + 1))]
 
 
 def divisor_items(n_items: int = 30, seed: int = DEFAULT_SEED) -> list[dict[str, Any]]:
     """Half primes, half semiprimes p·p' with both factors at least 7 (so no small divisor)."""
     rng = np.random.default_rng(seed)
-    small = _primes(7, 60)
-    primes = _primes(100, 3000)
+    small = primes_in(7, 60)
+    primes = primes_in(100, 3000)
     numbers: list[int] = []
     while len(numbers) < n_items:
         if len(numbers) % 2 == 0:

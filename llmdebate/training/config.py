@@ -48,6 +48,19 @@ class ExpertSettings(_Section):
     """random: each number gives the top claim or a random subinterval of it; debate: the two
     claims a depth-2 debate asks about (the top claim and one of its halves), as the held-out
     claims are drawn."""
+    number_law: Literal["uniform", "dataset"] = "uniform"
+    """How the numbers of the training and the held-out claims are drawn. uniform: uniform in
+    their range; dataset: the law datasets/divisors.jsonl was drawn from
+    (llmdebate.data.generate.divisor_items): alternately a prime in the range and a product of
+    two primes in semiprime_factors (at least the range's low end), so half are prime."""
+    semiprime_factors: tuple[int, int] = (7, 60)
+    """Range [lo, hi) of the two prime factors of the non-prime numbers of the dataset law
+    (the dataset's own: no divisor below 7)."""
+    split_points: Literal["midpoint", "random"] = "midpoint"
+    """Where a claim is split in two for the debate shape's second claim and the estimator's
+    subclaims: at the midpoint (the problem code's exact split), or at a point drawn
+    uniformly inside it (as the trained prover's exact but unbalanced splits); random splits
+    are always in two."""
     held_out_numbers_count: int = Field(default=20, ge=1)
     """Held-out numbers; each gives the two claims a depth-2 debate asks to split."""
     held_out_seed: int = Field(default=2, ge=0)

@@ -18,14 +18,14 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.data.problems import claim_truth, formal_decomposition
+from llmdebate.data.problems import claim_truth, divisor_statement, formal_decomposition
 from llmdebate.elicit import estimate_from_logprobs
 from llmdebate.elicit.prompts import ANSWER_VARIANTS, TF_INSTRUCTION, with_instruction
 from llmdebate.models.base import GenerateConfig
 from llmdebate.models.text_prompt import format_prompt
 from llmdebate.prompts import Prompts, rule_text
-from llmdebate.schemas import Claim
-from llmdebate.training.claims import IntervalClaim
+from llmdebate.schemas import Claim, CombinationRule
+from llmdebate.training.claims import IntervalClaim, SplitPoints, split_point
 
 ANSWERS = (" False", " True")
 """The answer word trained for a false (0) and a true (1) case: the word the ``Answer:`` cue
@@ -55,18 +55,30 @@ def estimate_prompt(prompts: Prompts, claim: str, parent: IntervalClaim | None =
     return format_prompt(with_instruction(messages, TF_INSTRUCTION))
 
 
-def estimate_cases(prompts: Prompts, claims: list[IntervalClaim], seed: int) -> list[EstimateCase]:
-    """For each claim: the claim alone, then every subclaim of its exact split with the
-    earlier subclaims' outcomes stated (each outcome a fair coin of ``random.Random(seed)``)."""
+def estimate_cases(prompts: Prompts, claims: list[IntervalClaim], seed: int,
+                   splits: SplitPoints = "midpoint") -> list[EstimateCase]:
+    """For each claim: the claim alone, then (unless it is about a single d) every subclaim
+    of its exact split (at the
+    midpoint, or with ``splits="random"`` in two at a point drawn from ``random.Random(seed)``)
+    with the earlier subclaims' outcomes stated (each a fair coin of the same generator)."""
     rng = random.Random(seed)
     out: list[EstimateCase] = []
     for c in claims:
         out.append(EstimateCase(c.text, estimate_prompt(prompts, c.text), _truth(c.text)))
-        dec = formal_decomposition(Claim(id="c", text=c.text), {"problem": "divisors"}, c.width)
-        if dec is None:  # pragma: no cover - every IntervalClaim parses
+        if c.hi - c.lo < 2:  # a single divisor: a leaf, nothing to split
             continue
-        subs = [s.text for s in dec.subclaims]
-        rule = rule_text(dec.rule, len(subs))
+        if splits == "random":
+            k = split_point(c.lo, c.hi, splits, rng)
+            parts = [(c.lo, k), (k, c.hi)]
+            subs = [divisor_statement(c.n, a, b, c.none) for a, b in parts]
+            rule = rule_text(CombinationRule(kind="and" if c.none else "or"), len(subs))
+        else:
+            dec = formal_decomposition(Claim(id="c", text=c.text), {"problem": "divisors"},
+                                       c.width)
+            if dec is None:  # pragma: no cover - every IntervalClaim parses
+                continue
+            subs = [s.text for s in dec.subclaims]
+            rule = rule_text(dec.rule, len(subs))
         for i, s in enumerate(subs):
             given = [rng.randrange(2) for _ in range(i)]
             out.append(EstimateCase(

@@ -60,8 +60,8 @@ def estimator_iteration(
     t0 = time.perf_counter()
     say = print if progress else (lambda *_a, **_k: None)
     train, held_out = claim_sets(s)
-    train_cases = estimate_cases(prompts, train, s.train_seed + CASE_SEED)
-    held_cases = estimate_cases(prompts, held_out, s.held_out_seed + CASE_SEED)
+    train_cases = estimate_cases(prompts, train, s.train_seed + CASE_SEED, s.split_points)
+    held_cases = estimate_cases(prompts, held_out, s.held_out_seed + CASE_SEED, s.split_points)
     held_loss = held_cases[: 3 * s.held_out_loss_claims]
     out.mkdir(parents=True, exist_ok=True)
     evals: dict[str, Any] = {}
@@ -76,7 +76,8 @@ def estimator_iteration(
     adapter = out / "adapter"
     steps_done, seconds, log = train_in_rounds(
         s, model_dir, out, lambda r: pairs(train_cases if r == 0 else estimate_cases(
-            prompts, round_claims(s, r, held_out), s.train_seed + 1000 * r + CASE_SEED)),
+            prompts, round_claims(s, r, held_out), s.train_seed + 1000 * r + CASE_SEED,
+            s.split_points)),
         pairs(held_loss), seed=seed, device=device, on_log=on_log, say=say, label="estimator")
     if s.evaluate:
         tuned = _backend(model_dir, adapter, s.threads, device)
@@ -129,6 +130,7 @@ def plot_brier(log: list[dict[str, Any]], evals: dict[str, Any], path: Path) -> 
     bx.bar([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
     for i, (_, v, _) in enumerate(bars):
         bx.text(i, v + 0.005, f"{v:.3f}", ha="center")
+    bx.set_ylim(0, max(b[1] for b in bars) * 1.15 or 1.0)
     bx.set_ylabel("Brier score (lower is better)")
     bx.set_title("held-out cases")
     fig.tight_layout()

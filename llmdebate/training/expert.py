@@ -41,10 +41,12 @@ def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalCla
     """The training and held-out claims, checked apart from each other and the debates."""
     debate = _debate_numbers(s)
     held_out = draw_claims(s.held_out_numbers_count, s.held_out_seed, s.held_out_numbers,
-                           s.widths, debate_like=True, exclude=debate)
+                           s.widths, debate_like=True, exclude=debate, law=s.number_law,
+                           factors=s.semiprime_factors, splits=s.split_points)
     train = draw_claims(s.train_claims, s.train_seed, s.train_numbers, s.widths,
                         debate_like=s.train_shape == "debate",
-                        exclude=debate | {c.n for c in held_out})
+                        exclude=debate | {c.n for c in held_out}, law=s.number_law,
+                        factors=s.semiprime_factors, splits=s.split_points)
     check_apart(train, held_out, debate)
     return train, held_out
 
@@ -54,7 +56,8 @@ def round_claims(s: ExpertSettings, r: int, held_out: list[IntervalClaim]) -> li
     debate = _debate_numbers(s)
     train = draw_claims(s.train_claims, s.train_seed + 1000 * r, s.train_numbers, s.widths,
                         debate_like=s.train_shape == "debate",
-                        exclude=debate | {c.n for c in held_out})
+                        exclude=debate | {c.n for c in held_out}, law=s.number_law,
+                        factors=s.semiprime_factors, splits=s.split_points)
     check_apart(train, held_out, debate)
     return train
 
