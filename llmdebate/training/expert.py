@@ -38,21 +38,17 @@ from llmdebate.training.sft import Pair, SFTSettings, step_logger, train_adapter
 
 
 def claim_sets(s: ExpertSettings) -> tuple[list[IntervalClaim], list[IntervalClaim]]:
-    """The training and held-out claims, checked apart from each other and the debates."""
-    debate = _debate_numbers(s)
+    """The training claims of round 0 and the held-out claims, checked apart from each other
+    and the debates."""
     held_out = draw_claims(s.held_out_numbers_count, s.held_out_seed, s.held_out_numbers,
-                           s.widths, debate_like=True, exclude=debate, law=s.number_law,
-                           factors=s.semiprime_factors, splits=s.split_points)
-    train = draw_claims(s.train_claims, s.train_seed, s.train_numbers, s.widths,
-                        debate_like=s.train_shape == "debate",
-                        exclude=debate | {c.n for c in held_out}, law=s.number_law,
-                        factors=s.semiprime_factors, splits=s.split_points)
-    check_apart(train, held_out, debate)
-    return train, held_out
+                           s.widths, debate_like=True, exclude=_debate_numbers(s),
+                           law=s.number_law, factors=s.semiprime_factors, splits=s.split_points)
+    return round_claims(s, 0, held_out), held_out
 
 
 def round_claims(s: ExpertSettings, r: int, held_out: list[IntervalClaim]) -> list[IntervalClaim]:
-    """Round ``r``'s fresh training claims (seed ``train_seed + 1000 r``), apart as round 0's."""
+    """Round ``r``'s fresh training claims (seed ``train_seed + 1000 r``), drawn past the
+    held-out and debate numbers and checked apart from them."""
     debate = _debate_numbers(s)
     train = draw_claims(s.train_claims, s.train_seed + 1000 * r, s.train_numbers, s.widths,
                         debate_like=s.train_shape == "debate",
