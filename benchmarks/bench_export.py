@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from llmdebate.experiment.runner import run  # noqa: E402
 from llmdebate.export import export_run  # noqa: E402
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts  # noqa: E402
+from llmdebate.records.rundir import TRANSCRIPTS_FILE, load_transcripts  # noqa: E402
 from tests.export_fixtures import pe_config  # noqa: E402
 
 

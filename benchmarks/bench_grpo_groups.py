@@ -22,8 +22,8 @@ sys.path.insert(0, str(REPO))
 
 from llmdebate.experiment.runner import run  # noqa: E402
 from llmdebate.export import build, decision_rows, run_info  # noqa: E402
+from llmdebate.records.rundir import load_transcripts, read_run_config  # noqa: E402
 from llmdebate.rl import DebateReward  # noqa: E402
-from llmdebate.rundir import load_transcripts, read_run_config  # noqa: E402
 from tests.export_fixtures import pe_config  # noqa: E402
 
 GARBAGE = "{garbage"

@@ -21,7 +21,7 @@ from pathlib import Path
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
 from llmdebate.models import get_model
-from llmdebate.rundir import load_transcripts
+from llmdebate.records.rundir import load_transcripts
 
 REPO = Path(__file__).resolve().parents[1]
 

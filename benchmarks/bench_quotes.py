@@ -8,7 +8,7 @@ The articles are the bundled QuALITY example, plus, when given, a JSONL file wit
 per line (e.g. the 15 QuALITY articles of the LEval repackaging, which is GPL-3.0 and so is
 not in this repository). With ``--tokenizer tokenizer.json`` (a Hugging Face ``tokenizers``
 file) it also prints characters per token against the 3-character estimate of
-:mod:`llmdebate.context_fit`.
+:mod:`llmdebate.qa.context_fit`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from llmdebate.context_fit import estimate_tokens
 from llmdebate.data.quality import load_quality
-from llmdebate.quotes import Passage, check_quotes
+from llmdebate.qa.context_fit import estimate_tokens
+from llmdebate.qa.quotes import Passage, check_quotes
 
 RESTYLE = str.maketrans({"'": "\u2019", '"': "\u201d", "-": "\u2014"})
 

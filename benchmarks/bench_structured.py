@@ -35,15 +35,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from llmdebate.agents.audit import exact_split  # noqa: E402
-from llmdebate.agents.judges import LLMJudge  # noqa: E402
 from llmdebate.agents.llm import LLMEstimator, LLMProver, decompose_tokens  # noqa: E402
 from llmdebate.agents.parsing import ReplyError, parse_decomposition  # noqa: E402
 from llmdebate.agents.replies import decomposition_schema  # noqa: E402
+from llmdebate.core.engine import run_prover_estimator  # noqa: E402
+from llmdebate.core.schemas import Claim, DebateConfig  # noqa: E402
 from llmdebate.data.problems import formal_decomposition  # noqa: E402
-from llmdebate.engine import run_prover_estimator  # noqa: E402
+from llmdebate.judging.model_judges import LLMJudge  # noqa: E402
 from llmdebate.models import GenerateConfig, Model, create_backend, get_model  # noqa: E402
 from llmdebate.prompts import Prompts  # noqa: E402
-from llmdebate.schemas import Claim, DebateConfig  # noqa: E402
 from tests.fixtures.fake_server import FakeServer  # noqa: E402
 
 

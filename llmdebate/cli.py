@@ -1,31 +1,15 @@
-"""The ``llmdebate`` command line. Each verb lives in a module of :mod:`llmdebate.commands`."""
+"""The ``llmdebate`` command line: the verbs registered in
+:data:`~llmdebate.commands.verbs.VERBS` (built-ins and the ``llmdebate.commands`` entry points)."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import click
 
 from llmdebate import __version__
+from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
-
-# Each module defines one click command named ``command``; add a verb by adding its module here.
-COMMAND_MODULES = [
-    "llmdebate.commands.score",
-    "llmdebate.commands.formal",
-    "llmdebate.commands.reproduce",
-    "llmdebate.commands.attack",
-    "llmdebate.commands.run",
-    "llmdebate.commands.compare",
-    "llmdebate.commands.report",
-    "llmdebate.commands.export",
-    "llmdebate.commands.train",
-    "llmdebate.commands.assign",
-    "llmdebate.commands.serve",
-    "llmdebate.commands.answer",
-    "llmdebate.commands.judge",
-]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,14 +19,8 @@ def cli() -> None:
 
 
 def _register() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # that verb is not part of this build
-                continue
-            raise
-        cli.add_command(module.command)
+    for entry in VERBS.entries():
+        cli.add_command(entry.value)
 
 
 _register()

@@ -23,8 +23,8 @@ from typing import Any
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from llmdebate.core.schemas import CombinationRule
 from llmdebate.errors import UserError
-from llmdebate.schemas import CombinationRule
 
 ACTS = ("claim", "answer", "decompose", "direction", "choose", "evidence", "estimate", "judge")
 """Every template the orchestrator renders (``<act>.j2``)."""

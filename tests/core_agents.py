@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llmdebate.agents.base import DebateContext, DirectionChoice
-from llmdebate.schemas import Claim, CombinationRule, Decomposition, Estimate, Evidence, Verdict
+from llmdebate.core.roles import DebateContext, DirectionChoice
+from llmdebate.core.schemas import (
+    Claim,
+    CombinationRule,
+    Decomposition,
+    Estimate,
+    Evidence,
+    Verdict,
+)
 
 
 def split(claim: Claim, q: int, rule: CombinationRule) -> Decomposition:

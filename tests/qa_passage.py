@@ -11,7 +11,7 @@ from llmdebate.experiment.config import DatasetSettings, ExperimentConfig
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.runner import run
 from llmdebate.models import Model, get_model
-from llmdebate.quotes import normalise
+from llmdebate.qa.quotes import normalise
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "datasets" / "quality" / "sample.jsonl"

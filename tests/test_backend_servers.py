@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.elicit.methods import estimate_from_logprobs
 from llmdebate.errors import InvalidOutputError
 from llmdebate.experiment.loading import validate
@@ -31,7 +32,6 @@ from llmdebate.models.transport import (
     Transport,
     loads,
 )
-from llmdebate.schemas import ModelCallRecord
 
 try:
     from tests.fixtures.executor_runs import run_config

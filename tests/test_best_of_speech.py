@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
+from llmdebate.core.schemas import ModelCallRecord, Transcript, Turn
 from llmdebate.experiment.runner import run
 from llmdebate.export import carrier_sums, decision_rows, export_run, run_info
 from llmdebate.export.credit import judged
 from llmdebate.protocols.common import transcript_text
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import fork, team_for
 from llmdebate.rl.replay import Injection
-from llmdebate.rundir import load_transcripts, read_run_config
-from llmdebate.schemas import ModelCallRecord, Transcript, Turn
 
 try:
     from tests.export_fixtures import judged_config

@@ -1,5 +1,5 @@
 """Call records are tagged where they are made: the protocol states the decision before it
-asks (llmdebate.decisions), concurrent asks keep their own tags, records of schema version 1
+asks (llmdebate.core.decisions), concurrent asks keep their own tags, records of schema version 1
 (flat decision fields) still load and re-score."""
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.llm import LLMEstimator
-from llmdebate.decisions import current_decision, deciding, narrowed, tagged
-from llmdebate.engine import run_sync
-from llmdebate.experiment.runner import run
-from llmdebate.models import GenerateConfig, ScriptedBackend, get_model
-from llmdebate.models.base import ChatMessage, ModelOutput
-from llmdebate.rundir import load_transcripts
-from llmdebate.schemas import (
+from llmdebate.core.decisions import current_decision, deciding, narrowed, tagged
+from llmdebate.core.engine import run_sync
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import (
     SCHEMA_VERSION,
     Claim,
     CombinationRule,
@@ -32,8 +28,12 @@ from llmdebate.schemas import (
     ModelCallRecord,
     Transcript,
 )
-from llmdebate.scoring import score_transcript
-from llmdebate.transcripts import iter_transcripts
+from llmdebate.core.scoring import score_transcript
+from llmdebate.experiment.runner import run
+from llmdebate.models import GenerateConfig, ScriptedBackend, get_model
+from llmdebate.models.interface import ChatMessage, ModelOutput
+from llmdebate.records.rundir import load_transcripts
+from llmdebate.records.transcripts import iter_transcripts
 
 try:
     from tests.export_fixtures import judged_config, pe_config, scripted

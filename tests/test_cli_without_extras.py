@@ -21,8 +21,9 @@ def test_every_verb_registers_without_the_optional_extras() -> None:
                     raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
                 return None
         sys.meta_path.insert(0, Block())
-        from llmdebate.cli import COMMAND_MODULES, cli
-        print(sorted(cli.commands), len(COMMAND_MODULES))
+        from llmdebate.cli import cli
+        from llmdebate.commands.verbs import VERBS
+        print(sorted(cli.commands), len(VERBS.names()))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=False)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from llmdebate.cli import main
-from llmdebate.rundir import load_transcripts
+from llmdebate.records.rundir import load_transcripts
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = str(REPO / "tests" / "fixtures" / "llm_fixtures.py")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from llmdebate.context_fit import (
+from llmdebate.qa.context_fit import (
     CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD,
     context_fit,

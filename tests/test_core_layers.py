@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from llmdebate import scoring
-from llmdebate.schemas import (
+from llmdebate.core import scoring
+from llmdebate.core.schemas import (
     MAX_DEBATE_WIDTH,
     Claim,
     DebateConfig,
@@ -26,6 +26,7 @@ from llmdebate.schemas import (
 )
 
 PKG = Path(__file__).resolve().parent.parent / "llmdebate"
+CORE_DIR = PKG / "core"
 CORE = ["rule_grammar", "schemas", "rules", "scoring", "engine"]
 
 
@@ -49,22 +50,22 @@ def imports_of(path: Path) -> tuple[set[str], list[str]]:
 
 
 def module_path(name: str) -> Path:
-    return PKG / f"{name}.py"
+    return CORE_DIR / f"{name}.py"
 
 
 def test_schemas_import_nothing_above_them() -> None:
     top, _ = imports_of(module_path("schemas"))
-    assert top == {"llmdebate.rule_grammar"}
+    assert top == {"llmdebate.core.rule_grammar"}
     grammar, _ = imports_of(module_path("rule_grammar"))
     assert grammar == {"llmdebate.errors"}
 
 
 def test_the_core_graph_is_acyclic_and_ordered() -> None:
-    rank = {f"llmdebate.{m}": i for i, m in enumerate(CORE)}
+    rank = {f"llmdebate.core.{m}": i for i, m in enumerate(CORE)}
     for name in CORE:
         top, _ = imports_of(module_path(name))
         for dep in top & rank.keys():
-            assert rank[dep] < rank[f"llmdebate.{name}"], f"{name} imports {dep}"
+            assert rank[dep] < rank[f"llmdebate.core.{name}"], f"{name} imports {dep}"
 
 
 def test_no_function_level_imports_in_the_core_or_the_formal_engine() -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from gpqa_fixture import QUESTIONS, write_gpqa_zip
 
+from llmdebate.core.rules import compile_rule
+from llmdebate.core.schemas import Claim
 from llmdebate.data import load_items, read_items
 from llmdebate.data.generate import circuit_items, divisor_items
 from llmdebate.data.gpqa import read_zip_items
@@ -24,9 +26,7 @@ from llmdebate.data.problems import (
     parse_divisor_claim,
 )
 from llmdebate.errors import DatasetError
-from llmdebate.paths import REPO_ROOT
-from llmdebate.rules import compile_rule
-from llmdebate.schemas import Claim
+from llmdebate.records.paths import REPO_ROOT
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "datasets" / "samples"

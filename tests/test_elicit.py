@@ -8,9 +8,9 @@ import numpy as np
 import pydantic
 import pytest
 
-from llmdebate.agents.base import DebateContext
-from llmdebate.agents.judges import LLMJudge
 from llmdebate.agents.settings import JudgeSettings
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import Claim, DebateConfig, Estimate, Evidence, ModelCallRecord
 from llmdebate.elicit import (
     METHODS,
     Method,
@@ -21,8 +21,8 @@ from llmdebate.elicit import (
 )
 from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 from llmdebate.errors import InvalidOutputError, UserError
+from llmdebate.judging.model_judges import LLMJudge
 from llmdebate.models import GenerateConfig, ScriptedBackend, get_model
-from llmdebate.schemas import Claim, DebateConfig, Estimate, Evidence, ModelCallRecord
 
 QS = [[{"role": "user", "content": f"Is {n} prime?"}] for n in (7, 9, 11)]
 PROBS = {"7": 0.83, "9": 0.12, "11": 0.5}

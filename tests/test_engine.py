@@ -6,16 +6,16 @@ import pytest
 from core_agents import FirstChallenger, ToyEstimator, ToyJudge, ToyProver
 from pydantic import ValidationError
 
-from llmdebate.engine import (
+from llmdebate.core.engine import (
     complete_with_verdict,
     debate_seed,
     run_naive_recursive,
     run_prover_estimator,
     run_sync,
 )
+from llmdebate.core.schemas import Claim, CombinationRule, DebateConfig, Transcript, Verdict
+from llmdebate.core.scoring import ratio_for, reward_ratio, score_transcript
 from llmdebate.errors import ProtocolViolation
-from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Transcript, Verdict
-from llmdebate.scoring import ratio_for, reward_ratio, score_transcript
 
 X = Claim(text="the top claim", id="x")
 
@@ -143,7 +143,7 @@ def test_debate_seeds_are_distinct_and_stable() -> None:
 def test_a_prover_declaring_audits_has_them_recorded() -> None:
     from dataclasses import dataclass, field
 
-    from llmdebate.agents.base import AuditedProver, BelievingProver, Prover
+    from llmdebate.core.roles import AuditedProver, BelievingProver, Prover
 
     @dataclass
     class GradedProver(ToyProver):

@@ -6,7 +6,7 @@ import pytest
 
 from llmdebate.agents.estimate_audit import EstimateTally, graded_estimates
 from llmdebate.commands.run import graded_lines
-from llmdebate.schemas import (
+from llmdebate.core.schemas import (
     Claim,
     CombinationRule,
     DebateConfig,

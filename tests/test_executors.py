@@ -26,7 +26,7 @@ SCRIPTED = {
     "options": {"responder": f"{FIXTURE}:responder", "probabilities": f"{FIXTURE}:probabilities"},
 }
 PLUGIN = '''
-from llmdebate.experiment.executors.base import EXECUTORS, IN_PROCESS
+from llmdebate.experiment.executors.executor import EXECUTORS, IN_PROCESS
 from llmdebate.experiment.executors.local import LocalExecutor
 
 

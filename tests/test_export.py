@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.cli import main
+from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.runner import run
 from llmdebate.export import carrier_sums, decision_rows, export_run, run_info
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
+from llmdebate.records.rundir import TRANSCRIPTS_FILE, load_transcripts, read_run_config
 
 try:
     from tests.export_fixtures import judged_config, pe_config

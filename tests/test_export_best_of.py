@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from llmdebate import scoring
 from llmdebate.agents.parsing import parse_decomposition
+from llmdebate.core import scoring
 from llmdebate.experiment.runner import run
 from llmdebate.export import carrier_sums, decision_rows, export_run, run_info
-from llmdebate.rundir import load_transcripts, read_run_config
+from llmdebate.records.rundir import load_transcripts, read_run_config
 
 try:
     from tests.export_fixtures import pe_config, scripted

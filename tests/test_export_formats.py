@@ -12,7 +12,7 @@ import pytest
 
 from llmdebate.experiment.runner import run
 from llmdebate.export import FORMATS, export_run
-from llmdebate.export.registry import WHOLE_RUN
+from llmdebate.export.format_registry import WHOLE_RUN
 
 try:
     from tests.export_fixtures import pe_config, scripted

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from llmdebate.cli import main
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.experiment.runner import run
 from llmdebate.export import carrier_sums, decision_rows, export_run, run_info
 from llmdebate.export.formats import preference
 from llmdebate.export.rows import Row, refused
-from llmdebate.rundir import load_transcripts, read_run_config
-from llmdebate.schemas import ModelCallRecord
+from llmdebate.records.rundir import load_transcripts, read_run_config
 
 try:
     from tests.export_fixtures import pe_config, scripted

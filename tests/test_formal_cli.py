@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from llmdebate.cli import main
-from llmdebate.scoring import completeness_bound, reward_ratio
+from llmdebate.core.scoring import completeness_bound, reward_ratio
 
 FIELDS = {
     "protocol",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmdebate import scoring
-from llmdebate.engine import debate_seed, run_naive_recursive, run_prover_estimator, run_sync
+from llmdebate.core import scoring
+from llmdebate.core.engine import debate_seed, run_naive_recursive, run_prover_estimator, run_sync
+from llmdebate.core.schemas import DebateConfig
+from llmdebate.core.scoring import score_transcript
 from llmdebate.formal.exact import exact_naive, exact_prover_estimator
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.montecarlo import Z95, monte_carlo, simulate_prover_estimator
@@ -28,8 +30,6 @@ from llmdebate.formal.strategies.agents import (
 )
 from llmdebate.formal.strategies.alternatives import deterministic
 from llmdebate.formal.strategies.provers import BeliefProver
-from llmdebate.schemas import DebateConfig
-from llmdebate.scoring import score_transcript
 
 EPS, RHO = 0.2, 0.5
 

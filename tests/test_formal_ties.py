@@ -9,10 +9,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from llmdebate.core.schemas import VARIANTS
 from llmdebate.formal.evaluate import evaluate
 from llmdebate.formal.problems import make_problem
 from llmdebate.formal.strategies.provers import TIE_TOLERANCE, eq13_direction, first_argmax
-from llmdebate.schemas import VARIANTS
 
 
 def rational_honest_vs_adversarial(depth: int, width: int, instances: int) -> Fraction:

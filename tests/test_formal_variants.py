@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 from core_agents import ToyEstimator, ToyJudge, ToyProver
 
-from llmdebate import scoring
-from llmdebate.engine import debate_seed, run_prover_estimator, run_sync
+from llmdebate.core import scoring
+from llmdebate.core.engine import debate_seed, run_prover_estimator, run_sync
+from llmdebate.core.rules import CondProbs, compile_rule, stability
+from llmdebate.core.schemas import VARIANTS, Claim, CombinationRule, DebateConfig, Transcript
+from llmdebate.core.scoring import score_transcript
 from llmdebate.formal.best_response import grid_best_response, shrinkage_best_response
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
@@ -28,9 +31,6 @@ from llmdebate.formal.strategies import OracleJudge, make_estimator, make_prover
 from llmdebate.formal.strategies.agents import FormalEstimator, FormalJudge, FormalProver
 from llmdebate.formal.strategies.estimators import EstimatorPolicy, Shrunk
 from llmdebate.formal.tables import Levels, independent_levels
-from llmdebate.rules import CondProbs, compile_rule, stability
-from llmdebate.schemas import VARIANTS, Claim, CombinationRule, DebateConfig, Transcript
-from llmdebate.scoring import score_transcript
 
 EPS, RHO = 0.2, 0.5
 

@@ -16,7 +16,7 @@ from llmdebate.cli import main
 from llmdebate.errors import UserError
 from llmdebate.experiment.runner import run
 from llmdebate.export.api import injectable
-from llmdebate.export.registry import FORMATS, FormatContext
+from llmdebate.export.format_registry import FORMATS, FormatContext
 from llmdebate.export.rows import Row
 from llmdebate.registry import Registry
 
@@ -103,7 +103,7 @@ def test_a_format_plugin_is_loaded_from_its_entry_point(
     """A package names a module under the ``llmdebate.formats`` group; reading the registry
     imports it, and its import registers the format."""
     (tmp_path / "my_formats.py").write_text(
-        "import llmdebate.export.registry as formats\n"
+        "import llmdebate.export.format_registry as formats\n"
         "@formats.FORMATS.register('first-turn')\n"
         "def first_turn(rows, ctx):\n"
         "    return [{'prompt': r.prompt[0]['content']} for r in rows]\n"
@@ -117,7 +117,7 @@ def test_a_format_plugin_is_loaded_from_its_entry_point(
 
     monkeypatch.setattr("llmdebate.registry.entry_points", entry_points)
     reg: Registry[Any] = Registry("export format", group="llmdebate.formats")
-    monkeypatch.setattr("llmdebate.export.registry.FORMATS", reg)
+    monkeypatch.setattr("llmdebate.export.format_registry.FORMATS", reg)
     assert reg.names() == ("first-turn",)
     assert reg.get("first-turn").__name__ == "first_turn"
     with pytest.raises(UserError, match="unknown export format 'x': choose from first-turn"):

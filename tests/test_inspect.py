@@ -21,12 +21,12 @@ from inspect_ai.log import read_eval_log
 
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
+from llmdebate.core.schemas import Transcript
+from llmdebate.core.scoring import score_transcript
 from llmdebate.errors import UserError
 from llmdebate.inspect_ext.task import METADATA_KEY, debate
 from llmdebate.models import GenerateConfig, get_model
 from llmdebate.protocols.registry import PROTOCOLS
-from llmdebate.schemas import Transcript
-from llmdebate.scoring import score_transcript
 
 try:
     from tests.fixtures.fake_server import FakeServer
@@ -280,7 +280,7 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from llmdebate.protocols.registry import protocol_of
-    from llmdebate.rundir import append_judged, load_transcripts
+    from llmdebate.records.rundir import append_judged, load_transcripts
 
     cfg = {
         "name": "people", "protocols": ["consultancy"], "dataset": {"path": DIVISORS, "limit": 1},

@@ -10,14 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from llmdebate.judge_turns import (
+from llmdebate.core.scoring import interactive_judge_score, log_score
+from llmdebate.judging.turns import (
     QUESTION_CHARS,
     JudgeTurnError,
     JudgeTurnReply,
     judge_turn_schema,
     parse_judge_turn,
 )
-from llmdebate.scoring import interactive_judge_score, log_score
 
 # ---------------------------------------------------------------------------- the score
 

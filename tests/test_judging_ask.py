@@ -18,7 +18,7 @@ from llmdebate.judging.app import create_app
 from llmdebate.judging.asking import MAX_QUESTION, continuation_id, load_asked
 from llmdebate.judging.complete import Invalid, NotFound, ask, waiting_by_id
 from llmdebate.judging.db import Assignment, Question, connect
-from llmdebate.rundir import TRANSCRIPTS_FILE
+from llmdebate.records.rundir import TRANSCRIPTS_FILE
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 JUDGE = {"kind": "human", "interactive": True, "turn_cost": 0.05, "log_base": 2}

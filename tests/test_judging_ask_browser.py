@@ -20,7 +20,7 @@ from llmdebate.cli import main
 from llmdebate.commands.score import score_file
 from llmdebate.judging.asking import ASKED_FILE, load_asked
 from llmdebate.judging.db import Judgment, Question, connect
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 playwright = pytest.importorskip("playwright.sync_api")
 

@@ -16,7 +16,7 @@ from test_judging_terminal import _spawn
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
 from llmdebate.judging.db import Judgment, Question, connect
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 JUDGE = {"kind": "human", "interactive": True, "turn_cost": 0.2, "log_base": 2}
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from llmdebate.judging.assign import side
 from llmdebate.judging.complete import waiting_by_id
 from llmdebate.judging.db import Assignment, connect
-from llmdebate.rundir import JUDGED_FILE
+from llmdebate.records.rundir import JUDGED_FILE
 
 
 @pytest.fixture(scope="module")

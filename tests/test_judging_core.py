@@ -14,7 +14,9 @@ from sqlalchemy import select
 
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
+from llmdebate.core.scoring import judgment_scores
 from llmdebate.errors import MissingExtraError, ProtocolViolation
+from llmdebate.judging import report_section as report_judges
 from llmdebate.judging import require
 from llmdebate.judging.complete import (
     Conflict,
@@ -28,10 +30,8 @@ from llmdebate.judging.complete import (
 from llmdebate.judging.db import Assignment, Judge, connect, judge_by_token, token_hash
 from llmdebate.judging.view import build_view
 from llmdebate.protocols.common import complete_choice
-from llmdebate.report import judges as report_judges
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 from llmdebate.report.metrics import decision_correct
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
-from llmdebate.scoring import judgment_scores
 
 ALL = ["prover-estimator", "naive-recursive", "two-sided", "consultancy", "direct"]
 

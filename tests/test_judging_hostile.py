@@ -26,7 +26,7 @@ from llmdebate.judging.db import Assignment, Judgment, connect
 from llmdebate.judging.guard import HEADERS
 from llmdebate.judging.lead import csv_cell
 from llmdebate.judging.terminal import _show
-from llmdebate.rundir import JUDGED_FILE
+from llmdebate.records.rundir import JUDGED_FILE
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 CROSS = {"sec-fetch-site": "cross-site"}

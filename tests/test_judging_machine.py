@@ -15,13 +15,13 @@ from sqlalchemy import select
 
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
+from llmdebate.core.scoring import judgment_scores
+from llmdebate.judging import report_section as report_judges
 from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, Judgment, connect
 from llmdebate.judging.machine import oracle_ruling
 from llmdebate.judging.view import build_view
-from llmdebate.report import judges as report_judges
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
-from llmdebate.scoring import judgment_scores
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 PROTOCOLS = ["prover-estimator", "naive-recursive", "two-sided", "direct"]
 MODEL_FLAGS = ["--model", "scripted", "--model-options", json.dumps(SCRIPTED["options"])]

@@ -14,7 +14,7 @@ from llmdebate.commands.score import score_file
 from llmdebate.judging.complete import Conflict, Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, Judgment, connect
 from llmdebate.judging.view import build_view
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 
 @pytest.fixture

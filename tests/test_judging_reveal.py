@@ -12,6 +12,8 @@ from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from llmdebate.commands.score import score_file
+from llmdebate.core.scoring import reveal_cost
+from llmdebate.judging import report_section as report_judges
 from llmdebate.judging.app import COOKIE, LoginLimiter, create_app
 from llmdebate.judging.complete import (
     Invalid,
@@ -23,9 +25,7 @@ from llmdebate.judging.complete import (
     waiting_by_id,
 )
 from llmdebate.judging.db import Assignment, Judgment, connect
-from llmdebate.report import judges as report_judges
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
-from llmdebate.scoring import reveal_cost
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 SHOWN = re.compile(r"(\d+) of (\d+) turns shown")

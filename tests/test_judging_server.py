@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 from llmdebate.commands.score import score_file
 from llmdebate.judging.app import create_app
 from llmdebate.judging.db import Assignment, Judgment, connect
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 KIND = re.compile(r'data-kind="(leaf|choice)"')

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from llmdebate.commands.score import score_file
 from llmdebate.judging.db import Assignment, Judgment, connect
-from llmdebate.rundir import JUDGED_FILE, load_transcripts
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts
 
 CODE = "import sys; from llmdebate.cli import main; sys.exit(main(sys.argv[1:]))"
 

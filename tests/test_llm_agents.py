@@ -8,18 +8,18 @@ import json
 import numpy as np
 import pytest
 
-from llmdebate.agents.base import DebateContext, DirectionChoice
 from llmdebate.agents.factory import Team, item_decomposition
-from llmdebate.agents.judges import DeferredJudge, LLMJudge, OracleJudge
 from llmdebate.agents.llm import LLMEstimator, LLMProver
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction
 from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
-from llmdebate.engine import run_prover_estimator
+from llmdebate.core.engine import run_prover_estimator
+from llmdebate.core.roles import DebateContext, DirectionChoice
+from llmdebate.core.schemas import Claim, CombinationRule, DebateConfig, Decomposition, Evidence
+from llmdebate.core.scoring import score_transcript
 from llmdebate.errors import InvalidOutputError
+from llmdebate.judging.model_judges import DeferredJudge, LLMJudge, OracleJudge
 from llmdebate.models import ScriptedBackend, get_model
 from llmdebate.prompts import Prompts
-from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition, Evidence
-from llmdebate.scoring import score_transcript
 
 GOOD = json.dumps({"subclaims": ["A holds.", "B holds."], "rule": {"kind": "and"}})
 

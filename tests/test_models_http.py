@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.elicit import estimate
 from llmdebate.errors import (
     InvalidOutputError,
@@ -21,7 +22,6 @@ from llmdebate.errors import (
     UserError,
 )
 from llmdebate.models import GenerateConfig, Model, get_model
-from llmdebate.schemas import ModelCallRecord
 
 try:
     from tests.fixtures.fake_server import FakeServer

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.elicit import estimate
 from llmdebate.models import GenerateConfig, get_model
-from llmdebate.schemas import ModelCallRecord
 
 Q = [
     {"role": "system", "content": "Answer with one word: True or False."},

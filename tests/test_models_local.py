@@ -13,8 +13,8 @@ import pytest
 
 from llmdebate.elicit import estimate, estimates
 from llmdebate.models import GenerateConfig, Model, get_model
+from llmdebate.models.get_model import create_backend
 from llmdebate.models.hf_backend import HFBackend, format_prompt
-from llmdebate.models.registry import create_backend
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.elicit import estimate, estimates
 from llmdebate.errors import InvalidOutputError, RetriesExhaustedError, UserError
 from llmdebate.models import GenerateConfig, Model, ScriptedBackend, get_model
-from llmdebate.schemas import ModelCallRecord
 
 Q = [{"role": "user", "content": "Is 7 prime?"}]
 

@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from llmdebate import scoring
-from llmdebate.agents.base import DebateContext, DirectionChoice
-from llmdebate.engine import debate_seed, run_prover_estimator, run_sync
-from llmdebate.schemas import (
+from llmdebate.core import scoring
+from llmdebate.core.engine import debate_seed, run_prover_estimator, run_sync
+from llmdebate.core.roles import DebateContext, DirectionChoice
+from llmdebate.core.schemas import (
     Claim,
     CombinationRule,
     DebateConfig,

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from llmdebate.cli import main
+from llmdebate.core.schemas import Transcript
 from llmdebate.errors import ConfigError
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
 from llmdebate.export import decision_rows, run_info
 from llmdebate.protocols.common import ChoiceProtocol
 from llmdebate.protocols.registry import PROTOCOLS, register
-from llmdebate.report.seat_records import matches_of
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import fork, team_for
-from llmdebate.rundir import load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
+from llmdebate.tournament.seat_records import matches_of
 
 try:
     from tests.fixtures import tournament_players

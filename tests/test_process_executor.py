@@ -31,7 +31,7 @@ from llmdebate.experiment.executors.processes import ProcessExecutor, WorkerErro
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
-from llmdebate.rundir import TRANSCRIPTS_FILE
+from llmdebate.records.rundir import TRANSCRIPTS_FILE
 
 try:
     from tests.fixtures.executor_runs import (

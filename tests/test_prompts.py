@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from llmdebate.core.schemas import CombinationRule
 from llmdebate.prompts import ACTS, PromptError, Prompts, default_prompts_dir, rule_text
-from llmdebate.schemas import CombinationRule
 
 
 def _all_vars() -> dict[str, dict]:

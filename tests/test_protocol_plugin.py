@@ -26,17 +26,17 @@ from sqlalchemy import select
 from llmdebate.agents.factory import Team
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
+from llmdebate.core.schemas import Evidence, Transcript, Turn
 from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
 from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
+from llmdebate.records.rundir import JUDGED_FILE, load_transcripts, read_run_config
 from llmdebate.registry import Registry
 from llmdebate.rl import fork, team_for
-from llmdebate.rundir import JUDGED_FILE, load_transcripts, read_run_config
-from llmdebate.schemas import Evidence, Transcript, Turn
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "judge-with-notes"

@@ -15,6 +15,8 @@ import pytest
 
 from llmdebate.agents.factory import Team
 from llmdebate.agents.naive import most_likely_consistent
+from llmdebate.core.schemas import Claim, CombinationRule, Decomposition, Transcript
+from llmdebate.core.scoring import score_transcript
 from llmdebate.data import Item
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import PROTOCOL_NAMES, ExperimentConfig
@@ -23,10 +25,8 @@ from llmdebate.experiment.jobs import Job, draws, make_jobs, variants
 from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol
-from llmdebate.schemas import Claim, CombinationRule, Decomposition, Transcript
-from llmdebate.scoring import score_transcript
+from llmdebate.protocols.spec import ProtocolSettings
 
 ITEM = Item(
     id="q1",

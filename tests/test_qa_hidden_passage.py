@@ -25,7 +25,7 @@ from llmdebate.judging.app import create_app
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.terminal import _show
 from llmdebate.judging.view import build_view
-from llmdebate.rundir import load_transcripts
+from llmdebate.records.rundir import load_transcripts
 
 VERIFIED_HTML = re.compile(r'<q class="quote verified"[^>]*>.*?</q>', re.DOTALL)
 TAG = re.compile(r"<[^>]+>")

@@ -14,7 +14,7 @@ from fixtures.qa_fixtures import INVENTED, pieces
 from judging_study import assign, server, with_base, write_judges
 from qa_passage import leaks, passage, run_scripted, windows
 
-from llmdebate.rundir import load_transcripts
+from llmdebate.records.rundir import load_transcripts
 
 playwright = pytest.importorskip("playwright.sync_api")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from fixtures.qa_fixtures import SECRET_MARK, pieces
 from qa_passage import leaks, passage, request_text, run_scripted, windows
 
-from llmdebate.rundir import load_transcripts
-from llmdebate.speech import truncation_marker
+from llmdebate.qa.speech import truncation_marker
+from llmdebate.records.rundir import load_transcripts
 
 
 def _speeches(run_dir: Path) -> list:

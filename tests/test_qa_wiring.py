@@ -17,7 +17,7 @@ from llmdebate.experiment.config import DatasetSettings, ExperimentConfig
 from llmdebate.experiment.items import cut_passage, is_quality, load_run_items
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.rundir import load_transcripts
+from llmdebate.records.rundir import load_transcripts
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ from llmdebate.data.quality import (
     read_questions,
 )
 from llmdebate.errors import DatasetError
-from llmdebate.quotes import check_quotes
+from llmdebate.qa.quotes import check_quotes
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "quality" / "sample.jsonl"
 LINES = [json.loads(x) for x in SAMPLE.read_text(encoding="utf-8").splitlines()]

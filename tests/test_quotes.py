@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from llmdebate.quotes import (
+from llmdebate.qa.quotes import (
     KHAN_2024,
     STRICT,
     MatchOptions,

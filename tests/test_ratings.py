@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmdebate.errors import MissingExtraError
-from llmdebate.ratings import (
+from llmdebate.tournament.ratings import (
     ELO_PER_LOGIT,
     JUDGE,
     Match,
@@ -22,7 +22,7 @@ from llmdebate.ratings import (
     persuasiveness,
     win_probability,
 )
-from llmdebate.schedule import consultancies, round_robin
+from llmdebate.tournament.schedule import consultancies, round_robin
 
 # Scripted debaters of known strength: the judge picks the correct answer with probability
 # σ(truth + θ_correct - θ_incorrect). "conceding" gives its side up: it (nearly) always loses.

@@ -21,7 +21,7 @@ from llmdebate.errors import UserError
 from llmdebate.experiment.executors import ExecutorOptions
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
-from llmdebate.rundir import TRANSCRIPTS_FILE
+from llmdebate.records.rundir import TRANSCRIPTS_FILE
 
 try:
     from tests.fixtures.executor_runs import (

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from gpqa_fixture import gpqa_items, write_gpqa_zip
 
+from llmdebate.core.scoring import score_transcript
 from llmdebate.data.gpqa import read_zip_items
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
+from llmdebate.records.rundir import TRANSCRIPTS_FILE, load_transcripts
 from llmdebate.report.build import build_report
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts
-from llmdebate.scoring import score_transcript
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "llm_fixtures.py")
 SCRIPTED = {

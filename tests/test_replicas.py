@@ -14,9 +14,9 @@ from llmdebate.errors import RequestRejectedError, UserError
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
 from llmdebate.models import Model, get_model
-from llmdebate.models.base import RetriesExhausted
+from llmdebate.models.interface import RetriesExhausted
 from llmdebate.models.replicas import ReplicaBackend
-from llmdebate.rundir import CONFIG_FILE
+from llmdebate.records.rundir import CONFIG_FILE
 
 try:
     from tests.fixtures.fake_server import FakeServer

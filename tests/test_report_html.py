@@ -12,8 +12,8 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.protocols.registry import get_protocol
+from llmdebate.protocols.spec import ProtocolSettings
 from llmdebate.report import html, metrics, plots
 
 EVIL = '<script>alert("x")</script>'

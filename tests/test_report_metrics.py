@@ -6,9 +6,7 @@ import math
 
 import pytest
 
-from llmdebate.report import metrics
-from llmdebate.report.tables import comparison_markdown
-from llmdebate.schemas import (
+from llmdebate.core.schemas import (
     Claim,
     DebateConfig,
     Estimate,
@@ -16,6 +14,8 @@ from llmdebate.schemas import (
     ModelCallRecord,
     Transcript,
 )
+from llmdebate.report import metrics
+from llmdebate.report.tables import comparison_markdown
 
 CFG = DebateConfig(epsilon=0.2, rho=0.5, depth=1, width=2)  # r = 0.025, r^(d+1) = 0.000625
 UNIT = 0.025**2

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmdebate import scoring
+from llmdebate.core import scoring
 from llmdebate.rl.rewards import reward_options
 
 unit_float = st.floats(0.0, 1.0, allow_nan=False)

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
 from llmdebate.export.rows import TRAINED_SOURCES
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import AsyncDebateReward, DebateReward, compute_score, fork, reward_func, team_for
-from llmdebate.rundir import load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
 
 try:
     from tests.export_fixtures import pe_config

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from llmdebate import scoring
+from llmdebate.core import scoring
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, export_run, run_info
 from llmdebate.export.formats import PLAIN_CHAT_TEMPLATE
 from llmdebate.models.text_prompt import format_prompt
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import AsyncDebateReward, DebateReward, compute_score, reward_func
-from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.training.config import TrainConfig, UpdateSettings
 
 try:
@@ -96,8 +96,8 @@ def test_verl_reward_loop_call_shape_with_extra_keywords_inside_a_running_loop(
         ]
 
     assert asyncio.run(in_loop()) == [direct, -4.0]
+    from llmdebate.core.schemas import Transcript
     from llmdebate.export.credit import pe_terms
-    from llmdebate.schemas import Transcript
 
     t = Transcript.model_validate(state["transcript"])
     unit = scoring.term_unit(state["term"], scoring.ratio_for(t.config), t.config.depth)

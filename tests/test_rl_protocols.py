@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import DebateReward, fork, team_for
 from llmdebate.rl.replay import Injection
 from llmdebate.rl.rewards import LogprobsCompletionError, completion_probability
-from llmdebate.rundir import load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
 
 try:
     from tests.export_fixtures import judged_config

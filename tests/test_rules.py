@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmdebate.errors import RuleError
-from llmdebate.rules import (
+from llmdebate.core.rules import (
     CondProbs,
     compile_rule,
     outcome_index,
     probability_true,
     stability,
 )
-from llmdebate.schemas import Claim, CombinationRule, Decomposition
+from llmdebate.core.schemas import Claim, CombinationRule, Decomposition
+from llmdebate.errors import RuleError
 
 EPS = 1e-12
 

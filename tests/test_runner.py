@@ -17,11 +17,12 @@ import yaml
 
 from llmdebate.cli import main
 from llmdebate.commands.run import outcome_line
+from llmdebate.core.scoring import score_transcript
 from llmdebate.errors import ConfigError, TranscriptError, UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import RunResult, run
-from llmdebate.rundir import (
+from llmdebate.records.rundir import (
     FAILURES_FILE,
     SUMMARY_FILE,
     TRANSCRIPTS_FILE,
@@ -29,7 +30,6 @@ from llmdebate.rundir import (
     repair_transcripts,
     statuses,
 )
-from llmdebate.scoring import score_transcript
 
 try:
     from tests.fixtures.fake_server import FakeServer

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmdebate.ratings import Match, persuasiveness, win_probability
-from llmdebate.schedule import (
+from llmdebate.tournament.ratings import Match, persuasiveness, win_probability
+from llmdebate.tournament.schedule import (
     Pairing,
     consultancies,
     pair_information,

@@ -13,11 +13,11 @@ from core_agents import ToyEstimator, ToyJudge, ToyProver
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmdebate import scoring
 from llmdebate.cli import cli, main
-from llmdebate.engine import debate_seed, run_prover_estimator, run_sync
-from llmdebate.schemas import Claim, DebateConfig, Transcript
-from llmdebate.transcripts import append_transcript
+from llmdebate.core import scoring
+from llmdebate.core.engine import debate_seed, run_prover_estimator, run_sync
+from llmdebate.core.schemas import Claim, DebateConfig, Transcript
+from llmdebate.records.transcripts import append_transcript
 
 X = Claim(text="x", id="x")
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmdebate.quotes import extract_quotes
-from llmdebate.speech import (
+from llmdebate.qa.quotes import extract_quotes
+from llmdebate.qa.speech import (
     LimitDecision,
     WordLimit,
     count_words,

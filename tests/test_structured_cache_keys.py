@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.models import GenerateConfig, get_model
 from llmdebate.models.hf_backend import HFBackend
 from llmdebate.models.structured import OutputSchema
-from llmdebate.schemas import ModelCallRecord
 
 try:
     from tests.fixtures.fake_server import FakeServer

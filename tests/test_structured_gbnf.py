@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xgrammar.testing import _is_grammar_accept_string
 
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.llm import LLMProver
 from llmdebate.agents.replies import (
     decomposition_schema,
@@ -23,11 +22,12 @@ from llmdebate.agents.replies import (
     index_schema,
     verdict_schema,
 )
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import Claim, DebateConfig
 from llmdebate.elicit.methods import PROBABILITY_SCHEMA
 from llmdebate.models import get_model
 from llmdebate.models.gbnf import GrammarError, literal, schema_to_gbnf
 from llmdebate.models.structured import OutputSchema
-from llmdebate.schemas import Claim, DebateConfig
 
 try:
     from tests.fixtures.fake_server import FakeServer

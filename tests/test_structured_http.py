@@ -13,16 +13,16 @@ import anthropic
 import numpy as np
 import pytest
 
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.llm import LLMEstimator, LLMProver
 from llmdebate.agents.replies import DecompositionReply, decomposition_schema, index_schema
+from llmdebate.core.engine import _estimator_table
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import Claim, CombinationRule, DebateConfig, Decomposition
 from llmdebate.elicit import estimate, estimates
 from llmdebate.elicit.methods import PROBABILITY_SCHEMA
-from llmdebate.engine import _estimator_table
 from llmdebate.errors import UserError
 from llmdebate.models import GenerateConfig, Model, get_model
 from llmdebate.models.gbnf import schema_to_gbnf
-from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition
 
 try:
     from tests.fixtures.fake_server import FakeServer

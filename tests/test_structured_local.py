@@ -10,8 +10,8 @@ import pytest
 from llmdebate.agents.llm import decompose_tokens
 from llmdebate.agents.parsing import parse_decomposition
 from llmdebate.agents.replies import DecompositionReply, decomposition_schema
+from llmdebate.core.schemas import Claim
 from llmdebate.models import GenerateConfig, Model, create_backend
-from llmdebate.schemas import Claim
 
 pytestmark = pytest.mark.integration
 

@@ -13,17 +13,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.factory import Team, build_models
 from llmdebate.agents.llm import LLMEstimator, LLMProver
 from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.agents.text_prompts import TextPrompts, wants_text_prompts
+from llmdebate.core.engine import _estimator_table
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import Claim, CombinationRule, DebateConfig, Decomposition
 from llmdebate.elicit import estimate
-from llmdebate.engine import _estimator_table
 from llmdebate.models import GenerateConfig, Model, get_model
 from llmdebate.models.cache import cache_key
 from llmdebate.prompts import Prompts
-from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition
 
 try:
     from tests.fixtures.fake_server import FakeServer

@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmdebate.agents.audit import audit_decomposition, decomposition_summary, exact_split
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.llm import LLMProver
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
 from llmdebate.agents.replies import DecompositionReply, decomposition_schema, index_schema
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import Claim, CombinationRule, DebateConfig, Decomposition, Transcript
 from llmdebate.data.problems import formal_decomposition
 from llmdebate.elicit import parse_probability
 from llmdebate.errors import InvalidOutputError
@@ -24,7 +25,6 @@ from llmdebate.models.cache import cache_key
 from llmdebate.models.gbnf import schema_to_gbnf
 from llmdebate.models.structured import OutputSchema, server_fields, strict_schema
 from llmdebate.prompts import Prompts
-from llmdebate.schemas import Claim, CombinationRule, DebateConfig, Decomposition, Transcript
 
 META = {"problem": "divisors"}
 

@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 import yaml
 
-from llmdebate import scoring
 from llmdebate.agents.audit import decomposition_summary
 from llmdebate.agents.estimate_audit import estimate_summary
+from llmdebate.core import scoring
+from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.config import PROTOCOL_NAMES
 from llmdebate.experiment.runner import _summary_transcripts, run
+from llmdebate.records.rundir import SUMMARY_FILE, TRANSCRIPTS_FILE, load_transcripts
 from llmdebate.report import metrics
 from llmdebate.report.metrics import (
     ASYMMETRIC,
@@ -31,8 +33,6 @@ from llmdebate.report.metrics import (
     bootstrap_ci,
     calibration,
 )
-from llmdebate.rundir import SUMMARY_FILE, TRANSCRIPTS_FILE, load_transcripts
-from llmdebate.schemas import Transcript
 
 try:
     from tests.test_runner import DIVISORS, SAMPLE, config, scripted

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import SandboxedEnvironment
 
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.elicit import estimate
 from llmdebate.models import GenerateConfig, get_model
 from llmdebate.models.http1 import HTTP1Pool
 from llmdebate.prompts import ACTS, PromptError, Prompts
-from llmdebate.schemas import ModelCallRecord
 
 try:
     from tests.fixtures.fake_server import FakeServer

@@ -12,9 +12,9 @@ import pytest
 
 from llmdebate.errors import AuthenticationError
 from llmdebate.models import GenerateConfig, ModelOutput, ResponseCache, get_model, transport
-from llmdebate.models.base import RetriesExhausted
 from llmdebate.models.http1 import HTTP1Pool, HTTPConnectionError, HTTPTimeout
-from llmdebate.transcripts import TranscriptWriter
+from llmdebate.models.interface import RetriesExhausted
+from llmdebate.records.transcripts import TranscriptWriter
 
 try:
     from tests.fixtures.fake_server import FakeServer

@@ -1,4 +1,4 @@
-"""The tournament report: accuracy against rating, the prover × estimator grid, merging."""
+"""The tournament report: accuracy against rating, the prover × estimator grid; merging runs."""
 
 from __future__ import annotations
 
@@ -8,23 +8,21 @@ import numpy as np
 import pytest
 
 from llmdebate.errors import UserError
-from llmdebate.ratings import Match, persuasiveness, win_probability
-from llmdebate.report.tournament import (
+from llmdebate.report.merge import MergeRefused, RunRecords, merge_runs
+from llmdebate.tournament.figures import (
     AccuracyPoint,
-    MergeRefused,
     PERecord,
-    RunRecords,
     accuracy_points,
     accuracy_vs_rating_plot,
     grid_cells,
     grid_markdown,
     grid_plot,
-    merge_runs,
     ratings_by_protocol,
     ratings_markdown,
     section,
 )
-from llmdebate.schedule import consultancies, round_robin
+from llmdebate.tournament.ratings import Match, persuasiveness, win_probability
+from llmdebate.tournament.schedule import consultancies, round_robin
 
 PNG = b"\x89PNG\r\n\x1a\n"
 STRENGTH = {"weak": -1.0, "mid": 0.3, "strong": 1.5}

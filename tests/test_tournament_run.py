@@ -15,7 +15,7 @@ from llmdebate.cli import main
 from llmdebate.errors import ConfigError
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
-from llmdebate.rundir import load_transcripts
+from llmdebate.records.rundir import load_transcripts
 
 try:
     from tests.fixtures import llm_fixtures, tournament_players
@@ -291,7 +291,7 @@ def test_open_consultancy_the_consultant_picks_its_side_and_is_rated_apart(
             who["name"], who["side"]
         )
         assert t.calls[0].act == "answer"
-    from llmdebate.report.seat_records import matches_of
+    from llmdebate.tournament.seat_records import matches_of
 
     matches = matches_of(ts)
     assert {m.protocol for m in matches} == {"consultancy (chosen)"}

@@ -11,8 +11,8 @@ import yaml
 
 from llmdebate.cli import main
 from llmdebate.export import FORMATS, carrier_sums, decision_rows, export_run, run_info
-from llmdebate.export.registry import WHOLE_RUN
-from llmdebate.rundir import load_transcripts, read_run_config
+from llmdebate.export.format_registry import WHOLE_RUN
+from llmdebate.records.rundir import load_transcripts, read_run_config
 
 REPO = Path(__file__).resolve().parents[1]
 TENSOR = "model.layers.0.self_attn.q_proj.weight"

@@ -141,8 +141,8 @@ def test_the_debates_inside_train_run_on_the_training_device(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import llmdebate.training.loop as loop
+    from llmdebate.models.get_model import release_local
     from llmdebate.models.hf_backend import HFBackend
-    from llmdebate.models.registry import release_local
 
     model = tiny_model(tmp_path / "tiny")
     cfg = TrainConfig(experiment=_experiment(model), device="auto", iterations=0)

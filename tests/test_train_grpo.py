@@ -13,8 +13,8 @@ import pytest
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import DebateReward
-from llmdebate.rundir import load_transcripts, read_run_config
 from llmdebate.training.config import UpdateSettings
 from llmdebate.training.update import update_role
 

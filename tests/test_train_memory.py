@@ -9,7 +9,7 @@ import pytest
 
 from llmdebate.experiment.loading import dump
 from llmdebate.experiment.runner import run
-from llmdebate.models.registry import get_model, release_local, shared_local_models
+from llmdebate.models.get_model import get_model, release_local, shared_local_models
 from llmdebate.training import TrainConfig
 from llmdebate.training import loop as train_loop
 from llmdebate.training.update import UpdateResult

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from core_agents import ToyEstimator, ToyJudge, ToyProver
 
-from llmdebate.engine import run_prover_estimator, run_sync
+from llmdebate.core.engine import run_prover_estimator, run_sync
+from llmdebate.core.schemas import Claim, DebateConfig, Transcript
 from llmdebate.errors import TranscriptError
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts
-from llmdebate.schemas import Claim, DebateConfig, Transcript
-from llmdebate.transcripts import (
+from llmdebate.records.rundir import TRANSCRIPTS_FILE, load_transcripts
+from llmdebate.records.transcripts import (
     BadLine,
     TranscriptWriter,
     append_transcript,

@@ -18,9 +18,9 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
+from llmdebate.core.rules import compile_rule
+from llmdebate.core.schemas import Claim, Decomposition, Transcript
 from llmdebate.data.problems import claim_truth, parse_divisor_claim
-from llmdebate.rules import compile_rule
-from llmdebate.schemas import Claim, Decomposition, Transcript
 
 MOSTLY = 0.5
 

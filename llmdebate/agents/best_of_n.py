@@ -1,7 +1,7 @@
 """Best of n: the prover writes n decompositions at a decision and plays the best.
 
 Each candidate is scored by its exact expected reward over the estimator's draws,
-E[r_k] = r^k · s_k · (E[M_D] − p_k) (:func:`llmdebate.scoring.expected_round_reward`), with
+E[r_k] = r^k · s_k · (E[M_D] − p_k) (:func:`llmdebate.core.scoring.expected_round_reward`), with
 E[M_D] from the estimator's whole table of conditional probabilities for that candidate
 (asked of a fresh estimator of the same settings; those calls are logged with decision
 ``scoring``). The debate goes on with the best candidate (the first on a tie). Every
@@ -35,16 +35,16 @@ import dataclasses
 import hashlib
 from collections.abc import Awaitable, Callable
 
-from llmdebate import scoring
-from llmdebate.agents.base import DebateContext, DirectionChoice, Estimator
 from llmdebate.agents.llm import LLMProver, ask_structured
 from llmdebate.agents.parsing import ReplyError, parse_direction
-from llmdebate.decisions import deciding, tagged
+from llmdebate.core import scoring
+from llmdebate.core.decisions import deciding, tagged
+from llmdebate.core.roles import DebateContext, DirectionChoice, Estimator
+from llmdebate.core.rules import CondProbs, compile_rule, outcome_bits, probability_true
+from llmdebate.core.schemas import Claim, Decomposition, ModelCallRecord
 from llmdebate.errors import InvalidOutputError, RuleError
 from llmdebate.models import Model
-from llmdebate.models.base import GenerateConfig
-from llmdebate.rules import CondProbs, compile_rule, outcome_bits, probability_true
-from llmdebate.schemas import Claim, Decomposition, ModelCallRecord
+from llmdebate.models.interface import GenerateConfig
 
 
 def candidate_seed(debate_id: str, claim: str, k: int, i: int) -> int:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llmdebate.core.schemas import Claim, Transcript
 from llmdebate.data.problems import claim_truth
-from llmdebate.schemas import Claim, Transcript
 
 NOT_A_MODEL = frozenset({"strategy", "oracle"})
 

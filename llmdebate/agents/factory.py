@@ -15,9 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llmdebate.agents.base import Judge
 from llmdebate.agents.best_of_n import BestOfNProver
-from llmdebate.agents.judges import DeferredJudge, LLMJudge, OracleJudge
+from llmdebate.agents.judge_registry import DEFERS, JUDGES
 from llmdebate.agents.llm import LLMEstimator, LLMProver
 from llmdebate.agents.naive import LLMChallenger, LLMNaiveProver
 from llmdebate.agents.settings import (
@@ -27,12 +26,13 @@ from llmdebate.agents.settings import (
     ProverSettings,
 )
 from llmdebate.agents.text_prompts import TextPrompts, wants_text_prompts
-from llmdebate.data.problems import claim_truth, formal_decomposition
+from llmdebate.core.roles import Judge
+from llmdebate.core.schemas import Claim, CombinationRule, Decomposition
+from llmdebate.data.problems import formal_decomposition
 from llmdebate.errors import ConfigError
 from llmdebate.models import GenerateConfig, Model, get_model
-from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
-from llmdebate.schemas import Claim, CombinationRule, Decomposition
+from llmdebate.records.paths import resolve_path
 
 
 def _import_ref(ref: str) -> Any:
@@ -224,30 +224,15 @@ class Team:
             independent=e.independent,
         )
 
-    def _llm_judge(self) -> LLMJudge:
-        j = self.judge
-        return LLMJudge(
-            self.model_for("judge"),
-            self.prompts_for("judge", j.method),
-            method=j.method,
-            samples=j.samples,
-            temperature=j.temperature,
-            passage=j.passage,
-        )
-
     def make_judge(self) -> Judge:
-        kind = self.judge.kind
-        if kind in ("deferred", "human"):
-            return DeferredJudge(kind)
-        if kind == "llm":
-            return self._llm_judge()
-        fallback = self._llm_judge() if kind == "oracle-or-llm" else None
-        return OracleJudge(claim_truth, fallback=fallback)
+        """The leaf judge of one debate, made by the registered ``judge.kind``."""
+        judge: Judge = JUDGES.get(self.judge.kind, where="judge.kind")(self)
+        return judge
 
     @property
     def judge_defers(self) -> bool:
-        """True when a person gives every verdict later (judge kind deferred or human)."""
-        return self.judge.kind in ("deferred", "human")
+        """True when a person gives every verdict later (a judge kind that defers)."""
+        return JUDGES.entry(self.judge.kind).can(DEFERS)
 
     def judge_name(self) -> str:
         """The judge's name in a transcript: its model, or the kind of a deferred judge."""

@@ -21,29 +21,29 @@ from functools import partial
 from typing import Any, Literal
 
 from llmdebate.agents.audit import audit_decomposition
-from llmdebate.agents.base import DebateContext, DirectionChoice
 from llmdebate.agents.parsing import (
     ReplyError,
     parse_decomposition,
     parse_direction,
     parse_index,
 )
-from llmdebate.agents.passage import JudgeView
 from llmdebate.agents.replies import (
     decomposition_chars,
     decomposition_schema,
     direction_schema,
     index_schema,
 )
-from llmdebate.decisions import deciding, narrowed
+from llmdebate.core.decisions import deciding, narrowed
+from llmdebate.core.roles import DebateContext, DirectionChoice
+from llmdebate.core.schemas import Claim, Decomposition, Estimate, Evidence, ModelCallRecord
 from llmdebate.elicit import ProbMethod, estimate
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
 from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import gather_logged
 from llmdebate.prompts import Prompts, rule_text
-from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence, ModelCallRecord
-from llmdebate.speech import parse_reply
+from llmdebate.qa.passage import JudgeView
+from llmdebate.qa.speech import parse_reply
 
 DirectionMode = Literal["belief", "model"]
 RecursionMode = Literal["belief", "model"]
@@ -470,7 +470,7 @@ class LLMEstimator:
         self, messages: list[dict[str, str]], j: int, *, log: list[ModelCallRecord]
     ) -> Estimate:
         """b_j asked with no earlier outcome stated, one of a batch: its call serves the b_j
-        of the decision being asked for (:func:`~llmdebate.decisions.narrowed`)."""
+        of the decision being asked for (:func:`~llmdebate.core.decisions.narrowed`)."""
         with narrowed(j, ()):
             return await estimate(
                 self.model,

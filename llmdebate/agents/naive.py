@@ -14,13 +14,13 @@ import itertools
 import math
 from typing import Any
 
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.llm import LLMProver
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.rules import compile_rule
+from llmdebate.core.schemas import Claim, Decomposition, Evidence
 from llmdebate.elicit import estimates
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.rules import compile_rule
-from llmdebate.schemas import Claim, Decomposition, Evidence
 
 
 async def subclaim_probabilities(

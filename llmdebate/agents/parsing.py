@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmdebate.agents.replies import DecompositionReply, DirectionReply, IndexReply
+from llmdebate.core.schemas import Claim, CombinationRule, Decomposition
 from llmdebate.errors import RuleError
-from llmdebate.schemas import Claim, CombinationRule, Decomposition
 
 
 class ReplyError(ValueError):

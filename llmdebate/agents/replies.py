@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llmdebate.core.schemas import MAX_DEBATE_WIDTH, RuleKind
 from llmdebate.models.structured import OutputSchema
-from llmdebate.schemas import MAX_DEBATE_WIDTH, RuleKind
 
 SUBCLAIM_CHARS = 120
 EXPR_CHARS = 60

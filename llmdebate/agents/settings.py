@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from llmdebate.agents.judge_registry import JUDGES
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
 from llmdebate.models.backends import BACKENDS
@@ -209,13 +210,23 @@ def _judge_method(name: str) -> str:
     return name
 
 
+def _judge_kind(name: str) -> str:
+    if name not in JUDGES:
+        raise ValueError(JUDGES.unknown(name))
+    return name
+
+
+JudgeKind = Annotated[str, AfterValidator(_judge_kind)]
+"""A registered judge kind (:data:`~llmdebate.agents.judge_registry.JUDGES`)."""
+
 JudgeMethod = Annotated[str, AfterValidator(_judge_method)]
 """A registered probability method (:data:`~llmdebate.elicit.ProbMethod`) or ``generate``."""
 
 
 class JudgeSettings(ModelSettings):
-    kind: Literal["llm", "oracle", "oracle-or-llm", "deferred", "human"] = "llm"
-    """llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
+    kind: JudgeKind = "llm"
+    """A registered judge kind (:data:`~llmdebate.agents.judge_registry.JUDGES`). Built in —
+    llm: a model rules; oracle: the gold truth of the leaf; oracle-or-llm: gold where known,
     else the model; deferred or human: no verdict, the debate waits for a person (every
     protocol stops where the judge would decide; see llmdebate assign / serve / judge)."""
     method: JudgeMethod = "logprobs"

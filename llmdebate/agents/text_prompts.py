@@ -27,7 +27,7 @@ from typing import Any
 
 from jinja2 import TemplateError, TemplateNotFound
 
-from llmdebate.models.base import Backend
+from llmdebate.models.interface import Backend
 from llmdebate.prompts import PromptError, Prompts
 
 TEXT_FOLDER = "text"

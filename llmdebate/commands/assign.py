@@ -11,9 +11,11 @@ from pathlib import Path
 
 import click
 
-from llmdebate.rundir import read_run_config
+from llmdebate.commands.verbs import VERBS
+from llmdebate.records.rundir import read_run_config
 
 
+@VERBS.register("assign")
 @click.command("assign")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option(

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from llmdebate.commands.verbs import VERBS
+from llmdebate.core.schemas import VARIANTS
 from llmdebate.formal.attack import ANSWERS, TARGETS, AttackSpec, run_attack
 from llmdebate.formal.attack_estimator import SearchBudget
 from llmdebate.formal.strategy_files import read_strategy
-from llmdebate.schemas import VARIANTS
 
 
+@VERBS.register("attack")
 @click.command("attack")
 @click.option(
     "--target",

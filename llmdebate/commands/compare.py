@@ -7,9 +7,11 @@ from typing import Any
 import click
 
 from llmdebate.commands.run import run_from_flags, run_options
+from llmdebate.commands.verbs import VERBS
 from llmdebate.protocols.registry import PROTOCOLS
 
 
+@VERBS.register("compare")
 @click.command("compare")
 @run_options
 def command(

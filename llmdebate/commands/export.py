@@ -12,8 +12,9 @@ from typing import cast
 import click
 
 from llmdebate.commands.choices import RegistryChoice
+from llmdebate.commands.verbs import VERBS
 from llmdebate.export import FORMATS, PLAYERS, export_run
-from llmdebate.export.registry import WHOLE_RUN, RunWriter
+from llmdebate.export.format_registry import WHOLE_RUN, RunWriter
 from llmdebate.export.writers import KINDS
 
 
@@ -28,6 +29,7 @@ def _baseline(value: str) -> str | float:
         ) from None
 
 
+@VERBS.register("export")
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--role", type=click.Choice(PLAYERS), default=None,

@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
+from llmdebate.commands.verbs import VERBS
+from llmdebate.core.schemas import VARIANTS
 from llmdebate.errors import ConfigError
 from llmdebate.formal.evaluate import evaluate
 from llmdebate.formal.strategy_files import read_strategy
-from llmdebate.schemas import VARIANTS
 
 
 def merge_setting(
@@ -28,6 +29,7 @@ def merge_setting(
         setting[key] = val
 
 
+@VERBS.register("formal")
 @click.command("formal")
 @click.option(
     "--problem", default="interval", show_default=True, help="interval, circuit or majority."

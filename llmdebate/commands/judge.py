@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
+from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
-from llmdebate.rundir import read_run_config
+from llmdebate.records.rundir import read_run_config
 
 
 def _options(raw: str | None) -> dict[str, Any]:
@@ -32,6 +33,7 @@ def _options(raw: str | None) -> dict[str, Any]:
     return value
 
 
+@VERBS.register("judge")
 @click.command("judge")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--judge-id", help="Your judge id (from the judges file): judge in the terminal.")

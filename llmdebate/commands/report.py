@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
+from llmdebate.commands.verbs import VERBS
 
+
+@VERBS.register("report")
 @click.command("report")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option(

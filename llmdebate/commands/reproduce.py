@@ -12,10 +12,12 @@ from pathlib import Path
 
 import click
 
+from llmdebate.commands.verbs import VERBS
 from llmdebate.formal.reproduce import write
 from llmdebate.formal.reproduce_attack import TIMES
 
 
+@VERBS.register("reproduce")
 @click.command("reproduce")
 @click.option(
     "--out",

@@ -11,8 +11,9 @@ from typing import Any
 import click
 
 from llmdebate.commands.config_flags import config_from, config_options
+from llmdebate.commands.verbs import VERBS
 from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
-from llmdebate.experiment.executors.base import ADDRESS, WORKERS
+from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
 
 STATUS_WORDS = {
     "complete": "complete",
@@ -185,6 +186,7 @@ def run_from_flags(
     return result
 
 
+@VERBS.register("run")
 @click.command("run")
 @run_options
 def command(

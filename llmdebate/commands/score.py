@@ -16,9 +16,10 @@ from typing import Any
 
 import click
 
-from llmdebate.schemas import Transcript
-from llmdebate.scoring import score_transcript
-from llmdebate.transcripts import BadLine, numbered_transcripts
+from llmdebate.commands.verbs import VERBS
+from llmdebate.core.schemas import Transcript
+from llmdebate.core.scoring import score_transcript
+from llmdebate.records.transcripts import BadLine, numbered_transcripts
 
 
 @dataclass
@@ -67,6 +68,7 @@ def _transcripts(path: Path, note: Callable[[BadLine], None]) -> Iterator[tuple[
     return numbered_transcripts(path, note, torn="report")
 
 
+@VERBS.register("score")
 @click.command("score")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from llmdebate.rundir import read_run_config
+from llmdebate.commands.verbs import VERBS
+from llmdebate.records.rundir import read_run_config
 
 
 def loopback(host: str) -> bool:
@@ -25,6 +26,7 @@ def loopback(host: str) -> bool:
         return False
 
 
+@VERBS.register("serve")
 @click.command("serve")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option(

@@ -15,9 +15,11 @@ from typing import Any
 
 import click
 
+from llmdebate.commands.verbs import VERBS
 from llmdebate.training import load_train_config, train
 
 
+@VERBS.register("train")
 @click.command("train")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               required=True, help="YAML training config (configs/train-local.yaml).")

@@ -39,5 +39,5 @@ def read_zip_items(
         items = read_items(Path(tmp) / member)
     for it in items:
         it.meta.pop("source_path", None)
-        it.meta["protected"] = "gpqa"  # llmdebate.redact keeps its text out of every output
+        it.meta["protected"] = "gpqa"  # llmdebate.records.redact keeps its text out of every output
     return items

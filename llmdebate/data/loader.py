@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from llmdebate.data.fields import check_fields, map_row
 from llmdebate.errors import DatasetError
-from llmdebate.jsonl import first_error, iter_json_lines, surrogate_message
+from llmdebate.records.jsonl import first_error, iter_json_lines, surrogate_message
 
 
 class Item(BaseModel):

@@ -21,7 +21,7 @@ import re
 from math import isqrt
 from typing import Any
 
-from llmdebate.schemas import Claim, CombinationRule, Decomposition
+from llmdebate.core.schemas import Claim, CombinationRule, Decomposition
 
 # ------------------------------------------------------------------ divisors
 

@@ -45,8 +45,8 @@ import numpy as np
 from llmdebate.data.hf import is_hub, is_local_hf, load_table
 from llmdebate.data.loader import Item, build_items, shuffle_choices
 from llmdebate.errors import DatasetError
-from llmdebate.jsonl import iter_json_lines
-from llmdebate.paths import missing_path_message, resolve_path
+from llmdebate.records.jsonl import iter_json_lines
+from llmdebate.records.paths import missing_path_message, resolve_path
 
 Distractor = Literal["best", "random"]
 DISTRACTORS: tuple[str, ...] = ("best", "random")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmdebate.data.loader import read_items
-from llmdebate.paths import REPO_ROOT
+from llmdebate.records.paths import REPO_ROOT
 
 SALT = "llmdebate-samples:"
 

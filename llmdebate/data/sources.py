@@ -12,7 +12,7 @@ from llmdebate.data.gpqa import read_zip_items
 from llmdebate.data.hf import is_hub, is_local_hf, load_table, rows_of
 from llmdebate.data.loader import Item, build_items, read_items, shuffle_choices
 from llmdebate.errors import DatasetError
-from llmdebate.paths import missing_path_message, resolve_path
+from llmdebate.records.paths import missing_path_message, resolve_path
 
 
 def load_items(
@@ -32,7 +32,7 @@ def load_items(
     ``.parquet`` file or ``save_to_disk`` folder, or ``hf:<hub-name>`` (the last three through
     the ``datasets`` library: ``split``, ``subset`` and the column mapping ``fields`` apply;
     ``fields`` applies to a JSONL file too). A relative path is looked up in the current
-    folder, then in the repository (:func:`llmdebate.paths.resolve_path`).
+    folder, then in the repository (:func:`llmdebate.records.paths.resolve_path`).
     ``ids`` keeps only those items (in the given order); ``limit`` keeps the first N.
     """
     label = str(path)

@@ -8,7 +8,7 @@ Call them through::
     est = await estimate(model, messages, "sampling", samples=8, role="judge", log=calls)
     ests = await estimates(model, [messages_a, messages_b], "logprobs", log=calls)
 
-Each estimate appends one :class:`~llmdebate.schemas.ModelCallRecord` to ``log``.
+Each estimate appends one :class:`~llmdebate.core.schemas.ModelCallRecord` to ``log``.
 
 Adding a method: write one subclass of :class:`Method` (optional ``needs_logprobs`` /
 ``check``, and ``elicit``, which makes its calls with ``log=trace.calls``) and decorate it

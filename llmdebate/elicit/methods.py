@@ -1,7 +1,7 @@
 """The probability methods, one class each, entries of the registry :data:`METHODS`.
 
 Each method asks a :class:`~llmdebate.models.Model` whether the True/False question ending a
-conversation is True and turns the replies into an :class:`~llmdebate.schemas.Estimate`:
+conversation is True and turns the replies into an :class:`~llmdebate.core.schemas.Estimate`:
 
 * ``logprobs`` — one answer token with its top-20 logprobs; P = m_T / (m_T + m_F), where m_T
   sums the probabilities of the True variants and m_F those of the False variants;
@@ -25,6 +25,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator
 
+from llmdebate.core.schemas import Estimate, ModelCallRecord
 from llmdebate.elicit.prompts import (
     ANSWER_VARIANTS,
     FALSE_VARIANTS,
@@ -37,11 +38,10 @@ from llmdebate.elicit.prompts import (
     with_instruction,
 )
 from llmdebate.errors import InvalidOutputError, UserError
-from llmdebate.models.base import BASE_MODEL_HINT, GenerateConfig, ModelOutput
+from llmdebate.models.interface import BASE_MODEL_HINT, GenerateConfig, ModelOutput
 from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import Model, describe_error, gather_logged
 from llmdebate.registry import Registry
-from llmdebate.schemas import Estimate, ModelCallRecord
 
 LOGPROBS_TOP = 20  # the most OpenAI returns
 VERBALISED_ATTEMPTS = 3

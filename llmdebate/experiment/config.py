@@ -19,22 +19,23 @@ from pydantic import (
     model_validator,
 )
 
+from llmdebate.agents.judge_registry import ASKS, JUDGES, USES_MODEL, WHOLE_DEBATES
 from llmdebate.agents.settings import (
     EstimatorSettings,
     JudgeSettings,
     ModelSettings,
     ProverSettings,
 )
+from llmdebate.core.schemas import DebateConfig
 from llmdebate.data.quality import FILTERS as QUALITY_FILTERS
-from llmdebate.experiment.roster import (
+from llmdebate.protocols.interface import OPEN_ROLES, RECURSIVE
+from llmdebate.protocols.registry import PROTOCOLS, can, get_protocol
+from llmdebate.tournament.roster import (
     TournamentSettings,
     check_roster,
     check_seats,
     seat_models,
 )
-from llmdebate.protocols.interface import OPEN_ROLES, RECURSIVE
-from llmdebate.protocols.registry import PROTOCOLS, can, get_protocol
-from llmdebate.schemas import DebateConfig
 
 
 def __getattr__(name: str) -> Any:
@@ -96,6 +97,11 @@ class ReportSettings(_Section):
     """Bins of the calibration curves."""
     formal: bool = False
     """Add the formal obfuscation table to the report."""
+
+
+def _either(names: tuple[str, ...]) -> str:
+    """``a, b or c``."""
+    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else list(names))
 
 
 class ExperimentConfig(_Section):
@@ -169,12 +175,14 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
         symmetric = [p for p in self.protocols if not can(p, RECURSIVE)]
-        if symmetric and self.judge.kind == "oracle":
+        judge = JUDGES.entry(self.judge.kind)
+        if symmetric and not judge.can(WHOLE_DEBATES):
             raise ValueError(
                 f"judge.kind {self.judge.kind!r} rules on leaf claims only; "
-                f"{', '.join(symmetric)} need judge.kind llm or human"
+                f"{', '.join(symmetric)} need judge.kind "
+                f"{_either(JUDGES.with_capability(WHOLE_DEBATES))} (a judge of whole debates)"
             )
-        if symmetric and self.judge.method == "generate" and self.judge.kind == "llm":
+        if symmetric and self.judge.method == "generate" and judge.can(USES_MODEL):
             raise ValueError(
                 f"{', '.join(symmetric)} need the judge's probability: judge.method logprobs, "
                 "sampling or verbalised"
@@ -202,10 +210,10 @@ class ExperimentConfig(_Section):
             )
 
     def _interactive(self) -> None:
-        if self.judge.kind not in ("llm", "deferred", "human"):
+        if not JUDGES.entry(self.judge.kind).can(ASKS):
             raise ValueError(
-                f"judge.interactive needs judge.kind llm, deferred or human (got "
-                f"{self.judge.kind}): the oracle asks no questions of the debaters"
+                f"judge.interactive needs judge.kind {_either(JUDGES.with_capability(ASKS))} "
+                f"(got {self.judge.kind}): this judge asks no questions of the debaters"
             )
         asking = [p for p in self.protocols if p in ("two-sided", "consultancy")]
         if not asking:

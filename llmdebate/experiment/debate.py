@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from llmdebate.agents.factory import Team
+from llmdebate.core.schemas import ModelCallRecord, Transcript
 from llmdebate.errors import (
     AuthenticationError,
     FatalModelError,
@@ -23,11 +24,10 @@ from llmdebate.errors import (
     UserError,
 )
 from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.roster import record_seats
-from llmdebate.protocols.base import ProtocolSettings
 from llmdebate.protocols.registry import get_protocol
-from llmdebate.schemas import ModelCallRecord, Transcript
-from llmdebate.transcripts import transcript_line
+from llmdebate.protocols.spec import ProtocolSettings
+from llmdebate.records.transcripts import transcript_line
+from llmdebate.tournament.roster import record_seats
 
 # Failures that say something about the debate's own content, not about the server: they
 # do not count towards the circuit breaker.

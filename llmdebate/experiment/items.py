@@ -16,7 +16,7 @@ from llmdebate.data import load_items
 from llmdebate.data.loader import Item
 from llmdebate.data.quality import load_quality
 from llmdebate.experiment.config import DatasetSettings
-from llmdebate.paths import resolve_path
+from llmdebate.records.paths import resolve_path
 
 
 def _first_record(path: Path) -> object:

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmdebate.core.engine import debate_seed
 from llmdebate.data.loader import Item
-from llmdebate.engine import debate_seed
 from llmdebate.experiment.config import ExperimentConfig
-from llmdebate.protocols.base import DebateSpec
 from llmdebate.protocols.registry import get_protocol
+from llmdebate.protocols.spec import DebateSpec
 
 
 def item_key(item_id: str) -> int:
@@ -108,7 +108,7 @@ class Job:
     problem: str | None = None
     seats: tuple[tuple[str, str], ...] = ()
     """(seat, model key) of the seats that hold their own model (a roster's or ``seats``'s);
-    :mod:`llmdebate.experiment.tournament` fills them."""
+    :mod:`llmdebate.tournament.runner` fills them."""
 
 
 def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:

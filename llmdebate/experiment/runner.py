@@ -43,6 +43,7 @@ import yaml
 from tqdm import tqdm
 
 from llmdebate.agents.factory import Team, build_models
+from llmdebate.core.schemas import Transcript
 from llmdebate.data import Item
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
@@ -57,14 +58,12 @@ from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
-from llmdebate.experiment.tournament import Plan
 from llmdebate.models import Model
 from llmdebate.models.wrapper import requests_sent
-from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
-from llmdebate.redact import is_protected
-from llmdebate.report.metrics import summary_of, tally
-from llmdebate.rundir import (
+from llmdebate.records.paths import resolve_path
+from llmdebate.records.redact import is_protected
+from llmdebate.records.rundir import (
     CONFIG_FILE,
     SUMMARY_FILE,
     TRANSCRIPTS_FILE,
@@ -74,8 +73,9 @@ from llmdebate.rundir import (
     statuses,
     write_atomic,
 )
-from llmdebate.schemas import Transcript
-from llmdebate.transcripts import TranscriptWriter, iter_transcripts
+from llmdebate.records.transcripts import TranscriptWriter, iter_transcripts
+from llmdebate.report.metrics import summary_of, tally
+from llmdebate.tournament.runner import Plan
 
 
 @dataclass

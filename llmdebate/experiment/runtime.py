@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.models import Model
-from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.protocols.spec import ProtocolSettings
 
 GC_THRESHOLDS = (20_000, 20, 20)
 

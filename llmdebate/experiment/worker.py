@@ -20,8 +20,8 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, finish
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.runtime import protocol_settings, quiet_gc, servers_of
-from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
+from llmdebate.records.paths import resolve_path
 
 RATE_OPTIONS = ("requests_per_minute", "tokens_per_minute")
 

@@ -2,12 +2,12 @@
 
 :func:`export_run` writes a run directory's decisions for one player (``llmdebate export``);
 :mod:`.credit` says which reward each decision is credited with (every number from
-:mod:`llmdebate.scoring`); :mod:`.formats` holds the TRL, verl and OpenRLHF layouts, each
+:mod:`llmdebate.core.scoring`); :mod:`.formats` holds the TRL, verl and OpenRLHF layouts, each
 registered in :data:`.registry.FORMATS`.
 """
 
 from llmdebate.export.api import Export, build, carrier_sums, decision_rows, export_run, run_info
-from llmdebate.export.registry import FORMATS
+from llmdebate.export.format_registry import FORMATS
 from llmdebate.export.rows import PLAYERS, Row, RunInfo, transcript_rows
 
 __all__ = [

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
 from llmdebate.export import formats
-from llmdebate.export.registry import AUDIT, FORMATS, ONLINE, WHOLE_RUN, FormatContext
+from llmdebate.export.format_registry import AUDIT, FORMATS, ONLINE, WHOLE_RUN, FormatContext
 from llmdebate.export.rows import (
     PLAYERS,
     TRAINED_SOURCES,
@@ -20,11 +21,10 @@ from llmdebate.export.rows import (
     transcript_rows,
 )
 from llmdebate.export.writers import kind_for, write_rows
-from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.registry import get_protocol
-from llmdebate.rundir import CONFIG_FILE, load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
+from llmdebate.records.paths import resolve_path
+from llmdebate.records.rundir import CONFIG_FILE, load_transcripts, read_run_config
 
 
 def injectable(r: Row) -> bool:

@@ -1,9 +1,9 @@
 """Credit assignment: which reward of a debate each decision is credited with.
 
-Every number comes from :mod:`llmdebate.scoring` (:func:`~llmdebate.scoring.score_transcript`
-for the recursive protocols, :func:`~llmdebate.scoring.judged_reward` for the protocols a
-judge decides); this module only decides *which* terms a decision is credited with
-(docs/training.md):
+Every number comes from :mod:`llmdebate.core.scoring`
+(:func:`~llmdebate.core.scoring.score_transcript` for the recursive protocols,
+:func:`~llmdebate.core.scoring.judged_reward` for the protocols a judge decides);
+this module only decides *which* terms a decision is credited with (docs/training.md):
 
 prover-estimator debate, terms r_init, r_d, …, r_0 (the prover's; the estimator gets −):
 
@@ -31,8 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llmdebate import scoring
-from llmdebate.schemas import ModelCallRecord, Transcript
+from llmdebate.core import scoring
+from llmdebate.core.schemas import ModelCallRecord, Transcript
 
 # A call role → the player it trains as (``--role``).
 PLAYER_OF_ROLE = {

@@ -22,7 +22,7 @@ too, in the prompt-completion layout with all the row's columns.
   :data:`PLAIN_CHAT_TEMPLATE`, which renders the plain-text prompt), ability, reward_model
   {style, ground_truth: state}, extra_info; ``openrlhf``: input and label (the state).
 
-Each is registered in :data:`llmdebate.export.registry.FORMATS` (the last three with
+Each is registered in :data:`llmdebate.export.format_registry.FORMATS` (the last three with
 capability ``online``).
 """
 
@@ -33,10 +33,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from llmdebate.export.registry import AUDIT, FORMATS, ONLINE, FormatContext
+from llmdebate.core.schemas import Transcript
+from llmdebate.export.format_registry import AUDIT, FORMATS, ONLINE, FormatContext
 from llmdebate.export.rows import TRAINED_SOURCES, Row
 from llmdebate.models.hf_backend import format_prompt
-from llmdebate.schemas import Transcript
 
 META_DROP = ("prompt", "completion")
 

@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import ModelCallRecord, Transcript
 from llmdebate.export.credit import (
     PLAYER_OF_ROLE,
     Credit,
@@ -32,7 +33,6 @@ from llmdebate.export.credit import (
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.schemas import ModelCallRecord, Transcript
 
 PLAYERS = ("prover", "estimator", "judge", "debater")
 TRAINED_SOURCES = ("model", "candidate")
@@ -111,7 +111,7 @@ class Row:
     """A best-of-n candidate's score, the one it was chosen by (``notes.best_of``), for the
     played candidate too; None for other rows. ``trl-preference`` ranks candidates by it."""
     reward_unit: float | None = None
-    """The unit of the row's reward term (:func:`llmdebate.scoring.term_unit`): reward /
+    """The unit of the row's reward term (:func:`llmdebate.core.scoring.term_unit`): reward /
     reward_unit is the reward on the normalised scale the online reward functions return,
     in [-1, 1]. None for a row with no reward term."""
 

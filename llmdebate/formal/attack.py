@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import VARIANTS
 from llmdebate.errors import ConfigError
 from llmdebate.formal.attack_estimator import EstimatorSearch, SearchBudget, SigmaEstimator
 from llmdebate.formal.attack_prover import ProverSearch
@@ -49,7 +50,6 @@ from llmdebate.formal.strategy_files import (
     write_document,
 )
 from llmdebate.formal.tables import Levels, fdot, levels_from_joint
-from llmdebate.schemas import VARIANTS
 
 TARGETS = ("completeness", "soundness")
 ANSWERS = ("wrong", "any")

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmdebate import scoring
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.core import scoring
+from llmdebate.core.rules import outcome_bits
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.provers import ProverPolicy
 from llmdebate.formal.tables import Levels, expected_rule, levels_from_joint
 from llmdebate.formal.variants import choices, joint_view
-from llmdebate.rules import outcome_bits
 
 CHUNK_ROWS = 1 << 19
 SIGMA_DIGITS = 12

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.provers import first_argmax

@@ -27,17 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.estimators import EstimatorPolicy, Shrunk
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.provers import ProverPolicy
 from llmdebate.formal.tables import Levels, expected_rule
 from llmdebate.formal.variants import choices, round_view
-from llmdebate.rules import outcome_bits
 
 MAX_TABLES = 20_000
 CHUNK_ROWS = 1 << 18

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import DebateConfig
 from llmdebate.errors import ConfigError
 from llmdebate.formal.exact import exact_naive, exact_prover_estimator
 from llmdebate.formal.game import Game, NaiveGame
@@ -36,8 +37,7 @@ from llmdebate.formal.strategies import (
 )
 from llmdebate.formal.strategy_files import TableProver
 from llmdebate.formal.tables import fdot
-from llmdebate.jsonl import first_error
-from llmdebate.schemas import DebateConfig
+from llmdebate.records.jsonl import first_error
 
 MAX_EXACT_STATES = 20_000_000
 

@@ -3,7 +3,7 @@
 Prover-estimator debate: the expectation over ẑ, every z vector (all 2^q outcomes, weighted by
 B's joint), the judge's verdict and any randomness of the strategies, computed level by level
 over a frontier of distinct states (instance, answer, node, p_k) whose probabilities are merged
-(memoised subtrees). Rewards come from :mod:`llmdebate.scoring`: E[r_init] by
+(memoised subtrees). Rewards come from :mod:`llmdebate.core.scoring`: E[r_init] by
 ``expected_init_reward``, E[r_k | state] = ``expected_round_reward`` with E[M_D] from B's joint
 (Figure 2 notes), the leaf by ``leaf_reward`` at P[O = 1]. Both this and the Monte Carlo of
 :mod:`llmdebate.formal.montecarlo` evaluate the same policies as the async agents.
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.tables import expected_rule, fdot
 from llmdebate.formal.variants import RoundView, choices, round_view
-from llmdebate.rules import outcome_bits
 
 
 @dataclass

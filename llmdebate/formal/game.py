@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmdebate import scoring
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.core import scoring
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies import (
     EstimatorChallenger,
     EstimatorPolicy,

@@ -2,7 +2,7 @@
 
 Each array holds one entry per debate (instance, node id, p_k, ...); one pass per round draws
 ẑ, z_1..z_q in order (z_i = 1[u_i < b_i(z_<i)] as in the engine), the strategies' random choices
-and the verdict, and rewards come from :mod:`llmdebate.scoring` applied element-wise. Debates
+and the verdict, and rewards come from :mod:`llmdebate.core.scoring` applied element-wise. Debates
 whose prover committed to rest_zero keep going with direction 0, which adds exactly 0.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.strategies.alternatives import sample
 from llmdebate.formal.variants import COMMITTING, choices, round_view

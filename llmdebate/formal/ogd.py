@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.exact import _merge
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.provers import ProverPolicy
 from llmdebate.formal.tables import Levels, index_of, levels_from_joint
 from llmdebate.formal.variants import choices, joint_view, round_view
-from llmdebate.rules import outcome_bits
 
 DEFAULT_DELTA = 5e-4
 MAX_STEPS = 200_000

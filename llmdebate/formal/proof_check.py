@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.tables import fdot, index_of
 from llmdebate.formal.variants import RoundView, choices
-from llmdebate.rules import outcome_bits
 
 
 @dataclass

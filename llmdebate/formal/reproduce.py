@@ -15,14 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.rules import CondProbs, compile_rule, stability
+from llmdebate.core.schemas import VARIANTS, CombinationRule
 from llmdebate.formal.best_response import grid_best_response, shrinkage_best_response
 from llmdebate.formal.exact import exact_naive, exact_prover_estimator
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.ogd import algorithm1_estimator
 from llmdebate.formal.problems import make_problem
-from llmdebate.formal.problems.base import TreeProblem
 from llmdebate.formal.problems.majority import correlated_support_joint
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.proof_check import lemma_a4_terms
 from llmdebate.formal.reproduce_attack import attack_rows
 from llmdebate.formal.stable import stable_instances, subset
@@ -36,8 +38,6 @@ from llmdebate.formal.strategies import (
     make_prover,
 )
 from llmdebate.formal.tables import fdot
-from llmdebate.rules import CondProbs, compile_rule, stability
-from llmdebate.schemas import VARIANTS, CombinationRule
 
 DIGITS = 10
 ITERATIVE_DIGITS = 6  # rows whose B comes from Algorithm 1's iterations (or a search)

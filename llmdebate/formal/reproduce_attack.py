@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import VARIANTS
 from llmdebate.formal.attack import AttackSpec, run_attack
 from llmdebate.formal.attack_estimator import SearchBudget
-from llmdebate.schemas import VARIANTS
 
 Row = dict[str, Any]
 ATTACK_DIGITS = 6  # searched values: rounded to what a search on another machine reproduces

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from llmdebate.core.rules import CondProbs, stability
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import TreeProblem
-from llmdebate.rules import CondProbs, stability
+from llmdebate.formal.problems.problem import TreeProblem
 
 
 def stable_instances(problem: TreeProblem, epsilon: float, rho: float) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Batched outcome tables: B's conditional probabilities for many debates at once.
 
-The layout is that of :class:`llmdebate.rules.CondProbs`, with a leading batch axis:
+The layout is that of :class:`llmdebate.core.rules.CondProbs`, with a leading batch axis:
 ``levels[i]`` has shape (n, 2^i) and entry ``[row, t]`` is b_{i+1} given the prefix
 z_1..z_i of index t (z_1 most significant). A joint distribution has shape (n, 2^q).
 """
@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from llmdebate.rules import outcome_bits
+from llmdebate.core.rules import outcome_bits
 
 Levels = list[np.ndarray]
 

@@ -4,8 +4,8 @@ One round, batched over debates, as each variant defines it: which conditional t
 numbers amount to, what A sees when it picks the recursion index j, and which probability
 the next round receives. The exact enumeration, the Monte Carlo and Algorithm 1 all read a
 round through :func:`round_view` and :func:`choices`, so a variant means one thing everywhere;
-the generic engine (:mod:`llmdebate.engine`) implements the same definitions and
-:func:`llmdebate.scoring.next_probability` re-checks them on transcripts.
+the generic engine (:mod:`llmdebate.core.engine`) implements the same definitions and
+:func:`llmdebate.core.scoring.next_probability` re-checks them on transcripts.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmdebate.core.schemas import VARIANTS
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.provers import ProverPolicy
 from llmdebate.formal.tables import (
@@ -25,7 +26,6 @@ from llmdebate.formal.tables import (
     path_from_joint,
     path_probabilities,
 )
-from llmdebate.schemas import VARIANTS
 
 COMMITTING = ("commit", "commit-marginal")
 MARGINAL_NEXT = ("marginal", "commit-marginal")

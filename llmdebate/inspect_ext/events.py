@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from llmdebate.schemas import RoundRecord, Transcript
+from llmdebate.core.schemas import RoundRecord, Transcript
 
 SOURCE = "llmdebate"
 

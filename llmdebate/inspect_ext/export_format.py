@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llmdebate.export.registry import FORMATS, WHOLE_RUN
+from llmdebate.export.format_registry import FORMATS, WHOLE_RUN
 
 
 @FORMATS.register("inspect-log", capabilities={WHOLE_RUN})

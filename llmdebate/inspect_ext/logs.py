@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
-from llmdebate.rundir import TRANSCRIPTS_FILE, load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
-from llmdebate.transcripts import BadLine
+from llmdebate.records.rundir import TRANSCRIPTS_FILE, load_transcripts, read_run_config
+from llmdebate.records.transcripts import BadLine
 
 METADATA_KEY = "llmdebate"
 LOG_SUFFIXES = (".eval", ".json")

@@ -10,7 +10,7 @@ A sample is one item; its solver runs every debate the protocol holds on the ite
 assignment: honest and dishonest) as llmdebate's runner would (:func:`~llmdebate.experiment
 .jobs.make_jobs`, :func:`~llmdebate.experiment.debate.run_one`), with each role's Inspect
 model (``get_model(role=...)``; a role not given uses ``--model``) as an llmdebate backend.
-The full transcripts ride in the sample's metadata (``llmdebate.transcripts``), so that
+The full transcripts ride in the sample's metadata (``llmdebate.records.transcripts``), so that
 ``llmdebate score LOG`` re-scores them exactly; the debate is also written into the sample's
 log as readable events (:mod:`llmdebate.inspect_ext.events`). The scorer reports whether the
 judge was right (``correct``, with Inspect's accuracy and stderr) and, for protocols with
@@ -32,6 +32,7 @@ from inspect_ai.scorer import Score, Scorer, Target, accuracy, mean, scorer, std
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from llmdebate.agents.factory import Team
+from llmdebate.core.schemas import Transcript
 from llmdebate.data import Item, load_items
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import run_one
@@ -41,11 +42,10 @@ from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.inspect_ext.events import emit, span_name
 from llmdebate.models import Model
 from llmdebate.models.inspect_backend import InspectBackend
-from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.registry import get_protocol, protocol_of
-from llmdebate.schemas import Transcript
-from llmdebate.transcripts import transcript_line
+from llmdebate.records.paths import resolve_path
+from llmdebate.records.transcripts import transcript_line
 
 METADATA_KEY = "llmdebate"
 """The sample-metadata key holding ``{"transcripts": [...], "item": {...}}``."""

@@ -49,6 +49,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.judging.asking import ask_state, questions_of, shown_debate
 from llmdebate.judging.bidi import bdi
 from llmdebate.judging.complete import (
@@ -87,7 +88,6 @@ from llmdebate.judging.guard import (
     read_form,
 )
 from llmdebate.judging.lead import export_csv, lead_progress
-from llmdebate.schemas import Transcript
 
 COOKIE = "llmdebate_judge"
 MAX_SEEN = 10**6

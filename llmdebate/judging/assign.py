@@ -31,12 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.errors import ConfigError, UserError
 from llmdebate.experiment.loading import _key_marks, read_yaml
 from llmdebate.judging.db import Assignment, Judge, get_setting, set_setting, token_hash
+from llmdebate.records.rundir import load_transcripts
 from llmdebate.report.metrics import PROTOCOL_ORDER, item_id
-from llmdebate.rundir import load_transcripts
-from llmdebate.schemas import Transcript
 
 LEAD_ID = "lead"
 JUDGE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

@@ -26,7 +26,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from llmdebate import scoring
+from llmdebate.core import scoring
+from llmdebate.core.schemas import ModelCallRecord, Transcript
 from llmdebate.judging.asking import (
     MAX_QUESTION,
     ask_state,
@@ -38,8 +39,7 @@ from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, ut
 from llmdebate.judging.view import build_view, digest
 from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.rundir import append_judged, load_transcripts
-from llmdebate.schemas import ModelCallRecord, Transcript
+from llmdebate.records.rundir import append_judged, load_transcripts
 
 STUDY_DEFAULTS: dict[str, Any] = {
     "require_explanation": True,

@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from llmdebate.rundir import JUDGING_DB
+from llmdebate.records.rundir import JUDGING_DB
 
 
 def utcnow() -> datetime:

@@ -6,12 +6,12 @@ ruling as a judgment of kind ``llm`` or ``oracle`` through :func:`.complete.reco
 the same completion, scoring and ``judged.jsonl`` as a person's verdict, so the report can
 put people, the model and the oracle side by side on the same debates.
 
-* The model judge is the run's own judge agent: :class:`~llmdebate.agents.judges.LLMJudge` on
+* The model judge is the run's own judge agent: :class:`~llmdebate.judging.model_judges.LLMJudge` on
   a leaf claim and its evidence (in a fresh context), the protocol's judge prompt through
   :func:`~llmdebate.protocols.common.model_choice` on a speech protocol. Its calls are kept
   with the judgment and in the judged transcript.
 * The oracle: a leaf claim's truth where it is known or computable
-  (:class:`~llmdebate.agents.judges.OracleJudge`), a speech protocol's gold answer. Debates
+  (:class:`~llmdebate.judging.model_judges.OracleJudge`), a speech protocol's gold answer. Debates
   whose truth is unknown are skipped and counted.
 
 Re-running judges only the debates this judge has not ruled on.
@@ -30,17 +30,17 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from llmdebate.agents.base import DebateContext
-from llmdebate.agents.judges import JudgeMethod, LLMJudge, OracleJudge
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import ModelCallRecord, Transcript
 from llmdebate.errors import InvalidOutputError, ModelError
 from llmdebate.judging.complete import Conflict, record_machine, sync, waiting_by_id
 from llmdebate.judging.db import Judgment, connect
+from llmdebate.judging.model_judges import JudgeMethod, LLMJudge, OracleJudge
 from llmdebate.judging.view import digest
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import model_choice, waiting_choice_prompt
 from llmdebate.protocols.registry import recursive
-from llmdebate.schemas import ModelCallRecord, Transcript
 
 ORACLE_ID = "oracle"
 

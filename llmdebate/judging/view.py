@@ -8,7 +8,7 @@ The item's passage is in the view only when the debate's judge setting shows it
 (``meta.passage``: ``judge.passage``, or the direct baseline's variant); hidden, the judge
 reads the passage only through the speakers' quotes. Every text a speaker wrote (a speech, the
 leaf claim and evidence, the claims of the path) comes as ``text`` (what is displayed) and
-``segments`` (:meth:`llmdebate.agents.passage.JudgeView.segments`: plain text, and quotes
+``segments`` (:meth:`llmdebate.qa.passage.JudgeView.segments`: plain text, and quotes
 with their status ``verified`` / ``unverified`` / ``over_budget``, which the page styles
 apart). ``passage_setting`` says which view this was.
 
@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate.agents.passage import JudgeView
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.common import recorded_view
 from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.schemas import Transcript
+from llmdebate.qa.passage import JudgeView
 
 
 def flipped(seed: int) -> bool:

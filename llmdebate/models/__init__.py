@@ -6,13 +6,15 @@ registered in :data:`~llmdebate.models.backends.BACKENDS` (what each can do: its
 Transport only: messages in, text/tokens/logprobs/usage out. Every caller uses
 :class:`Model` (from :func:`get_model`), which adds an on-disk cache, retries with backoff,
 a concurrency limit, token/cost accounting and failure classification. The caller keeps the
-call log: pass ``log=`` (a list of :class:`~llmdebate.schemas.ModelCallRecord`) and
+call log: pass ``log=`` (a list of :class:`~llmdebate.core.schemas.ModelCallRecord`) and
 ``role=``/``act=`` to :meth:`Model.generate` / :meth:`Model.generate_many`. Probabilities
 are :mod:`llmdebate.elicit`'s.
 """
 
 from llmdebate.models.backends import BACKENDS, BackendSpec
-from llmdebate.models.base import (
+from llmdebate.models.cache import ResponseCache, default_cache_dir
+from llmdebate.models.get_model import ACCEPTED, create_backend, get_model
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,
@@ -22,10 +24,8 @@ from llmdebate.models.base import (
     TransientError,
     Usage,
 )
-from llmdebate.models.cache import ResponseCache, default_cache_dir
 from llmdebate.models.pricing import DEFAULT_PRICES, call_cost
 from llmdebate.models.profile import BackendProfile
-from llmdebate.models.registry import ACCEPTED, create_backend, get_model
 from llmdebate.models.scripted import ScriptedBackend
 from llmdebate.models.wrapper import Model, describe_error
 

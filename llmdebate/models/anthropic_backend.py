@@ -28,7 +28,8 @@ import os
 from typing import Any, cast
 
 from llmdebate.errors import UserError
-from llmdebate.models.base import (
+from llmdebate.models.http_errors import api_key, map_sdk_error
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,
@@ -36,7 +37,6 @@ from llmdebate.models.base import (
     TransientError,
     structured_identity,
 )
-from llmdebate.models.http_errors import api_key, map_sdk_error
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.schema_check import reply_matches
 from llmdebate.models.structured import OutputSchema

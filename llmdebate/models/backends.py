@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import UserError
-from llmdebate.models.base import Backend
+from llmdebate.models.interface import Backend
 from llmdebate.registry import Entry, Registry
 
 

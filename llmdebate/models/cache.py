@@ -1,7 +1,7 @@
 """On-disk response cache: sqlite in WAL mode, reads at once, writes in batches.
 
 The key is a SHA-256 of (model identity, messages, generation parameters, sample index); the
-identity is the backend's :meth:`~llmdebate.models.base.Backend.identity_for` the call, which
+identity is the backend's :meth:`~llmdebate.models.interface.Backend.identity_for` the call, which
 names every backend setting that changes the reply (endpoint, chat template, how a schema is
 asked for, by the mode in use: one dropped by the backend during the call files its reply under
 the mode the reply was made in). A hit keeps the ``constrained`` of the reply it stores;
@@ -28,7 +28,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from llmdebate.models.base import ChatMessage, GenerateConfig, ModelOutput
+from llmdebate.models.interface import ChatMessage, GenerateConfig, ModelOutput
 
 CACHE_ENV = "LLMDEBATE_CACHE_DIR"
 FLUSH_EVERY = 256  # entries

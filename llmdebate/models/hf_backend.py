@@ -61,7 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import ModelError, UserError, require
-from llmdebate.models.base import (
+from llmdebate.models.cache import default_cache_dir
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,
@@ -69,10 +70,9 @@ from llmdebate.models.base import (
     TokenLogprob,
     structured_identity,
 )
-from llmdebate.models.cache import default_cache_dir
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
-from llmdebate.paths import resolve_path
+from llmdebate.records.paths import resolve_path
 
 __all__ = ["TURN_STOPS", "HFBackend", "format_prompt"]
 

@@ -34,7 +34,7 @@ from llmdebate.errors import (
     RequestRejectedError,
     UserError,
 )
-from llmdebate.models.base import TransientError, parse_retry_after
+from llmdebate.models.interface import TransientError, parse_retry_after
 from llmdebate.models.transport import loads
 
 RETRYABLE_STATUS = {408, 409, 425, 429}

@@ -10,7 +10,7 @@ with Inspect's retries off (``max_retries=0``; for providers built on an SDK cli
 retries on its own, OpenAI's and Anthropic's among them, the client's ``max_retries=0``
 too) and its cache off, and a failure Inspect
 would have retried (a rate limit, a 5xx, a timeout) is raised as a
-:class:`~llmdebate.models.base.TransientError` for the wrapper to retry.
+:class:`~llmdebate.models.interface.TransientError` for the wrapper to retry.
 
 Inside an Inspect evaluation (:mod:`llmdebate.inspect_ext`) the backend wraps the role's
 Inspect model as it is (``native=True``): Inspect's own retry and cache settings apply, and
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmdebate.decisions import current_decision
+from llmdebate.core.decisions import current_decision
+from llmdebate.core.schemas import DecisionTag
 from llmdebate.errors import (
     AuthenticationError,
     FatalModelError,
@@ -35,7 +36,8 @@ from llmdebate.errors import (
     UserError,
     require,
 )
-from llmdebate.models.base import (
+from llmdebate.models.http_errors import api_key
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,
@@ -43,9 +45,7 @@ from llmdebate.models.base import (
     TokenLogprob,
     TransientError,
 )
-from llmdebate.models.http_errors import api_key
 from llmdebate.models.profile import BackendProfile
-from llmdebate.schemas import DecisionTag
 
 if TYPE_CHECKING:
     from inspect_ai.model import Model as InspectModel

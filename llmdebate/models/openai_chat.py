@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from llmdebate.errors import RequestRejectedError
-from llmdebate.models.base import (
+from llmdebate.models.http1 import Reply
+from llmdebate.models.interface import (
     ChatMessage,
     GenerateConfig,
     ModelOutput,
     TokenLogprob,
     TransientError,
 )
-from llmdebate.models.http1 import Reply
 from llmdebate.models.openai_common import OpenAIServer, usage_of
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.slots import Prepared

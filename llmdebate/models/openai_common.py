@@ -24,15 +24,15 @@ import os
 from typing import Any
 
 from llmdebate.errors import InvalidOutputError, RequestRejectedError, UserError
-from llmdebate.models.base import (
+from llmdebate.models.http1 import Reply
+from llmdebate.models.http_errors import api_key, failure_error, reply_error
+from llmdebate.models.interface import (
     Backend,
     GenerateConfig,
     ModelOutput,
     TransientError,
     structured_identity,
 )
-from llmdebate.models.http1 import Reply
-from llmdebate.models.http_errors import api_key, failure_error, reply_error
 from llmdebate.models.schema_check import looks_unconstrained, reply_matches
 from llmdebate.models.structured import STRUCTURED_MODES, OutputSchema, server_fields
 from llmdebate.models.transport import loads, open_transport

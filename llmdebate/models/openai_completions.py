@@ -27,15 +27,15 @@ import json
 from typing import Any
 
 from llmdebate.errors import RequestRejectedError
-from llmdebate.models.base import (
+from llmdebate.models.batching import PromptBatcher
+from llmdebate.models.http1 import Reply
+from llmdebate.models.interface import (
     ChatMessage,
     GenerateConfig,
     ModelOutput,
     TokenLogprob,
     TransientError,
 )
-from llmdebate.models.batching import PromptBatcher
-from llmdebate.models.http1 import Reply
 from llmdebate.models.openai_common import OpenAIServer, log, share, usage_of
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import (

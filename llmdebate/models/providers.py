@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.models.backends import BACKENDS, BackendSpec, construct
-from llmdebate.models.base import Backend
+from llmdebate.models.interface import Backend
 from llmdebate.models.structured import StructuredMode
 
 
@@ -140,7 +140,7 @@ def inspect(spec: BackendSpec) -> Backend:
 @BACKENDS.register("hf", options=LocalOptions, capabilities={"model-id"})
 def hf(spec: BackendSpec) -> Backend:
     """A local transformers model: a model directory or a .gguf file."""
-    from llmdebate.models.registry import shared_local
+    from llmdebate.models.get_model import shared_local
 
     return shared_local(spec, spec.model_id)
 
@@ -148,7 +148,7 @@ def hf(spec: BackendSpec) -> Backend:
 @BACKENDS.register("local", options=LocalOptions, capabilities={"no-model-id"})
 def local(spec: BackendSpec) -> Backend:
     """The embedded Gemma 3 270M base model."""
-    from llmdebate.models.registry import shared_local
+    from llmdebate.models.get_model import shared_local
 
     return shared_local(spec, None)
 

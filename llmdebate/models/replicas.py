@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llmdebate.errors import UserError
-from llmdebate.models.base import (
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 
 from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 from llmdebate.errors import InvalidOutputError, UserError
-from llmdebate.models.base import (
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import UserError
-from llmdebate.models.base import ChatMessage
-from llmdebate.paths import resolve_path
+from llmdebate.models.interface import ChatMessage
+from llmdebate.records.paths import resolve_path
 
 LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
 TURN_STOPS = ["\n\nUser:", "\n\nSystem:"]

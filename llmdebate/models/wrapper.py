@@ -3,12 +3,12 @@
 It is transport only: messages in, text/tokens/logprobs/usage out (probabilities are
 :mod:`llmdebate.elicit`'s). The caller owns the call log: pass ``log=`` (a list) to
 :meth:`Model.generate` / :meth:`Model.generate_many` and each call appends its
-:class:`~llmdebate.schemas.ModelCallRecord` (labelled with ``role`` and ``act``) to it, on
+:class:`~llmdebate.core.schemas.ModelCallRecord` (labelled with ``role`` and ``act``) to it, on
 success and on failure. Records never contain an API key.
 
-Failures: :class:`~llmdebate.models.base.TransientError` (429, 5xx, timeouts, malformed
+Failures: :class:`~llmdebate.models.interface.TransientError` (429, 5xx, timeouts, malformed
 bodies) is retried with backoff, honouring ``Retry-After``; when the retries are spent,
-:class:`~llmdebate.models.base.RetriesExhausted` (a
+:class:`~llmdebate.models.interface.RetriesExhausted` (a
 :class:`~llmdebate.errors.RetriesExhaustedError`) is raised. Everything else is raised at
 once: :class:`~llmdebate.errors.RequestRejectedError` and other
 :class:`~llmdebate.errors.ModelError` subclasses end one debate,
@@ -26,10 +26,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from llmdebate.context_fit import context_fit, tokenizer_counter
-from llmdebate.decisions import current_decision
+from llmdebate.core.decisions import current_decision
+from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.errors import ModelError, RequestRejectedError, UserError
-from llmdebate.models.base import (
+from llmdebate.models.cache import ResponseCache, cache_key
+from llmdebate.models.interface import (
     Backend,
     ChatMessage,
     GenerateConfig,
@@ -39,11 +40,10 @@ from llmdebate.models.base import (
     Usage,
     check_messages,
 )
-from llmdebate.models.cache import ResponseCache, cache_key
 from llmdebate.models.pricing import Prices, lookup_price
 from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
 from llmdebate.models.slots import Slots
-from llmdebate.schemas import ModelCallRecord
+from llmdebate.qa.context_fit import context_fit, tokenizer_counter
 
 T = TypeVar("T")
 
@@ -347,12 +347,12 @@ class Model:
         )
 
     def record(self, role: str = "", act: str = "", **fields: Any) -> ModelCallRecord:
-        """A :class:`~llmdebate.schemas.ModelCallRecord` of a call to this model.
+        """A :class:`~llmdebate.core.schemas.ModelCallRecord` of a call to this model.
 
-        Built without validation (:meth:`~llmdebate.schemas.ModelCallRecord.trusted`): every
+        Built without validation (:meth:`~llmdebate.core.schemas.ModelCallRecord.trusted`): every
         field comes from this package's own typed values, and a record is made for every
         call (thousands a second). Tagged with the decision the protocol is asking for
-        (:func:`~llmdebate.decisions.current_decision`)."""
+        (:func:`~llmdebate.core.decisions.current_decision`)."""
         return ModelCallRecord.trusted(
             role=role, act=act, model=self.name, tag=current_decision(), **fields
         )

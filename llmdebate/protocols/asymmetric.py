@@ -8,7 +8,7 @@ when it has one (``meta.claims``), else ``prompts/claim.j2``. X is the answer th
 (gold for the ``honest`` variant, the distractor for ``dishonest``) or, with
 ``prover.assignment: choose``, the prover model's own answer. The claim's gold truth is
 recorded in ``Claim.truth``; every round claim and subclaim whose truth the item's problem
-knows is annotated too. Rewards come from the engine, i.e. from :mod:`llmdebate.scoring`.
+knows is annotated too. Rewards come from the engine, i.e. from :mod:`llmdebate.core.scoring`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from typing import Any
 
 from llmdebate.agents.factory import Team
 from llmdebate.agents.llm import LLMProver
-from llmdebate.agents.passage import JudgeView
+from llmdebate.core.engine import complete_with_verdict
+from llmdebate.core.schemas import Claim, Transcript, Verdict
 from llmdebate.data.problems import claim_truth
-from llmdebate.engine import complete_with_verdict
 from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import DebateSpec, Log
 from llmdebate.protocols.interface import (
     ASSIGNED,
     JUDGE_DEFERRABLE,
@@ -30,7 +29,8 @@ from llmdebate.protocols.interface import (
     RECURSIVE,
     Protocol,
 )
-from llmdebate.schemas import Claim, Transcript, Verdict
+from llmdebate.protocols.spec import DebateSpec, Log
+from llmdebate.qa.passage import JudgeView
 
 
 def same_answer(a: str, b: str) -> bool:

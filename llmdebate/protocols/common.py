@@ -1,6 +1,6 @@
 """What the speech protocols share: the options text, the transcript text, the judge's choice.
 
-What a judge reads of an item's passage is one :class:`~llmdebate.agents.passage.JudgeView`
+What a judge reads of an item's passage is one :class:`~llmdebate.qa.passage.JudgeView`
 per debate (:func:`view_of`: ``judge.passage``, or the direct baseline's variant ``blind`` /
 ``expert``): :func:`judge_variables` gives every judge prompt the passage only when shown, and
 the speeches with their quotes checked (:func:`transcript_text`); the speeches themselves go
@@ -15,22 +15,21 @@ probability, through the same code that records a model judge's choice.
 :func:`speak` asks the debater's (consultant's) speech of one turn; with ``speech`` in
 ``prover.best_of_acts`` it is the best of ``prover.best_of`` candidates, each scored by the
 judge's probability of the debater's answer given the transcript the debater saw plus the
-candidate (:func:`llmdebate.scoring.judged_reward`; a one-step look-ahead).
+candidate (:func:`llmdebate.core.scoring.judged_reward`; a one-step look-ahead).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from llmdebate import scoring
 from llmdebate.agents.best_of_n import best_of_speech
 from llmdebate.agents.factory import Team
-from llmdebate.agents.passage import HIDDEN, SHOWN, JudgeView
+from llmdebate.core import scoring
+from llmdebate.core.schemas import ModelCallRecord, Transcript, Turn
 from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.interface import (
     JUDGE_DEFERRABLE,
     SPEECHES,
@@ -39,8 +38,9 @@ from llmdebate.protocols.interface import (
     Protocol,
 )
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.schemas import ModelCallRecord, Transcript, Turn
-from llmdebate.speech import parse_reply
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
+from llmdebate.qa.passage import HIDDEN, SHOWN, JudgeView
+from llmdebate.qa.speech import parse_reply
 
 LETTERS = "AB"
 VIEW_VARIANTS = {"blind": HIDDEN, "expert": SHOWN}
@@ -186,7 +186,7 @@ async def speak(
 
     With best of n, every candidate is scored by :func:`judge_choice` on the judge prompt
     ``judge_act`` with the transcript ``seen`` plus the candidate, as the debater's expected
-    reward by :func:`llmdebate.scoring.judged_reward` (the judge's probability of
+    reward by :func:`llmdebate.core.scoring.judged_reward` (the judge's probability of
     ``position``). A model that replays recorded speeches (``replays(role, rnd)`` true: a fork)
     is asked once, as without best of n.
     """
@@ -226,7 +226,7 @@ async def speak(
 
 def with_quote_penalty(t: Transcript, team: Team) -> Transcript:
     """``t`` with the optional quote penalty recorded (``prover.quote_penalty`` > 0): per
-    speaker, :func:`llmdebate.scoring.quote_penalties`, re-scored like every reward."""
+    speaker, :func:`llmdebate.core.scoring.quote_penalties`, re-scored like every reward."""
     weight = team.prover.quote_penalty
     if weight > 0:
         t.meta["quote_penalty"] = {

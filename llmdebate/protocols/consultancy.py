@@ -8,8 +8,9 @@ the correct answer in exactly half of the debates.
 from __future__ import annotations
 
 from llmdebate.agents.factory import Team
+from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
     ChoiceProtocol,
     decided,
@@ -20,12 +21,11 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import ASSIGNED, OPEN_ROLES, SPEECHES
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import Rules, deliver
-from llmdebate.schemas import Transcript, Turn
 
 
 @register("consultancy")

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llmdebate.agents.factory import Team
-from llmdebate.agents.passage import HIDDEN
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.common import (
     VIEW_VARIANTS,
     ChoiceProtocol,
@@ -20,7 +19,8 @@ from llmdebate.protocols.common import (
     view_of,
 )
 from llmdebate.protocols.registry import register
-from llmdebate.schemas import Transcript
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
+from llmdebate.qa.passage import HIDDEN
 
 
 @register("direct")

@@ -15,7 +15,7 @@ The hooks, in the order a debate meets them:
 * a judge that deferred: :meth:`Protocol.judge_prompt` (what a model judge of the waiting
   debate is asked) and :meth:`Protocol.complete` (the debate finished with a verdict);
 * scoring: :meth:`Protocol.rescore` and :meth:`Protocol.judgment_scores`, which call
-  :mod:`llmdebate.scoring` (the one scoring implementation);
+  :mod:`llmdebate.core.scoring` (the one scoring implementation);
 * reports: :meth:`Protocol.expected_payoff`, :meth:`Protocol.calibration_point`,
   :attr:`Protocol.rank` (the order of a comparison), :attr:`Protocol.title` (what a person
   judging is told), :attr:`Protocol.opens_in_report`;
@@ -36,11 +36,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 from typing import Protocol as TypingProtocol
 
-from llmdebate import scoring
 from llmdebate.agents.factory import Team
+from llmdebate.core import scoring
+from llmdebate.core.schemas import Transcript
 from llmdebate.errors import ProtocolViolation
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
-from llmdebate.schemas import Transcript
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
 RECURSIVE = "recursive"
 """Rounds of claims down to a leaf claim the judge rules on (True / False, with P[O = 1]); a
@@ -117,7 +117,7 @@ class Protocol(ABC):
     """The debater seats of a debate (roles of its transcript), each of which may hold its own
     model (``seats`` and ``tournament.roster`` in the config); the judge is not among them."""
     reward_scheme: ClassVar[str | None] = None
-    """The rewards its transcripts record (:func:`llmdebate.scoring.reward_scheme`): None (the
+    """The rewards its transcripts record (:func:`llmdebate.core.scoring.reward_scheme`): None (the
     judge's choice only), ``discounted`` or ``plus-minus-one``."""
 
     def can(self, capability: str) -> bool:
@@ -183,7 +183,7 @@ class Protocol(ABC):
 
     # -- scoring --------------------------------------------------------------------------
     def rescore(self, t: Transcript) -> scoring.Score:
-        """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.scoring`,
+        """Every recorded reward recomputed (and every mismatch) by :mod:`llmdebate.core.scoring`,
         the optional quote penalty included."""
         s = scoring.score_transcript(t, self.reward_scheme)
         scoring.check_quote_penalties(t, s)

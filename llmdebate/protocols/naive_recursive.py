@@ -3,9 +3,10 @@ the payoff is ±1 by the judge's verdict on the leaf claim."""
 
 from __future__ import annotations
 
-from llmdebate import scoring
 from llmdebate.agents.factory import Team
-from llmdebate.engine import run_naive_recursive
+from llmdebate.core import scoring
+from llmdebate.core.engine import run_naive_recursive
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.asymmetric import (
     RecursiveProtocol,
     annotate_truth,
@@ -13,11 +14,10 @@ from llmdebate.protocols.asymmetric import (
     leaf_view,
     record_view,
 )
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
-from llmdebate.schemas import Transcript
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
 INJECTABLE = {"prover": ("decompose", "value", "evidence"), "challenger": ("recurse",)}
 

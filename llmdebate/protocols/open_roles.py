@@ -10,7 +10,7 @@ from assigned ones.
 from __future__ import annotations
 
 from llmdebate.agents.factory import Team
-from llmdebate.protocols.base import DebateSpec, Log
+from llmdebate.protocols.spec import DebateSpec, Log
 
 
 async def chosen_position(team: Team, spec: DebateSpec, seat: str, log: Log) -> str:

@@ -1,14 +1,15 @@
 """Prover-estimator debate (Figure 2): the prover defends the claim "the answer to Q is X"
 against an estimator's probabilities, round by round, down to a leaf the judge rules on.
 
-Rewards come from the engine, i.e. from :mod:`llmdebate.scoring`.
+Rewards come from the engine, i.e. from :mod:`llmdebate.core.scoring`.
 """
 
 from __future__ import annotations
 
-from llmdebate import scoring
 from llmdebate.agents.factory import Team
-from llmdebate.engine import run_prover_estimator
+from llmdebate.core import scoring
+from llmdebate.core.engine import run_prover_estimator
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.asymmetric import (
     RecursiveProtocol,
     annotate_truth,
@@ -16,11 +17,10 @@ from llmdebate.protocols.asymmetric import (
     leaf_view,
     record_view,
 )
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
 from llmdebate.protocols.registry import register
-from llmdebate.schemas import Transcript
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
 INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
 

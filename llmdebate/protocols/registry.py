@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.interface import RECURSIVE, Protocol
 from llmdebate.registry import Entry, Registry
-from llmdebate.schemas import Transcript
 
 PROTOCOLS: Registry[Protocol] = Registry(
     "protocol",

@@ -1,10 +1,10 @@
 """The rules every speech goes through: the private scratchpad, the word limit, quotes.
 
-A debater's (consultant's) reply is split by :func:`llmdebate.speech.parse_reply` into its
+A debater's (consultant's) reply is split by :func:`llmdebate.qa.speech.parse_reply` into its
 private ``<thinking>`` and the ``<argument>``; only the argument is ever shown to a judge or
 to the other debater (the scratchpad is kept in ``Turn.thinking``). The argument's words are
 counted against ``prover.max_words`` / ``prover.min_words``
-(:func:`llmdebate.speech.enforce_word_limit`): out of bounds, the model is asked once more in
+(:func:`llmdebate.qa.speech.enforce_word_limit`): out of bounds, the model is asked once more in
 the same conversation (act ``argue round r (re-ask)``); still over, the argument is cut at a
 sentence end with a visible marker. Its quotes are checked against the passage and recorded
 (``Turn.quotes``: text, status, spans); quoted words over ``prover.quote_words`` also earn a
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmdebate.agents.factory import Team
-from llmdebate.agents.passage import JudgeView
 from llmdebate.agents.settings import ProverSettings
-from llmdebate.protocols.base import DebateSpec, Log
+from llmdebate.core.schemas import Turn
 from llmdebate.protocols.common import speak
-from llmdebate.quotes import QuoteBudget, check_budget
-from llmdebate.schemas import Turn
-from llmdebate.speech import LimitDecision, Reply, WordLimit, enforce_word_limit, parse_reply
+from llmdebate.protocols.spec import DebateSpec, Log
+from llmdebate.qa.passage import JudgeView
+from llmdebate.qa.quotes import QuoteBudget, check_budget
+from llmdebate.qa.speech import LimitDecision, Reply, WordLimit, enforce_word_limit, parse_reply
 
 REASKS = 1
 

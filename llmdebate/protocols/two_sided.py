@@ -12,8 +12,8 @@ across the pair. With ``prover.assignment: choose`` (open debate) every item is 
 from __future__ import annotations
 
 from llmdebate.agents.factory import Team
-from llmdebate.agents.passage import JudgeView
-from llmdebate.protocols.base import DebateSpec, Log, ProtocolSettings
+from llmdebate.core.schemas import Transcript, Turn
+from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
     ChoiceProtocol,
     decided,
@@ -24,12 +24,12 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import OPEN_ROLES, SPEECHES, assignment_variants
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
+from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import Rules, deliver
-from llmdebate.schemas import Transcript, Turn
+from llmdebate.qa.passage import JudgeView
 
 JUDGE_ACT = "two_sided_judge"
 CHOSEN = "chosen"

@@ -2,7 +2,7 @@
 
 ``comparison.json`` (every metric), ``comparison.md`` (the tables), ``plots/*.png`` and one
 self-contained ``report.html``. Nothing here runs a debate or recomputes a reward other than
-through :mod:`llmdebate.scoring`.
+through :mod:`llmdebate.core.scoring`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llmdebate.report import asking_judge, judges, judges_html, metrics, plots, tables
+from llmdebate.core.schemas import Transcript
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.report import html as report_html
+from llmdebate.report import metrics, plots, tables
 from llmdebate.report.merge import merged_runs
-from llmdebate.report.tournament_section import tournament_part
-from llmdebate.rundir import load_transcripts, read_run_config
-from llmdebate.schemas import Transcript
+from llmdebate.report.sections import RunView, parts
 
 WEAK_MODELS = ("local",)
 
@@ -138,32 +138,19 @@ def write_outputs(
     m["run"] = {"name": name, "models": role_models(info), **facts}
     if formal:
         m["formal"] = formal_section()
+    sections = parts(RunView(transcripts, judged, seed=seed, n_boot=n_boot, n_bins=n_bins))
     extra_md = extra_html = ""
-    if judged:
-        m["judges"] = judges.section(judged, transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
-        extra_md = "\n" + judges_html.render_markdown(m["judges"])
-        extra_html = judges_html.render(m["judges"])
-    asking = asking_judge.section([*transcripts, *judged])  # models and people who asked
-    if asking is not None:
-        m["asking_judge"] = asking
-        extra_md += "\n" + asking_judge.markdown(asking)
-        extra_html = asking_judge.html(asking) + extra_html
-    part = tournament_part(transcripts, seed=seed, n_boot=n_boot)
-    if part is not None:
-        m["tournament"] = part.data
+    for part in sections:
+        m[part.key] = part.data
         extra_md += "\n" + part.markdown
-        extra_html = part.html + extra_html
+        extra_html += part.html
     (run_dir / "comparison.json").write_text(json.dumps(m, indent=2) + "\n")
     (run_dir / "comparison.md").write_text(
         tables.comparison_markdown(m, f"Comparison: {name}") + extra_md
     )
     pngs = plots.all_plots(m)
-    if part is not None:
+    for part in sections:
         pngs.update(part.pngs)
-    if judged:
-        pngs["judges_calibration"] = judges_html.calibration_png(
-            m["judges"]["calibration"], m["judges"].get("calibration_per_judge")
-        )
     (run_dir / "plots").mkdir(exist_ok=True)
     for plot, png in pngs.items():
         (run_dir / "plots" / f"{plot}.png").write_bytes(png)

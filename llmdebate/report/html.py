@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from llmdebate.core.schemas import Claim, RoundRecord, Transcript
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.report import tables
-from llmdebate.schemas import Claim, RoundRecord, Transcript
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1200px;margin:1.5em auto;

@@ -1,6 +1,6 @@
 """Comparison metrics, computed from transcripts alone (definitions: ``docs/metrics.md``).
 
-Nothing here calls a model or recomputes a reward by other means than :mod:`llmdebate.scoring`:
+Nothing here calls a model or recomputes a reward by other means than :mod:`llmdebate.core.scoring`:
 payoffs are read from ``Transcript.total`` and normalised with :func:`scoring.normalized`.
 
 Conventions written by :mod:`llmdebate.protocols` into ``Transcript.meta``:
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import PROTOCOLS, can, in_order
 from llmdebate.report.records import (
@@ -40,7 +41,6 @@ from llmdebate.report.records import (
     side,
     tally,
 )
-from llmdebate.schemas import Transcript
 
 __all__ = [  # noqa: F822 (ASYMMETRIC, PROTOCOL_ORDER: module __getattr__)
     "ASYMMETRIC", "PROTOCOL_ORDER", "Calibration", "CalibrationBin", "Cost", "DebateRecord",

@@ -19,8 +19,8 @@ from typing import Any
 
 from llmdebate.agents.audit import DecompositionTally
 from llmdebate.agents.estimate_audit import EstimateTally
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.schemas import Transcript
 
 
 def item_id(t: Transcript) -> str:

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.agents.base import (
+from llmdebate.agents.factory import Team, build_models
+from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
+from llmdebate.core.roles import (
     AuditedProver,
     BelievingProver,
     DebateContext,
@@ -24,28 +26,8 @@ from llmdebate.agents.base import (
     Estimator,
     Prover,
 )
-from llmdebate.agents.factory import Team, build_models
-from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
-from llmdebate.data.loader import Item
-from llmdebate.errors import InvalidOutputError, UserError
-from llmdebate.experiment.config import ExperimentConfig
-from llmdebate.experiment.loading import validate
-from llmdebate.models import Model
-from llmdebate.paths import resolve_path
-from llmdebate.prompts import Prompts
-from llmdebate.protocols.base import DebateSpec
-from llmdebate.protocols.interface import RECURSIVE, SPEECHES
-from llmdebate.protocols.registry import protocol_of
-from llmdebate.rl.replay_protocols import (
-    ReplayChallenger,
-    ReplayModel,
-    ReplayNaiveProver,
-    replayed_calls,
-    settings_of,
-    speech_point,
-)
-from llmdebate.rules import outcome_index
-from llmdebate.schemas import (
+from llmdebate.core.rules import outcome_index
+from llmdebate.core.schemas import (
     Claim,
     Decomposition,
     Estimate,
@@ -54,6 +36,24 @@ from llmdebate.schemas import (
     ModelCallRecord,
     RoundRecord,
     Transcript,
+)
+from llmdebate.data.loader import Item
+from llmdebate.errors import InvalidOutputError, UserError
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.loading import validate
+from llmdebate.models import Model
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.interface import RECURSIVE, SPEECHES
+from llmdebate.protocols.registry import protocol_of
+from llmdebate.protocols.spec import DebateSpec
+from llmdebate.records.paths import resolve_path
+from llmdebate.rl.replay_protocols import (
+    ReplayChallenger,
+    ReplayModel,
+    ReplayNaiveProver,
+    replayed_calls,
+    settings_of,
+    speech_point,
 )
 
 

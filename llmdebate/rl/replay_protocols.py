@@ -24,16 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.agents.base import DebateContext
 from llmdebate.agents.naive import most_likely_consistent, subclaim_probabilities
 from llmdebate.agents.parsing import parse_decomposition
+from llmdebate.core.roles import DebateContext
+from llmdebate.core.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
 from llmdebate.errors import UserError
 from llmdebate.export.credit import SPEAKERS, speech_round
-from llmdebate.models.base import GenerateConfig, ModelOutput
-from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.models.interface import GenerateConfig, ModelOutput
 from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.schemas import Claim, Decomposition, Evidence, ModelCallRecord, Transcript
+from llmdebate.protocols.spec import ProtocolSettings
 
 ANSWER = "answer"
 """The decision (and act) of an open role's pick of the answer it defends."""

@@ -4,11 +4,11 @@ Each plays out the rest of a debate from a row's ``state`` (``llmdebate export -
 trl-prompt-only`` / ``verl`` / ``openrlhf``) with the policy's completion as the decision, and
 frozen opponents and judge (the run's models, or any model string given in ``swap``), and
 returns the reward the decision is credited with (:mod:`llmdebate.export.credit`, every
-number from :mod:`llmdebate.scoring`): the expected one (default; lower variance) or the
-sampled one, divided by the decision's unit (:func:`llmdebate.scoring.term_unit`: in [-1, 1])
+number from :mod:`llmdebate.core.scoring`): the expected one (default; lower variance) or the
+sampled one, divided by the decision's unit (:func:`llmdebate.core.scoring.term_unit`: in [-1, 1])
 unless ``normalize=False``. A completion that does not parse as the decision, and an empty or
 oversized free-text reply (evidence, speech), earns the invalid reward, below every valid
-reply of the decision (:class:`llmdebate.scoring.RewardOptions`; docs/training.md, "Reward
+reply of the decision (:class:`llmdebate.core.scoring.RewardOptions`; docs/training.md, "Reward
 scale").
 
 * TRL: ``DebateReward(...)`` is a ``reward_funcs`` entry: ``f(prompts, completions, state=...,
@@ -34,9 +34,10 @@ from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from llmdebate import scoring
 from llmdebate.agents.factory import Team
 from llmdebate.agents.parsing import ReplyError
+from llmdebate.core import scoring
+from llmdebate.core.schemas import ModelCallRecord, Transcript
 from llmdebate.elicit import estimate_from_samples, parse_bool
 from llmdebate.elicit import parse_probability as parse_stated
 from llmdebate.errors import InvalidOutputError, ProtocolViolation, RuleError
@@ -44,7 +45,6 @@ from llmdebate.export.credit import judged, naive_payoff, pe_call_credits, pe_te
 from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.rl.replay import Injection, fork, team_for
-from llmdebate.schemas import ModelCallRecord, Transcript
 
 DECISION_OF_ACT = {
     "direction": "direction",

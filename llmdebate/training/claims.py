@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from llmdebate.core.schemas import Claim
 from llmdebate.data.generate import primes_in
 from llmdebate.data.problems import divisor_statement, formal_decomposition, prime_top
 from llmdebate.errors import UserError
-from llmdebate.schemas import Claim
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from llmdebate.agents.audit import audit_decomposition
 from llmdebate.agents.llm import decompose_tokens
 from llmdebate.agents.parsing import ReplyError, parse_decomposition
 from llmdebate.agents.replies import decomposition_schema
-from llmdebate.models.base import GenerateConfig
+from llmdebate.core.schemas import Claim
+from llmdebate.models.interface import GenerateConfig
 from llmdebate.models.text_prompt import format_prompt
 from llmdebate.prompts import Prompts
-from llmdebate.schemas import Claim
 from llmdebate.training.claims import IntervalClaim
 
 

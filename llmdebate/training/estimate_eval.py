@@ -18,13 +18,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from llmdebate.core.schemas import Claim, CombinationRule
 from llmdebate.data.problems import claim_truth, divisor_statement, formal_decomposition
 from llmdebate.elicit import estimate_from_logprobs
 from llmdebate.elicit.prompts import ANSWER_VARIANTS, TF_INSTRUCTION, with_instruction
-from llmdebate.models.base import GenerateConfig
+from llmdebate.models.interface import GenerateConfig
 from llmdebate.models.text_prompt import format_prompt
 from llmdebate.prompts import Prompts, rule_text
-from llmdebate.schemas import Claim, CombinationRule
 from llmdebate.training.claims import IntervalClaim, SplitPoints, split_point
 
 ANSWERS = (" False", " True")

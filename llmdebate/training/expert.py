@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from llmdebate.paths import resolve_path
 from llmdebate.prompts import Prompts
+from llmdebate.records.paths import resolve_path
 from llmdebate.training.claims import (
     IntervalClaim,
     check_apart,

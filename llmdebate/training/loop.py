@@ -26,10 +26,10 @@ from llmdebate.experiment.loading import dump, load, read_yaml, validate
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
-from llmdebate.models.registry import release_local
-from llmdebate.paths import resolve_path
+from llmdebate.models.get_model import release_local
 from llmdebate.prompts import Prompts
-from llmdebate.rundir import load_transcripts, read_run_config
+from llmdebate.records.paths import resolve_path
+from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.training.config import TrainConfig
 from llmdebate.training.metrics import generation_metrics, plot_metrics
 from llmdebate.training.update import (

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.report.metrics import (
     calibration,
@@ -15,7 +16,6 @@ from llmdebate.report.metrics import (
     normalized_expected_payoff,
     normalized_payoff,
 )
-from llmdebate.schemas import Transcript
 
 
 def _mean(xs: list[float]) -> float | None:

@@ -40,7 +40,7 @@ def model_dir(model: str, cache_dir: str | None = None) -> Path:
             raise UserError(f"{model}: no model folder (config.json) at {path}")
         return path
     if model == "local" or (model.startswith("hf/") and model.endswith(".gguf")):
-        from llmdebate.models.registry import create_backend
+        from llmdebate.models.get_model import create_backend
 
         backend: Any = create_backend(model, cache_dir=Path(cache_dir) if cache_dir else None)
         if not (backend.weights_dir / "config.json").exists():

@@ -12,7 +12,7 @@ interface, the options and the registry; a package adds an executor through the 
 group ``llmdebate.executors`` (see ``docs/extending.md``).
 """
 
-from llmdebate.experiment.executors.base import (
+from llmdebate.experiment.executors.executor import (
     EXECUTORS,
     Executor,
     ExecutorOptions,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from llmdebate.agents.factory import Team
 from llmdebate.experiment.debate import RunStopped, finish
-from llmdebate.experiment.executors.base import (
+from llmdebate.experiment.executors.executor import (
     EXECUTORS,
     IN_PROCESS,
     Executor,
@@ -17,7 +17,7 @@ from llmdebate.experiment.executors.base import (
     RunContext,
 )
 from llmdebate.experiment.jobs import Job
-from llmdebate.protocols.base import ProtocolSettings
+from llmdebate.protocols.spec import ProtocolSettings
 
 
 @EXECUTORS.register("local", capabilities={IN_PROCESS}, summary="this process")

@@ -29,7 +29,7 @@ from typing import Any
 
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped, failed_transcript, finished
-from llmdebate.experiment.executors.base import Executor, OnFinished
+from llmdebate.experiment.executors.executor import Executor, OnFinished
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.runtime import protocol_settings
 

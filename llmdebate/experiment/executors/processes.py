@@ -41,7 +41,7 @@ from typing import Any
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped
-from llmdebate.experiment.executors.base import (
+from llmdebate.experiment.executors.executor import (
     EXECUTORS,
     WORKERS,
     ExecutorOptions,

@@ -33,7 +33,7 @@ from typing import Any
 from llmdebate.errors import UserError, require
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished
-from llmdebate.experiment.executors.base import (
+from llmdebate.experiment.executors.executor import (
     ADDRESS,
     EXECUTORS,
     WORKERS,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import TreeProblem, believed_values
 from llmdebate.formal.problems.circuit import make_circuit
 from llmdebate.formal.problems.interval import make_interval
 from llmdebate.formal.problems.majority import make_majority
+from llmdebate.formal.problems.problem import TreeProblem, believed_values
 
 PROBLEMS = ("interval", "circuit", "majority")
 

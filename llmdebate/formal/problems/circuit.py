@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import (
+from llmdebate.formal.problems.problem import (
     TreeProblem,
     product_prior,
     propagate_up,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from llmdebate.core.rules import outcome_bits
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import TreeProblem, propagate_up
-from llmdebate.rules import outcome_bits
+from llmdebate.formal.problems.problem import TreeProblem, propagate_up
 
 LOW = 2
 MAX_RANGE = 1 << 22

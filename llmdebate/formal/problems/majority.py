@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import (
+from llmdebate.formal.problems.problem import (
     TreeProblem,
     product_prior,
     propagate_up,
@@ -65,7 +65,7 @@ def correlated_support_joint(kappa: int, eta: float, c: float) -> np.ndarray:
     """P(which of κ supports are right) when they share one noise source (Definition 8.1's
     independence caveat): with probability c every support copies one shared draw (right
     w.p. 1 - η), otherwise each is right independently w.p. 1 - η. Any two supports then
-    have correlation c. Shape (2^κ,), outcome indices as in :mod:`llmdebate.rules`."""
+    have correlation c. Shape (2^κ,), outcome indices as in :mod:`llmdebate.core.rules`."""
     if not 0.0 <= c <= 1.0:
         raise ConfigError(f"correlation must satisfy 0 <= c <= 1 (got {c})")
     joint = (1.0 - c) * product_prior(1.0 - eta, kappa)

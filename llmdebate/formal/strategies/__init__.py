@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llmdebate.errors import ConfigError
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.estimators import (
     Adversarial,
     CalibratedIgnorant,

@@ -4,7 +4,7 @@ Each method calls the very policy the exact enumeration and the Monte Carlo use,
 length 1, so the generic engine plays the same strategies. Claims carry their node in
 ``claim.data`` ({"instance", "k", "node"}). The current p_k is recovered from the debate so far
 (p_d from B's own estimate; afterwards what the previous round handed on under the debate's
-variant, :func:`llmdebate.scoring.next_probability`). Protocol variants: an estimator asked
+variant, :func:`llmdebate.core.scoring.next_probability`). Protocol variants: an estimator asked
 with a prefix shorter than i (``independent``) states its marginal; a prover asked to choose
 with no draws (``z == []``, the committing variants) commits with :meth:`ProverPolicy.commit`.
 """
@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from llmdebate.agents.base import DebateContext, DirectionChoice
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.core.roles import DebateContext, DirectionChoice
+from llmdebate.core.rules import outcome_index
+from llmdebate.core.schemas import Claim, Decomposition, Estimate, Evidence, Verdict
+from llmdebate.core.scoring import next_probability
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.alternatives import sample_one
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.naive import EstimatorChallenger, NaiveProverPolicy
 from llmdebate.formal.strategies.provers import ProverPolicy
 from llmdebate.formal.tables import joint_from_levels, marginals
-from llmdebate.rules import outcome_index
-from llmdebate.schemas import Claim, Decomposition, Estimate, Evidence, Verdict
-from llmdebate.scoring import next_probability
 
 
 def _node(claim: Claim) -> tuple[np.ndarray, int, np.ndarray]:

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.tables import Levels, independent_levels, levels_from_joint
 
 DEFAULT_BIAS = 0.3

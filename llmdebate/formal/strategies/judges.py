@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from llmdebate.formal.problems.base import TreeProblem
+from llmdebate.formal.problems.problem import TreeProblem
 
 
 class OracleJudge:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from llmdebate.formal.problems.base import TreeProblem, believed_values
+from llmdebate.formal.problems.problem import TreeProblem, believed_values
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.tables import joint_from_levels, marginals

@@ -24,7 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
-from llmdebate.formal.problems.base import TreeProblem, believed_values
+from llmdebate.formal.problems.problem import TreeProblem, believed_values
 from llmdebate.formal.strategies.alternatives import Alternatives, deterministic, uniform
 
 TIE_TOLERANCE = 1e-9

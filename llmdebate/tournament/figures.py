@@ -1,0 +1,389 @@
+"""The report of a debater tournament, from plain records (never transcripts).
+
+* :func:`accuracy_points` / :func:`accuracy_vs_rating_plot`: judge accuracy against the
+  debaters' persuasiveness rating, per protocol (Khan et al. 2024, Figure 1): one point per
+  debater model, with 95% intervals on both axes;
+* :func:`grid_cells` / :func:`grid_markdown` / :func:`grid_plot`: prover model × estimator
+  model in prover-estimator debate: the honest prover's mean normalised payoff and the
+  judge's accuracy in every cell.
+
+The inputs are :class:`~llmdebate.tournament.ratings.Match` and :class:`PERecord` records: what
+a run's transcripts reduce to, so that any reader can build them (merging runs:
+:mod:`llmdebate.report.merge`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from typing import Protocol as TypingProtocol
+
+import numpy as np
+
+from llmdebate.report.plots import _png, _pyplot
+from llmdebate.tournament.ratings import (
+    Match,
+    Method,
+    Outcome,
+    RatingTable,
+    Resample,
+    persuasiveness,
+)
+
+# ---------------------------------------------------------------------------- accuracy vs rating
+
+
+@dataclass(frozen=True, slots=True)
+class AccuracyPoint:
+    """One debater model in one protocol: its rating (with 95% interval) and the judge's
+    accuracy in its debates (with 95% percentile bootstrap interval), over ``n`` debates."""
+
+    protocol: str
+    model: str
+    rating: float
+    rating_ci: tuple[float, float]
+    accuracy: float
+    accuracy_ci: tuple[float, float]
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "protocol": self.protocol,
+            "model": self.model,
+            "rating": self.rating,
+            "rating_ci": list(self.rating_ci),
+            "accuracy": self.accuracy,
+            "accuracy_ci": list(self.accuracy_ci),
+            "n": self.n,
+        }
+
+
+def _mean_ci(xs: Sequence[float], rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
+    arr = np.asarray(xs, dtype=float)
+    means = arr[rng.integers(0, len(arr), (n_boot, len(arr)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def accuracy_points(
+    matches: Sequence[Match],
+    ratings: RatingTable,
+    *,
+    protocol: str,
+    self_play: bool = True,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> list[AccuracyPoint]:
+    """Judge accuracy per debater model of ``ratings``: in debates, over the matches where
+    the model argued both sides (``self_play``, as Khan et al. plot it) or either side; in
+    consultancy, over its consultancies. A tie counts 1/2. Models without such matches are
+    left out. Bootstrap: ``numpy.random.default_rng(seed)``, ``n_boot`` resamples."""
+    rng = np.random.default_rng(seed)
+    out: list[AccuracyPoint] = []
+    for model in ratings.models():
+        if ratings.consultancy or not self_play:
+            mine = [m.judge_correct for m in matches if model in (m.correct, m.incorrect)]
+        else:
+            mine = [m.judge_correct for m in matches if m.correct == m.incorrect == model]
+        if not mine:
+            continue
+        r = ratings.get(model)
+        out.append(
+            AccuracyPoint(
+                protocol=protocol,
+                model=model,
+                rating=r.value,
+                rating_ci=r.ci95,
+                accuracy=float(np.mean(mine)),
+                accuracy_ci=_mean_ci(mine, rng, n_boot),
+                n=len(mine),
+            )
+        )
+    return out
+
+
+COLOURS = ("#4C78A8", "#E45756", "#54A24B", "#B279A2", "#F58518", "#72B7B2")
+
+
+def accuracy_vs_rating_plot(
+    points: Sequence[AccuracyPoint], *, rating_label: str = "persuasiveness rating (logit)"
+) -> bytes:
+    """PNG: judge accuracy (y) against the debaters' rating (x), one colour per protocol,
+    each point labelled with its model and drawn with its two 95% intervals; a least-squares
+    line per protocol with at least two points; chance at 0.5."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    for k, (proto, group) in enumerate(sorted(_by_protocol(points).items())):
+        pts = sorted(group, key=lambda p: p.rating)
+        colour = COLOURS[k % len(COLOURS)]
+        xs = np.array([p.rating for p in pts])
+        ys = np.array([p.accuracy for p in pts])
+        # a percentile interval need not contain its point estimate: clip the bars at it
+        xerr = np.array([[p.rating - p.rating_ci[0], p.rating_ci[1] - p.rating] for p in pts]).T
+        yerr = np.array(
+            [[p.accuracy - p.accuracy_ci[0], p.accuracy_ci[1] - p.accuracy] for p in pts]
+        ).T
+        xerr, yerr = np.clip(xerr, 0.0, None), np.clip(yerr, 0.0, None)
+        ax.errorbar(
+            xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=3, label=proto, ms=6
+        )
+        for p in pts:
+            ax.annotate(
+                f"{p.model} (n={p.n})",
+                (p.rating, p.accuracy),
+                fontsize=7,
+                xytext=(4, 4 if k % 2 == 0 else -11),  # protocols' labels apart
+                textcoords="offset points",
+            )
+        if len(pts) >= 2 and float(np.ptp(xs)) > 0:
+            slope, icept = np.polyfit(xs, ys, 1)
+            grid = np.linspace(float(xs.min()), float(xs.max()), 20)
+            ax.plot(grid, slope * grid + icept, color=colour, lw=1, ls="-", alpha=0.6)
+    if not points:
+        ax.text(0.5, 0.5, "no rated debaters", ha="center", transform=ax.transAxes)
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel(rating_label)
+    ax.set_ylabel("judge accuracy (95% CI)")
+    ax.set_title("Judge accuracy against debater persuasiveness")
+    ax.legend(loc="lower right", fontsize=8)
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------------- prover × estimator
+
+
+@dataclass(frozen=True, slots=True)
+class PERecord:
+    """One prover-estimator debate as a plain record: the prover's and the estimator's
+    model, whether the prover defended the gold answer (``honest``), its normalised payoff
+    R_A / r^(d+1) and whether the judge was right (1.0 / 0.0; ``None`` where unknown)."""
+
+    prover: str
+    estimator: str
+    honest: bool
+    payoff: float | None
+    correct: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class GridCell:
+    """One prover model × estimator model cell."""
+
+    prover: str
+    estimator: str
+    honest_payoff: float | None
+    n_honest: int
+    accuracy: float | None
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prover": self.prover,
+            "estimator": self.estimator,
+            "honest_payoff": self.honest_payoff,
+            "n_honest": self.n_honest,
+            "accuracy": self.accuracy,
+            "n": self.n,
+        }
+
+
+def grid_cells(records: Sequence[PERecord]) -> list[GridCell]:
+    """Every (prover, estimator) cell that has debates: the honest prover's mean normalised
+    payoff (over its debates with a payoff) and the judge's accuracy (over all debates with
+    a known outcome), in sorted order."""
+    cells: dict[tuple[str, str], list[PERecord]] = {}
+    for r in records:
+        cells.setdefault((r.prover, r.estimator), []).append(r)
+    out: list[GridCell] = []
+    for (prover, estimator), rs in sorted(cells.items()):
+        pay = [r.payoff for r in rs if r.honest and r.payoff is not None]
+        acc = [r.correct for r in rs if r.correct is not None]
+        out.append(
+            GridCell(
+                prover=prover,
+                estimator=estimator,
+                honest_payoff=float(np.mean(pay)) if pay else None,
+                n_honest=len(pay),
+                accuracy=float(np.mean(acc)) if acc else None,
+                n=len(acc),
+            )
+        )
+    return out
+
+
+def _axes(cells: Sequence[GridCell]) -> tuple[list[str], list[str]]:
+    return sorted({c.prover for c in cells}), sorted({c.estimator for c in cells})
+
+
+def _fmt(x: float | None, n: int) -> str:
+    return "–" if x is None else f"{x:.3f} (n={n})"
+
+
+def grid_markdown(cells: Sequence[GridCell]) -> str:
+    """Two Markdown tables, rows = prover model, columns = estimator model: the honest
+    prover's mean normalised payoff, then the judge's accuracy."""
+    provers, estimators = _axes(cells)
+    at = {(c.prover, c.estimator): c for c in cells}
+    parts: list[str] = []
+    shows: tuple[tuple[str, Callable[[GridCell], str]], ...] = (
+        ("Honest prover's mean normalised payoff", lambda c: _fmt(c.honest_payoff, c.n_honest)),
+        ("Judge accuracy", lambda c: _fmt(c.accuracy, c.n)),
+    )
+    for title, get in shows:
+        head = "| prover \\ estimator | " + " | ".join(estimators) + " |"
+        rule = "|---" * (len(estimators) + 1) + "|"
+        rows = [
+            f"| {p} | "
+            + " | ".join(get(at[(p, e)]) if (p, e) in at else "–" for e in estimators)
+            + " |"
+            for p in provers
+        ]
+        parts.append("\n".join([f"**{title}**", "", head, rule, *rows]))
+    return "\n\n".join(parts) + "\n"
+
+
+def _matrix(cells: Sequence[GridCell], attr: str) -> np.ndarray:
+    provers, estimators = _axes(cells)
+    m = np.full((len(provers), len(estimators)), np.nan)
+    for c in cells:
+        v = getattr(c, attr)
+        if v is not None:
+            m[provers.index(c.prover), estimators.index(c.estimator)] = v
+    return m
+
+
+def grid_plot(cells: Sequence[GridCell]) -> bytes:
+    """PNG: two heat maps (rows prover model, columns estimator model), the honest prover's
+    mean normalised payoff and the judge's accuracy, every cell annotated with its value."""
+    plt = _pyplot()
+    provers, estimators = _axes(cells)
+    at = {(c.prover, c.estimator): c for c in cells}
+    w = 2.2 + 1.1 * max(1, len(estimators))
+    fig, axes = plt.subplots(1, 2, figsize=(2 * w, 1.6 + 0.7 * max(1, len(provers))))
+    panels = (
+        ("honest_payoff", "honest prover's payoff R_A / r^(d+1)", "RdYlGn", None),
+        ("accuracy", "judge accuracy", "Blues", (0.0, 1.0)),
+    )
+    for ax, (attr, title, cmap, lim) in zip(axes, panels, strict=True):
+        m = _matrix(cells, attr)
+        finite = m[np.isfinite(m)]
+        if lim is None:
+            span = float(np.max(np.abs(finite))) if finite.size else 1.0
+            lim = (-span, span) if span > 0 else (-1.0, 1.0)
+        colours = plt.get_cmap(cmap).with_extremes(bad="#dddddd")  # a cell without debates
+        im = ax.imshow(m, cmap=colours, vmin=lim[0], vmax=lim[1], aspect="auto")
+        for (i, j), v in np.ndenumerate(m):
+            cell = at.get((provers[i], estimators[j]))
+            n = 0 if cell is None else cell.n_honest if attr == "honest_payoff" else cell.n
+            label = "–" if math.isnan(v) else f"{v:.2f}\nn={n}"
+            r, g, b, _ = (1.0, 1.0, 1.0, 1.0) if math.isnan(v) else im.cmap(im.norm(v))
+            colour = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+            ax.text(j, i, label, ha="center", va="center", fontsize=9, color=colour)
+        ax.set_xticks(range(len(estimators)), estimators, fontsize=8, rotation=20)
+        ax.set_yticks(range(len(provers)), provers, fontsize=8)
+        ax.set_xlabel("estimator model")
+        ax.set_ylabel("prover model")
+        ax.set_title(title, fontsize=10)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------------- a report section
+
+
+def ratings_by_protocol(
+    matches: Sequence[Match],
+    *,
+    method: Method = "bradley-terry",
+    outcome: Outcome = "decision",
+    seed: int = 0,
+    n_boot: int = 200,
+    resample: Resample = "match",
+) -> dict[str, RatingTable]:
+    """:func:`~llmdebate.tournament.ratings.persuasiveness` of each protocol's matches."""
+    by: dict[str, list[Match]] = {}
+    for m in matches:
+        by.setdefault(m.protocol, []).append(m)
+    return {
+        proto: persuasiveness(
+            ms, method=method, outcome=outcome, seed=seed, n_boot=n_boot, resample=resample
+        )
+        for proto, ms in sorted(by.items())
+    }
+
+
+def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
+    """One Markdown table per protocol: every model's rating overall and per side, with its
+    95% interval, matches and mean score."""
+    parts: list[str] = []
+    for proto, t in tables.items():
+        unit = "matches" if t.resample == "match" else "items"
+        head = f"**{proto}** ({t.method}, {t.scale}; {t.n_boot} bootstrap resamples of "
+        head += f"{unit}, seed {t.seed})"
+        rows = ["| model | side | rating | 95% CI | matches | mean score |", "|---" * 6 + "|"]
+        for r in sorted(t.ratings, key=lambda r: (-t.get(r.model).value, r.model, r.side)):
+            rows.append(
+                f"| {r.model} | {r.side} | {r.value:.3f} | [{r.ci95[0]:.3f}, {r.ci95[1]:.3f}] "
+                f"| {r.matches} | {r.win_rate:.3f} |"
+            )
+        parts.append("\n".join([head, "", *rows]))
+    return "\n\n".join(parts) + "\n"
+
+
+G = TypeVar("G", bound="_HasProtocol")
+
+
+class _HasProtocol(TypingProtocol):
+    @property
+    def protocol(self) -> str: ...
+
+
+def _by_protocol(records: Iterable[G]) -> dict[str, list[G]]:
+    """``records`` grouped by their protocol, in order of appearance."""
+    out: dict[str, list[G]] = defaultdict(list)
+    for r in records:
+        out[r.protocol].append(r)
+    return dict(out)
+
+
+def _points(
+    matches: Sequence[Match], table: RatingTable, protocol: str, seed: int
+) -> list[AccuracyPoint]:
+    """Accuracy per model over its self-play debates where the schedule had them (Khan et
+    al.'s plot), else over the debates it argued either side of."""
+    self_play = any(m.correct is not None and m.correct == m.incorrect for m in matches)
+    return accuracy_points(matches, table, protocol=protocol, self_play=self_play, seed=seed)
+
+
+def section(
+    matches: Sequence[Match],
+    pe_records: Sequence[PERecord] = (),
+    *,
+    method: Method = "bradley-terry",
+    seed: int = 0,
+    n_boot: int = 200,
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A report's tournament section: (plain data for ``comparison.json``, PNG figures by
+    file name). Ratings per protocol, accuracy against rating, and the prover × estimator
+    grid where ``pe_records`` are given."""
+    tables = ratings_by_protocol(matches, method=method, seed=seed, n_boot=n_boot)
+    by_protocol = _by_protocol(matches)
+    points = [
+        p
+        for proto, t in tables.items()
+        for p in _points(by_protocol.get(proto, []), t, proto, seed)
+    ]
+    data: dict[str, Any] = {
+        "ratings": {proto: t.to_dict() for proto, t in tables.items()},
+        "accuracy_vs_rating": [p.to_dict() for p in points],
+    }
+    label = "rating (logit)" if method == "bradley-terry" else "rating (openskill mu)"
+    figures = {"accuracy_vs_rating.png": accuracy_vs_rating_plot(points, rating_label=label)}
+    if pe_records:
+        cells = grid_cells(pe_records)
+        data["prover_estimator_grid"] = [c.to_dict() for c in cells]
+        figures["prover_estimator_grid.png"] = grid_plot(cells)
+    return data, figures
