@@ -127,6 +127,19 @@ class TableProver(ProverPolicy):
         nextp = view.nextp.reshape(-1, self.q)[index_rows(rep, z)]
         return deterministic(last_round_index(self.judge, inst[rep], node[rep], nextp, self.q))
 
+    def choose_drawn(
+        self,
+        inst: np.ndarray,
+        k: int,
+        node: np.ndarray,
+        b: np.ndarray,
+        nextp: np.ndarray,
+        z: np.ndarray,
+    ) -> Alternatives:
+        if k != 1 or self.judge is None:
+            return self.choose(inst, k, node, b, z)
+        return deterministic(last_round_index(self.judge, inst, node, nextp, self.q))
+
     def choose(
         self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
     ) -> Alternatives:
