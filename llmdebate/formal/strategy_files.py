@@ -7,8 +7,10 @@ table of conditionals is a joint; correlated outcomes included). A prover file l
 answer per instance, its direction at every state (instance, k, node, p_k), and its recursion
 index after each (b along the drawn path, z), or, under a committing variant, given B's
 marginals. Probabilities are JSON numbers, which Python reads back to the same float, so a
-replay evaluates the very numbers the search evaluated. States a file does not list get a
-stated default (estimator: the uniform joint; prover: direction 0 and index 0).
+replay evaluates the very numbers the search evaluated; the exact check
+(:mod:`llmdebate.formal.rational`) reads each as the decimal it is written as. States a file
+does not list get a stated default (estimator: the uniform joint; prover: direction 0 and
+index 0); a state's p matches a listed p within :data:`KEY_TOLERANCE` (the nearest).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ SETTING_KEYS: tuple[str, ...] = (
 SETTING_KEYS += ("epsilon", "rho")
 
 StateKey = tuple[int, int, int, int]  # (instance, k, node, bits of p_k)
+KEY_TOLERANCE = 1e-12  # a state's p matches a listed p this close (the nearest one)
 
 
 def pbits(p: float) -> int:
@@ -63,12 +66,33 @@ class TableEstimator(EstimatorPolicy):
         self.q, self.p_top, self.name = q, np.asarray(p_top, dtype=np.float64), name
         self.joints: dict[StateKey, np.ndarray] = {}
         self.uniform = np.full(1 << q, 1.0 / (1 << q))
+        self._index_size = -1
 
     def top(self, inst: np.ndarray) -> np.ndarray:
         return np.asarray(self.p_top[inst])
 
     def joint_at(self, inst: int, k: int, node: int, p: float) -> np.ndarray:
-        return self.joints.get((inst, k, node, pbits(p)), self.uniform)
+        """The table listed for this state: for p itself, else for the listed p nearest to p
+        within :data:`KEY_TOLERANCE` (a p computed in another order, e.g. in exact arithmetic
+        or by another summation, finds its table), else the uniform joint."""
+        got = self.joints.get((inst, k, node, pbits(p)))
+        if got is None:
+            got = self._nearest(inst, k, node, p)
+        return self.uniform if got is None else got
+
+    def _nearest(self, inst: int, k: int, node: int, p: float) -> np.ndarray | None:
+        if self._index_size != len(self.joints):
+            self._index: dict[tuple[int, int, int], list[tuple[float, StateKey]]] = {}
+            for key in self.joints:
+                pk = float(np.int64(key[3]).view(np.float64))
+                self._index.setdefault(key[:3], []).append((pk, key))
+            self._index_size = len(self.joints)
+        near = [
+            (abs(pk - p), key)
+            for pk, key in self._index.get((inst, k, node), [])
+            if abs(pk - p) <= KEY_TOLERANCE
+        ]
+        return self.joints[min(near)[1]] if near else None
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         rows = [
