@@ -25,6 +25,7 @@ import numpy as np
 
 from llmdebate import scoring
 from llmdebate.errors import ConfigError
+from llmdebate.formal.algorithm1_check import largest_advantage
 from llmdebate.formal.attack_estimator import EstimatorSearch, SearchBudget, SigmaEstimator
 from llmdebate.formal.attack_prover import ProverSearch
 from llmdebate.formal.evaluate import validated_config
@@ -256,6 +257,8 @@ def fixed_estimator(
     est, rep = algorithm1_estimator(
         prob, pol, spec.epsilon, spec.rho, delta=spec.delta, variant=spec.variant
     )
+    game = Game(prob, pol, est, OracleJudge(prob), spec.epsilon, spec.rho, spec.variant)
+    recheck, n_tests = largest_advantage(game)  # every test, outside the OGD loop
     info = {
         "estimator": f"algorithm1 (built against {target})",
         "algorithm1": {
@@ -263,6 +266,8 @@ def fixed_estimator(
             "delta_reached": rep.delta_reached,
             "steps": rep.steps,
             "converged": rep.converged,
+            "recheck_max_advantage": recheck,
+            "recheck_tests": n_tests,
         },
     }
     return est, info

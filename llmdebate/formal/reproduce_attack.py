@@ -97,7 +97,8 @@ def _soundness_row(variant: str, out: Path) -> Row:
         "setting": (
             f"interval, {spec.instances} instances, d={spec.depth}, q={spec.width}, "
             f"ε={spec.epsilon}, ρ={spec.rho}; OGD δ target {spec.delta:g}, "
-            f"{'converged' if a1['converged'] else 'NOT converged'}; exact best response (DP); "
+            f"{'converged' if a1['converged'] else 'NOT converged'} (rechecked outside OGD: max "
+            f"|Adv| {a1['recheck_max_advantage']:.2e}); exact best response (DP); "
             f"{_exact_note(res['exact'])}"
         ),
         "value": res["exact"]["normalized_payoff"] * r ** (spec.depth + 1),
