@@ -29,6 +29,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this tree's llmdebate, whatever the environment installed
 D, Q, N_INST, DEBATES = 4, 4, 64, 200_000
 EPS, RHO = 0.2, 0.5
 OLD_PAIRS = [

@@ -33,7 +33,7 @@ from llmdebate.formal.exact import ExactResult, exact_prover_estimator
 from llmdebate.formal.game import Game
 from llmdebate.formal.ogd import DEFAULT_DELTA, Algorithm1Estimator, algorithm1_estimator
 from llmdebate.formal.problems import PROBLEMS, TreeProblem, make_problem
-from llmdebate.formal.rational import decimal, rational_payoffs
+from llmdebate.formal.rational import Fill, decimal, rational_payoffs
 from llmdebate.formal.stable import stable_problem
 from llmdebate.formal.strategies import (
     BASIC_ESTIMATORS,
@@ -142,6 +142,13 @@ class _Recorder(EstimatorPolicy):
         return levels_from_joint(joints)
 
 
+def _filler(found: SigmaEstimator) -> Fill:
+    def fill(inst: int, k: int, node: int, p: float) -> np.ndarray:
+        return np.asarray(found.joint_for(np.array([inst]), k, np.array([node]), np.array([p]))[0])
+
+    return fill
+
+
 def _exact(
     prob: TreeProblem, pr: ProverPolicy, est: EstimatorPolicy, spec: AttackSpec
 ) -> ExactResult:
@@ -171,13 +178,14 @@ def rational_check(
     spec: AttackSpec,
     bound: Fraction,
     below: bool,
+    fill: Fill | None = None,
 ) -> dict[str, Any]:
     """The game re-evaluated in exact rational arithmetic, no tolerance (:mod:`.rational`):
     whether the found strategy breaks the bound (normalised units; ``below``: the break is
     a payoff below it, else above it), by how much, and how far A's decisions keep from the
     edges of its dead zone."""
     game = Game(prob, pr, est, OracleJudge(prob), spec.epsilon, spec.rho, spec.variant)
-    rat = rational_payoffs(game)
+    rat = rational_payoffs(game, fill)
     norm = rat.normalized()
     value = min(norm) if below else rat.mean() / rat.unit
     gap = bound - value if below else value - bound
@@ -191,6 +199,7 @@ def rational_check(
         "clears_bound_by": float(gap),
         "dead_zone_clearance": None if rat.clearance is None else float(rat.clearance),
         "first_index_ties": rat.ties,
+        "unlisted_states": rat.unlisted,
     }
 
 
@@ -207,7 +216,11 @@ def completeness_attack(spec: AttackSpec, out: Path) -> dict[str, Any]:
     ex = _exact(prob, prover, table, spec)
     res = _summary(spec, prob, ex)
     bound = 1.0 - spec.epsilon
-    exact = rational_check(prob, prover, table, spec, 1 - decimal(spec.epsilon), below=True)
+    # near-ties of A's argmax may lead the exact evaluation to states the floats never
+    # reached: B's tables there come from the same search and are added to the file
+    exact = rational_check(
+        prob, prover, table, spec, 1 - decimal(spec.epsilon), below=True, fill=_filler(found)
+    )
     res.update(
         prover=name,
         estimator="searched",

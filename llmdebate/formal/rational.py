@@ -27,6 +27,7 @@ edge that a tolerance could blur), and the number of argmax ties broken by the f
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -55,6 +56,7 @@ class RationalResult:
     depth: int
     clearance: Fraction | None = None  # min | |g - p| - ε | over A's dead-zone decisions
     ties: int = 0  # argmax ties A broke by the first-index rule
+    unlisted: int = 0  # states reached that a table estimator does not list
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -74,11 +76,16 @@ def _first_argmax(values: list[Fraction]) -> tuple[int, bool]:
     return j, values.count(top) > 1
 
 
-class RationalGame:
-    """The recursion of :func:`.exact.exact_prover_estimator`, in fractions."""
+Fill = Callable[[int, int, int, float], np.ndarray]  # (instance, k, node, p) -> a joint
 
-    def __init__(self, game: Game):
-        self.game = game
+
+class RationalGame:
+    """The recursion of :func:`.exact.exact_prover_estimator`, in fractions. ``fill``, if
+    given, supplies (and adds to a table estimator) the joint at a state the table does not
+    list, e.g. from the search that wrote the table."""
+
+    def __init__(self, game: Game, fill: Fill | None = None):
+        self.game, self.fill = game, fill
         prob = game.problem
         self.prob, self.q, self.d = prob, prob.width, prob.depth
         self.eps, self.rho = decimal(game.epsilon), decimal(game.rho)
@@ -90,6 +97,7 @@ class RationalGame:
         self.memo: dict[tuple[int, int, int, Fraction], Fraction] = {}
         self.clearance: Fraction | None = None
         self.ties = 0
+        self.unlisted = 0  # states a table estimator does not list (it plays the uniform joint)
         self._check_prover(game.prover)
 
     # ------------------------------------------------------------------ the prover
@@ -166,7 +174,12 @@ class RationalGame:
     def joint(self, inst: int, k: int, node: int, p: Fraction) -> list[Fraction]:
         est = self.game.estimator
         if isinstance(est, TableEstimator):  # the joint as written, normalised exactly
-            h = [decimal(x) for x in est.joint_at(inst, k, node, float(p))]
+            row = est.joint_at(inst, k, node, float(p))
+            if row is est.uniform and self.fill is not None:  # not listed: ask, and list it
+                row = self.fill(inst, k, node, float(p))
+                est.joints[(inst, k, node, pbits(float(p)))] = row
+            self.unlisted += row is est.uniform
+            h = [decimal(x) for x in row]
             tot = sum(h, F0)
             return [x / tot for x in h]
         levels = est.levels(np.array([inst]), k, np.array([node]), np.array([float(p)]))
@@ -225,12 +238,12 @@ class RationalGame:
 
     def run(self) -> RationalResult:
         pays = [self.payoff(i) for i in range(self.prob.n)]
-        return RationalResult(pays, self.r, self.d, self.clearance, self.ties)
+        return RationalResult(pays, self.r, self.d, self.clearance, self.ties, self.unlisted)
 
 
-def rational_payoffs(game: Game) -> RationalResult:
+def rational_payoffs(game: Game, fill: Fill | None = None) -> RationalResult:
     """Per-instance E[R_A] of ``game`` in exact rational arithmetic (module docstring)."""
-    return RationalGame(game).run()
+    return RationalGame(game, fill).run()
 
 
 def _marginals(h: list[Fraction], q: int) -> list[Fraction]:
