@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llmdebate.formal import attack_estimator
 from llmdebate.formal.attack import AttackSpec, build_problem, run_attack
 from llmdebate.formal.attack_estimator import SearchBudget
 from llmdebate.formal.witness_files import HERE, WITNESSES, check_witness
@@ -32,10 +33,13 @@ def test_shipped_witness_breaks_lemma_a5_in_fractions(name: str) -> None:
     assert meta["breaks"] is True
 
 
-def test_a_break_inside_the_tolerance_is_not_reported(tmp_path: Path) -> None:
-    """With no margin the search's tables hand on 0.8 - 1e-9 (the old witnesses): the engine
-    reads that as inside A's dead zone and finds a break; exactly it is outside, A points,
-    and the payoff is far above the bound."""
+def test_a_break_inside_the_tolerance_is_not_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no margin and no guard band the search's tables hand on 0.8 - 1e-9 (as the old
+    witnesses did): the engine reads that as inside A's dead zone and finds a break; exactly
+    it is outside, A points, and the payoff is far above the bound."""
+    monkeypatch.setattr(attack_estimator, "GUARD", 0.0)
     spec = replace(WITNESSES["completeness-marginal-d1-k5"], budget=SearchBudget(margin=0))
     res = run_attack(spec, tmp_path / "edge.json")
     assert res["min_instance_normalized"] < 0.8 - 1  # the engine, with its tolerance
@@ -78,3 +82,23 @@ def test_search_reaches_the_hand_built_worst_case_at_kappa_7(tmp_path: Path) -> 
     assert ex["breaks"] is True
     assert ex["normalized_payoff"] <= float(sum(hand) / len(hand)) <= -5.26
     assert ex["min_instance_normalized"] <= float(min(hand)) <= -6.41
+
+
+def test_the_search_keeps_off_the_edges_so_floats_and_fractions_agree(tmp_path: Path) -> None:
+    """Figure 2, q = 3, every instance: the search's shifted products once handed on 0.2 as
+    a quotient that rounds to 0.2 + 4e-17, a break for the engine and none in fractions.
+    With the guard band the tables it keeps mean the same thing in both."""
+    spec = AttackSpec(
+        problem="majority",
+        variant="figure2",
+        depth=1,
+        width=3,
+        noise=0.05,
+        stable_only=False,
+        budget=SearchBudget(evaluations=256),
+    )
+    res = run_attack(spec, tmp_path / "q3.json")
+    ex = res["exact"]
+    assert ex["normalized_payoff"] == pytest.approx(res["normalized_payoff"], abs=1e-9)
+    assert ex["min_instance_normalized"] == pytest.approx(res["min_instance_normalized"], abs=1e-9)
+    assert ex["breaks"] is True and ex["dead_zone_clearance"] >= 1e-7

@@ -31,7 +31,7 @@ from llmdebate.formal.problems.base import TreeProblem
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
-from llmdebate.formal.strategies.provers import ProverPolicy
+from llmdebate.formal.strategies.provers import BeliefProver, ProverPolicy
 from llmdebate.formal.tables import Levels, expected_rule, levels_from_joint
 from llmdebate.formal.variants import choices, joint_view
 from llmdebate.rules import outcome_bits
@@ -39,6 +39,8 @@ from llmdebate.rules import outcome_bits
 CHUNK_ROWS = 1 << 19
 SIGMA_DIGITS = 12
 ELITE = 8
+GUARD = 1e-7  # B's numbers keep this far from the edges of A's dead zone
+EDGE_PENALTY = 1e6  # added to a table that hands on a probability on such an edge
 TOP_MARGIN = 1e-6  # p_d candidates this far on each side of a change of A's decisions
 
 
@@ -103,6 +105,7 @@ class EstimatorSearch:
         budget: SearchBudget,
     ):
         self.problem, self.prover, self.variant, self.budget = problem, prover, variant, budget
+        self.bands = _bands(prover)
         self.r = scoring.reward_ratio(epsilon, rho)
         self.q = problem.width
         self.judge = OracleJudge(problem)
@@ -168,13 +171,30 @@ class EstimatorSearch:
         nextp = view.nextp.reshape(n * size, self.q)
         ar = np.arange(n * size)
         cont = np.zeros(n * size)
+        edge = np.zeros(n * size, dtype=bool)
         for j, pj in choices(self.prover, self.variant, ri, k, rn, view, rep, z):
             jj = np.broadcast_to(j, (n * size,))
             child = rn[rep] * self.q + jj
-            cont += np.asarray(pj) * self.value(k - 1, ri[rep], child, nextp[ar, jj])
+            cp = nextp[ar, jj]
+            cont += np.asarray(pj) * self.value(k - 1, ri[rep], child, cp)
+            edge |= self.on_edge(ri[rep], k - 1, child, cp) & (np.asarray(pj) > 0)
         total = reward + (view.joint.reshape(-1) * cont).reshape(n, size).sum(axis=1)
+        reached = (edge & (view.joint.reshape(-1) > 0)).reshape(n, size).any(axis=1)
+        total = total + EDGE_PENALTY * reached
         self.evaluated += n
         return np.asarray(total.reshape(s_n, c_n))
+
+    def on_edge(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """Where A's direction at p differs between its dead zone narrowed and widened by
+        :data:`GUARD`: p on an edge, where rounding rather than B decides A's move. B does
+        not hand such a p on (the tolerance would read it one way, exact arithmetic may read
+        it the other)."""
+        if self.bands is None:
+            return np.zeros(len(inst), dtype=bool)
+        narrow, wide = self.bands
+        a = expect(narrow.direction(inst, k, node, p), len(inst))
+        b = expect(wide.direction(inst, k, node, p), len(inst))
+        return np.asarray(a != b)
 
     # ------------------------------------------------------------------ search
     def proposals(self, k: int, inst: np.ndarray, node: np.ndarray) -> np.ndarray:
@@ -364,6 +384,26 @@ class EstimatorSearch:
             extra += [lo - TOP_MARGIN, hi + TOP_MARGIN]  # clear of the change, both sides
         return np.unique(np.clip(np.concatenate([grid, np.array(extra)]), 0.0, 1.0))
 
+    def top_on_edge(self, inst: int, answers: list[int], grid: np.ndarray) -> np.ndarray:
+        """p_d candidates on an edge of A's decision to stop or of its direction."""
+        out = np.zeros(len(grid), dtype=bool)
+        if self.bands is None:
+            return out
+        ii = np.full(len(grid), inst)
+        d = self.problem.depth
+        for a in answers:
+            aa = np.full(len(grid), a)
+            codes = [self._code_of(pr, ii, aa, grid, d) for pr in self.bands]
+            out |= codes[0] != codes[1]
+        return out
+
+    def _code_of(
+        self, pr: ProverPolicy, inst: np.ndarray, a: np.ndarray, p: np.ndarray, d: int
+    ) -> np.ndarray:
+        stop = pr.stops(inst, p, a).astype(float)
+        sig = expect(pr.direction(inst, d, np.zeros_like(inst), p), len(inst))
+        return np.asarray(stop * 10 + sig)
+
     def _top_code(self, inst: np.ndarray, a: np.ndarray, p: np.ndarray, d: int) -> np.ndarray:
         stop = self.prover.stops(inst, p, a)
         if d == 0:
@@ -383,6 +423,7 @@ class EstimatorSearch:
                 for a, pa in alts
             ]
             grid = np.unique(np.concatenate([self.top_grid(i, a) for a, _ in answers]))
+            grid = grid[~self.top_on_edge(i, [a for a, _ in answers], grid)]
             ii = np.full(len(grid), i)
             tot = np.zeros(len(grid))
             for a, pa in answers:
@@ -399,6 +440,18 @@ class EstimatorSearch:
             p_top[i] = best_p
         self.est.p_top = p_top
         return self.est
+
+
+def _bands(prover: ProverPolicy) -> tuple[BeliefProver, BeliefProver] | None:
+    """An eq. (13) prover with its dead zone narrowed and widened by :data:`GUARD` (none for
+    other provers, or with no dead zone: p = g is then exact)."""
+    if not isinstance(prover, BeliefProver) or prover.epsilon <= GUARD:
+        return None
+    pr, eps = prover, prover.epsilon
+    return (
+        BeliefProver(pr.problem, pr.values, eps - GUARD, pr.name),
+        BeliefProver(pr.problem, pr.values, eps + GUARD, pr.name),
+    )
 
 
 def _product(m: np.ndarray, bits: np.ndarray) -> np.ndarray:
