@@ -47,6 +47,10 @@ SETTING_KEYS: tuple[str, ...] = (
 SETTING_KEYS += ("epsilon", "rho")
 
 StateKey = tuple[int, int, int, int]  # (instance, k, node, bits of p_k)
+NUMBERS = (
+    "each JSON number is exact as the decimal it is written as (llmdebate.formal.rational "
+    "evaluates the file so, with no tolerance); a state's p matches the listed p nearest to it"
+)
 KEY_TOLERANCE = 1e-12  # a state's p matches a listed p this close (the nearest one)
 
 
@@ -235,6 +239,7 @@ def estimator_document(
         "setting": setting,
         "meta": meta,
         "default": "uniform joint at states not listed",
+        "numbers": NUMBERS,
         "p_top": _floats(est.p_top),
         "tables": tables,
     }
@@ -255,6 +260,7 @@ def prover_document(
         "setting": setting,
         "meta": meta,
         "default": "direction 0 and recursion index 0 at states not listed",
+        "numbers": NUMBERS,
         "greedy_last_round": pr.greedy,
         "answers": [int(a) for a in pr.answers],
         "directions": [
