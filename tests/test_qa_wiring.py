@@ -104,7 +104,11 @@ def test_the_report_of_the_quality_config_splits_accuracy_by_passage_and_shows_q
     assert set(direct) == {"hidden", "shown"}
     for proto, e in m["protocols"].items():
         for view, v in e["by_passage"].items():
-            assert v["items"] == 2 and len(v["ci95"]) == 2, (proto, view)
+            assert v["items"] == 2 and v["ci95"] is None, (proto, view)
+            assert "too few" in v["interval_note"]
+    rows = {r["label"]: r for r in m["rows"]}
+    assert {"direct (blind)", "direct (expert)"} <= set(rows)
+    assert m["protocols"]["direct"]["accuracy"] is None  # blind and expert never pooled
     shares = {(q["protocol"], q["side"]): q for q in m["quotes"]}
     assert {p for p, _ in shares} == {"consultancy", "two-sided", "prover-estimator"}
     assert all(q["share_verified"] == 0.5 and q["model"] for q in shares.values())

@@ -19,6 +19,7 @@ from typing import Any
 
 from llmdebate.agents.audit import DecompositionTally
 from llmdebate.agents.estimate_audit import EstimateTally
+from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.registry import protocol_of
 
@@ -89,6 +90,8 @@ class DebateRecord:
     """The judge's view of the item's passage (``hidden`` / ``shown``; None: no passage)."""
     quotes: tuple[tuple[str, str, int, int], ...] = ()
     """(side, model, verified quotes, quotes) of every speaker that quoted the passage."""
+    bound: float | None = None
+    """Lemma A.5's completeness bound in payoff units (1-ε; discounted rewards only)."""
 
 
 def record_of(t: Transcript) -> DebateRecord:
@@ -109,6 +112,7 @@ def record_of(t: Transcript) -> DebateRecord:
         failure=t.failure if t.status == "failed" else None,
         passage=t.meta.get("passage") if isinstance(t.meta.get("passage"), str) else None,
         quotes=quote_counts(t),
+        bound=scoring.normalized_completeness_bound(t),
     )
 
 

@@ -9,14 +9,45 @@ def _f(x: float | None, nd: int = 3) -> str:
     return "–" if x is None else f"{x:.{nd}f}"
 
 
-def _ci(ci: list[float] | None, nd: int = 3) -> str:
-    return "–" if not ci else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+def _ci(ci: list[float] | None, nd: int = 3, note: str | None = None) -> str:
+    if not ci:
+        return f"none: {note}" if note else "–"
+    return f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
 def accuracy_rows(m: dict[str, Any]) -> list[list[str]]:
+    """One row per protocol and view (blind / expert, passage hidden / shown): its figure."""
+    return [
+        [r["label"], r["figure"], str(r["items"]), _f(r["value"]),
+         _ci(r["ci95"], note=r.get("interval_note"))]
+        for r in m.get("rows") or []
+    ]
+
+
+def comparison_rows(m: dict[str, Any]) -> list[list[str]]:
+    """Judge accuracy of two rows on the items both have."""
+    return [
+        [c["a"], c["b"], str(c["items"]), _f(c["difference"]), _ci(c["ci95"], note=c["note"])]
+        for c in m.get("comparisons") or []
+    ]
+
+
+def payoff_rows(m: dict[str, Any]) -> list[list[str]]:
+    """Mean normalised payoff of honest and dishonest provers, sampled and expected."""
     rows = []
     for proto, e in m["protocols"].items():
-        rows.append([proto, str(e["items"]), _f(e["accuracy"]), _ci(e["ci95"])])
+        pay = e.get("payoff")
+        if not pay:
+            continue
+        for s in ("honest", "dishonest"):
+            v = pay[s]
+            rows.append([
+                proto, s, str(v["n"]), _f(v["mean_normalized"]),
+                _ci(v["mean_normalized_ci95"], note=v["mean_normalized_note"]),
+                _f(v["mean_expected_normalized"]),
+                _ci(v["mean_expected_normalized_ci95"], note=v["mean_expected_normalized_note"]),
+                _f(pay.get("completeness_bound")),
+            ])
     return rows
 
 
@@ -31,10 +62,10 @@ def pair_rows(m: dict[str, Any]) -> list[list[str]]:
                 proto,
                 str(p["n"]),
                 _f(p["discrimination"]),
-                _ci(p["discrimination_ci95"]),
+                _ci(p["discrimination_ci95"], note=p.get("discrimination_note")),
                 str(p["ties"]),
                 _f(p["mean_gap"]),
-                _ci(p["mean_gap_ci95"]),
+                _ci(p["mean_gap_ci95"], note=p.get("mean_gap_note")),
             ]
         )
     return rows
@@ -63,7 +94,10 @@ def passage_rows(m: dict[str, Any]) -> list[list[str]]:
     rows = []
     for proto, e in m["protocols"].items():
         for view, v in (e.get("by_passage") or {}).items():
-            rows.append([proto, view, str(v["items"]), _f(v["accuracy"]), _ci(v["ci95"])])
+            rows.append([
+                proto, view, v.get("figure", ""), str(v["items"]), _f(v["accuracy"]),
+                _ci(v["ci95"], note=v.get("interval_note")),
+            ])
     return rows
 
 
@@ -76,8 +110,15 @@ def quote_rows(m: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-ACC_HEAD = ["protocol", "items", "accuracy", "95% bootstrap CI"]
-PASSAGE_HEAD = ["protocol", "judge's passage", "items", "accuracy", "95% bootstrap CI"]
+ACC_HEAD = ["row", "figure", "items", "value", "95% bootstrap CI (items)"]
+PASSAGE_HEAD = ["protocol", "judge's passage", "figure", "items", "value", "95% bootstrap CI"]
+COMPARE_HEAD = [
+    "row a", "row b", "shared items", "judge accuracy a − b", "95% paired bootstrap CI"
+]
+PAYOFF_HEAD = [
+    "protocol", "prover", "debates", "mean normalised payoff", "95% CI",
+    "mean expected normalised payoff", "95% CI", "completeness bound (1 − ε)",
+]
 QUOTE_HEAD = ["protocol", "side", "model", "quotes", "verified", "share verified"]
 PAIR_HEAD = [
     "protocol",
@@ -107,11 +148,22 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         f"{m['n_transcripts']} transcripts. Intervals: percentile bootstrap over items, "
         f"{b['resamples']} resamples, seed {b['seed']}. Definitions: docs/metrics.md.",
         "",
-        "## Accuracy per protocol",
+        "## Judge accuracy and honest-beats-dishonest per protocol and view",
+        "",
+        "Judge accuracy: the share of the item's debates where the judge chose the gold "
+        "answer. Honest beats dishonest: P[R(honest) > R(dishonest)] over items "
+        "(recursive protocols). Blind and expert, passage hidden and shown are separate rows.",
         "",
         markdown(ACC_HEAD, accuracy_rows(m)),
         "",
     ]
+    if comparison_rows(m):
+        parts += [
+            "## Judge accuracy compared on the same items",
+            "",
+            markdown(COMPARE_HEAD, comparison_rows(m)),
+            "",
+        ]
     if passage_rows(m):
         parts += [
             "## Accuracy per protocol and judge's view of the passage",
@@ -130,6 +182,8 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         "## Honest against dishonest prover on the same item",
         "",
         markdown(PAIR_HEAD, pair_rows(m)),
+        "",
+        markdown(PAYOFF_HEAD, payoff_rows(m)),
         "",
         "## Estimator calibration (prover-estimator, p_d against gold)",
         "",
