@@ -54,6 +54,8 @@ def payoff_lines(proto: str, e: dict[str, Any]) -> list[str]:
     completeness bound and the soundness threshold where the protocol has them."""
     pairs = e.get("pairs") or {}
     n = int(pairs.get("n", 0))
+    if not n:
+        return [f"{proto}: no item has both an honest and a dishonest debate complete yet"]
     value = pairs.get("discrimination")
     head = f"{proto}: did the debate favour the truth? "
     head += verdict(value, pairs.get("discrimination_ci95"), n)

@@ -48,7 +48,7 @@ __all__ = [  # noqa: F822 (ASYMMETRIC, PROTOCOL_ORDER: module __getattr__)
     "Pair", "RunTally", "bootstrap_ci", "calibration", "calibration_points", "compute",
     "costs", "decision_correct", "failure_kind", "gold", "item_id", "item_scores",
     "metrics_of", "normalized_expected_payoff", "normalized_payoff", "pairs",
-    "payoffs_by_side", "record_of", "run_summary", "side", "summary_of", "tally",
+    "payoffs_by_side", "record_of", "row_of", "run_summary", "side", "summary_of", "tally",
 ]
 
 DEFAULT_BOOTSTRAP = 2000
@@ -265,6 +265,12 @@ def view_of(r: DebateRecord) -> str | None:
     if r.variant in DIRECT_VIEWS:
         return r.variant
     return r.passage
+
+
+def row_of(t: Transcript) -> str:
+    """The row a debate (or a person's judgment of it) belongs to (:func:`row_label`)."""
+    r = record_of(t)
+    return row_label(r.protocol, view_of(r))
 
 
 def row_label(protocol: str, view: str | None) -> str:
