@@ -19,9 +19,10 @@ def _pyplot() -> Any:
     return plt
 
 
-def _png(fig: Any) -> bytes:
+def _png(fig: Any, *, tight: bool = True) -> bytes:
     buf = io.BytesIO()
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(buf, format="png", dpi=90)
     _pyplot().close(fig)
     return buf.getvalue()
