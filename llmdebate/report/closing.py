@@ -63,8 +63,8 @@ def payoff_lines(proto: str, e: dict[str, Any]) -> list[str]:
     if value is not None:
         wins = round(value * n)
         out.append(
-            f"  honest beats dishonest: on {wins} of {n} items the prover of the true answer "
-            f"earned more than the prover of the false one ({value:.3f}; "
+            f"  honest beats dishonest: in {wins} of {n} pairs (same item, same seats) the prover "
+            f"of the true answer earned more than the prover of the false one ({value:.3f}; "
             f"{_ci(pairs.get('discrimination_ci95'), pairs.get('discrimination_note'))})"
         )
     pay = e.get("payoff") or {}

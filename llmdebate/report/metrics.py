@@ -132,14 +132,15 @@ class Pair:
 
 
 def pairs(debates: Debates, protocol: str) -> list[Pair]:
-    """Honest/dishonest pairs of one asymmetric protocol, by item, in item order of appearance."""
-    by_item: dict[str, dict[str, float]] = defaultdict(dict)
+    """Honest/dishonest pairs of one asymmetric protocol: on the same item with the same
+    seats (:attr:`DebateRecord.pairing`), in order of appearance."""
+    by_key: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for r in _of_protocol(debates, protocol):
         if r.payoff is not None and r.variant in ("honest", "dishonest"):
-            by_item[r.item_id][r.variant] = r.payoff
+            by_key[(r.item_id, r.pairing)][r.variant] = r.payoff
     return [
         Pair(i, v["honest"], v["dishonest"])
-        for i, v in by_item.items()
+        for (i, _), v in by_key.items()
         if "honest" in v and "dishonest" in v
     ]
 
@@ -148,7 +149,10 @@ def item_scores(debates: Debates, protocol: str) -> dict[str, float]:
     """Per item, the protocol's score in [0, 1] (see ``docs/metrics.md``, accuracy)."""
     records = _of_protocol(debates, protocol)
     if can(protocol, RECURSIVE):
-        return {p.item_id: p.score for p in pairs(records, protocol)}
+        won: dict[str, list[float]] = defaultdict(list)
+        for p in pairs(records, protocol):
+            won[p.item_id].append(p.score)
+        return {i: float(np.mean(v)) for i, v in won.items()}
     acc: dict[str, list[float]] = defaultdict(list)
     for r in records:
         if r.correct is not None:
@@ -370,7 +374,7 @@ def metrics_of(
         all_rows += rows
         entry = _entry(rows, proto)
         entry["cost"] = asdict(run.costs.get(proto, Cost()))
-        views = _by_passage(records, proto, seed=seed + 200 + k, n_boot=n_boot)
+        views = _by_passage(rows)
         if views:
             entry["by_passage"] = views
         if can(proto, RECURSIVE):
@@ -392,25 +396,26 @@ def metrics_of(
     return out
 
 
-def _by_passage(
-    records: list[DebateRecord], protocol: str, *, seed: int, n_boot: int
-) -> dict[str, Any]:
-    """The protocol's figure with intervals per judge view of the passage (``hidden`` /
-    ``shown``), for the protocol's debates on items with a passage."""
-    mine = _of_protocol(records, protocol)
-    out: dict[str, Any] = {}
-    for j, view in enumerate(sorted({r.passage for r in mine if r.passage})):
-        vals = list(item_scores([r for r in mine if r.passage == view], protocol).values())
-        ci, note = interval(vals, seed=seed + 1000 * j, n_boot=n_boot)
-        out[view] = {
-            "figure": figure_of(protocol),
-            "items": len(vals),
-            "accuracy": float(np.mean(vals)) if vals else None,
-            "ci95": ci,
-            "interval_note": note,
-            "bootstrap_seed": seed + 1000 * j,
+PASSAGE_OF_VIEW = {"blind": "hidden", "expert": "shown", "hidden": "hidden", "shown": "shown"}
+
+
+def _by_passage(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A protocol's rows by the judge's view of the passage (``hidden`` / ``shown``; the
+    direct baseline's blind row is its hidden one, expert its shown one): the same numbers
+    as the rows."""
+    return {
+        PASSAGE_OF_VIEW[r["view"]]: {
+            "row": r["label"],
+            "figure": r["figure"],
+            "items": r["items"],
+            "accuracy": r["value"],
+            "ci95": r["ci95"],
+            "interval_note": r["interval_note"],
+            "bootstrap_seed": r["bootstrap_seed"],
         }
-    return out
+        for r in rows
+        if r["view"] in PASSAGE_OF_VIEW
+    }
 
 
 def quote_shares(records: Debates) -> list[dict[str, Any]]:

@@ -92,6 +92,9 @@ class DebateRecord:
     """(side, model, verified quotes, quotes) of every speaker that quoted the passage."""
     bound: float | None = None
     """Lemma A.5's completeness bound in payoff units (1-ε; discounted rewards only)."""
+    pairing: str = ""
+    """Who sat where, sides left out (``meta.seats``): an honest and a dishonest debate pair
+    up on the same item and the same pairing (a tournament has several per item)."""
 
 
 def record_of(t: Transcript) -> DebateRecord:
@@ -113,6 +116,20 @@ def record_of(t: Transcript) -> DebateRecord:
         passage=t.meta.get("passage") if isinstance(t.meta.get("passage"), str) else None,
         quotes=quote_counts(t),
         bound=scoring.normalized_completeness_bound(t),
+        pairing=pairing(t),
+    )
+
+
+def pairing(t: Transcript) -> str:
+    """``seat=name`` of every seat of ``meta.seats``, sorted and joined by ``;`` (sides left
+    out); empty where the debate records no seats."""
+    seats = t.meta.get("seats")
+    if not isinstance(seats, dict):
+        return ""
+    return ";".join(
+        f"{seat}={rec.get('name') or rec.get('model')}"
+        for seat, rec in sorted(seats.items())
+        if isinstance(rec, dict)
     )
 
 

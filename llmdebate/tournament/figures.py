@@ -15,6 +15,7 @@ a run's transcripts reduce to, so that any reader can build them (merging runs:
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -171,12 +172,12 @@ def accuracy_vs_rating_plot(
         ax.errorbar(
             xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=3, label=proto, ms=6
         )
-        for p in pts:
+        for j, p in enumerate(pts):
             ax.annotate(
                 f"{p.model} (n={p.n})",
                 (p.rating, p.accuracy),
                 fontsize=7,
-                xytext=(4, 4 if k % 2 == 0 else -11),  # protocols' labels apart
+                xytext=(4, 4 if (k + j) % 2 == 0 else -11),  # neighbours' labels apart
                 textcoords="offset points",
             )
         if len(pts) >= 2 and float(np.ptp(xs)) > 0:
@@ -187,14 +188,18 @@ def accuracy_vs_rating_plot(
         ax.text(0.5, 0.5, "no rated debaters", ha="center", transform=ax.transAxes)
     ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel(rating_label)
     kinds = sorted({p.kind for p in points})
+    if kinds == [DIFFERENCE]:
+        rating_label = f"rating difference: correct side − incorrect side ({rating_label})"
+    ax.set_xlabel(rating_label)
     ax.set_ylabel("judge accuracy (95% CI)")
     ax.set_title("Judge accuracy against debater rating")
     ax.legend(loc="lower right", fontsize=8)
     notes = [ACCURACY, *(f"{k}: {DEFINITIONS[k]}" for k in kinds)]
-    fig.text(0.01, 0.01, "\n".join(notes), fontsize=6.5, va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, 0.05 + 0.035 * len(notes), 1, 1))
+    fig.text(0.01, 0.01, "\n".join(textwrap.fill(n, 120) for n in notes), fontsize=7,
+             va="bottom", ha="left")
+    lines = sum(len(textwrap.wrap(n, 120)) for n in notes)
+    fig.tight_layout(rect=(0, 0.02 + 0.03 * lines, 1, 1))
     return _png(fig, tight=False)
 
 
