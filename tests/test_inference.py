@@ -72,7 +72,8 @@ def test_the_mixed_effects_regression_finds_a_row_effect_against_judge_noise() -
         judges.append(judge)
         items.append(item)
         y.append(float(rng.random() < 1 / (1 + np.exp(-logit))))
-    fit = mixed_logit(y, rows, judges, items)
+    fit = mixed_logit(y, rows, judges, items, seed=3)
+    assert fit == mixed_logit(y, rows, judges, items, seed=3)  # seeded: the same to the bit
     assert fit is not None and fit["reference"] == "consultancy"
     (effect,) = fit["effects"]
     assert effect["row"] == "debate" and effect["ci95"][0] > 0.5

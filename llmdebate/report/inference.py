@@ -99,11 +99,16 @@ def paired_difference(
 
 
 def mixed_logit(
-    correct: Sequence[float], rows: Sequence[str], judges: Sequence[str], items: Sequence[str]
+    correct: Sequence[float],
+    rows: Sequence[str],
+    judges: Sequence[str],
+    items: Sequence[str],
+    *,
+    seed: int = 0,
 ) -> dict[str, Any] | None:
     """Logistic regression of correct (0/1) on the row (treatment coding, the first row in
     sorted order the reference) with judge and item random intercepts, fitted by statsmodels'
-    ``BinomialBayesMixedGLM.fit_vb``: each row's log-odds difference from the reference with
+    ``BinomialBayesMixedGLM.fit_vb`` (its random start drawn from ``seed``): each row's log-odds difference from the reference with
     its posterior standard deviation and a 95% interval (mean ± 1.96 sd). None where it
     cannot be fitted: fewer than two rows, or a single judge and a single item."""
     names = sorted(set(rows))
@@ -128,7 +133,7 @@ def mixed_logit(
     if len(set(items)) > 1:
         vc["item"] = "0 + C(item)"
     model = BinomialBayesMixedGLM.from_formula("y ~ row", vc, frame)
-    fit = model.fit_vb()
+    fit = model.fit_vb(rng=seed)
     effects = []
     for k, name in enumerate(model.exog_names):
         if not name.startswith("row[T."):
@@ -145,6 +150,7 @@ def mixed_logit(
     return {
         "model": "logit(P[correct]) ~ row + (1 | judge) + (1 | item)",
         "fit": "statsmodels BinomialBayesMixedGLM, variational Bayes (fit_vb)",
+        "seed": seed,
         "reference": names[0],
         "judgments": len(correct),
         "judges": len(set(judges)),
