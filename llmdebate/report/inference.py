@@ -108,8 +108,9 @@ def mixed_logit(
 ) -> dict[str, Any] | None:
     """Logistic regression of correct (0/1) on the row (treatment coding, the first row in
     sorted order the reference) with judge and item random intercepts, fitted by statsmodels'
-    ``BinomialBayesMixedGLM.fit_vb`` (its random start drawn from ``seed``): each row's log-odds difference from the reference with
-    its posterior standard deviation and a 95% interval (mean ± 1.96 sd). None where it
+    ``BinomialBayesMixedGLM.fit_vb`` (its random start drawn from ``seed``): each row's
+    log-odds difference from the reference with its posterior standard deviation and a 95%
+    interval (mean ± 1.96 sd). None where it
     cannot be fitted: fewer than two rows, or a single judge and a single item."""
     names = sorted(set(rows))
     if len(names) < 2 or len(correct) < 4 or (len(set(judges)) < 2 and len(set(items)) < 2):
