@@ -34,7 +34,7 @@ def _summary(disc: float, ci: list[float] | None, honest: float, dishonest: floa
 def test_closing_lines_say_the_debate_favoured_the_truth_and_meet_both_bounds() -> None:
     text = "\n".join(closing_lines(_summary(0.9, [0.7, 1.0], 0.95, -0.4)))
     assert "did the debate favour the truth? yes: above chance" in text
-    assert "in 11 of 12 pairs (same item, same seats) the prover of the true answer earned more" in text
+    assert "in 11 of 12 pairs (same item, same seats) the prover of the true answer" in text
     assert "at least 0.800 (1 − ε, completeness) — meets it" in text
     assert "soundness wants at most 0.000 plus the estimator's error — meets it" in text
     assert "leaf-claim accuracy: the judge ruled 0.800 of 5 leaf claims right" in text
