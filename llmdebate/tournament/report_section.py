@@ -121,7 +121,7 @@ def _html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
         parts += [
             f"<h3>{e(proto)}</h3>",
             f"<p class='muted'>{e(d['method'])}; {d['n_boot']} bootstrap resamples of "
-            f"{e(d['resample'])}es, seed {d['seed']}.</p>",
+            f"{'matches' if d['resample'] == 'match' else 'items'}, seed {d['seed']}.</p>",
             table(RATING_HEAD, _rating_rows(d)),
         ]
         if any(r.get("prior_bound") for r in d["ratings"]):
