@@ -113,7 +113,7 @@ def test_the_report_of_the_quality_config_splits_accuracy_by_passage_and_shows_q
     assert {p for p, _ in shares} == {"consultancy", "two-sided", "prover-estimator"}
     assert all(q["share_verified"] == 0.5 and q["model"] for q in shares.values())
     md = (run_dir / "comparison.md").read_text()
-    assert "judge's view of the passage" in md and "share verified" in md
+    assert "| direct (blind) | judge accuracy |" in md and "share verified" in md
     page = (run_dir / "report.html").read_text()
     assert "Quotes from the passage" in page and "hidden" in page
     assert FIXTURE  # the scripted debater of the run

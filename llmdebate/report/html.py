@@ -257,7 +257,7 @@ def render(
         f"<style>{CSS}</style></head><body><h1>{e(title)}</h1>",
         f'<div class="caveat">{caveat}</div>',
         notes,
-        "<h2>Judge accuracy and honest-beats-dishonest per protocol and view</h2>",
+        "<h2 id='rows'>Judge accuracy and honest-beats-dishonest per protocol and view</h2>",
         f"<p class='muted'>Judge accuracy: the share of the item's debates where the judge "
         f"chose the gold answer. Honest beats dishonest: P[R(honest) &gt; R(dishonest)] over "
         f"items (recursive protocols). Percentile bootstrap over items, {b['resamples']} "
@@ -269,11 +269,6 @@ def render(
         parts += [
             "<h2>Judge accuracy compared on the same items</h2>",
             table(tables.COMPARE_HEAD, tables.comparison_rows(metrics)),
-        ]
-    if tables.passage_rows(metrics):
-        parts += [
-            "<h2>Accuracy per protocol and judge's view of the passage</h2>",
-            table(tables.PASSAGE_HEAD, tables.passage_rows(metrics)),
         ]
     if tables.quote_rows(metrics):
         parts += [

@@ -41,7 +41,7 @@ def interval(
         return None, too_few(n, unit)
     x = np.asarray(values, dtype=float)
     if float(np.ptp(x)) == 0.0:
-        return None, f"every one of the {n} {unit} scored {x[0]:g}: a bootstrap interval is empty"
+        return None, f"every one of the {n} {unit} scored {x[0]:g}: no spread to resample"
     idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     return list(_quantiles(x[idx].mean(axis=1), level)), None
 
@@ -66,7 +66,7 @@ def clustered_interval(
         return None, too_few(len(item_names))
     x = np.asarray(values, dtype=float)
     if float(np.ptp(x)) == 0.0:
-        return None, f"every one of the {len(x)} judgments scored {x[0]:g}: an interval is empty"
+        return None, f"every one of the {len(x)} judgments scored {x[0]:g}: no spread to resample"
     ii = np.array([item_names.index(i) for i in items])
     jj = np.array([judge_names.index(j) for j in judges])
     rng = np.random.default_rng(seed)

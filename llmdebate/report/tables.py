@@ -89,18 +89,6 @@ def cost_rows(m: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def passage_rows(m: dict[str, Any]) -> list[list[str]]:
-    """Accuracy per protocol and judge view of the passage (items with a passage)."""
-    rows = []
-    for proto, e in m["protocols"].items():
-        for view, v in (e.get("by_passage") or {}).items():
-            rows.append([
-                proto, view, v.get("figure", ""), str(v["items"]), _f(v["accuracy"]),
-                _ci(v["ci95"], note=v.get("interval_note")),
-            ])
-    return rows
-
-
 def quote_rows(m: dict[str, Any]) -> list[list[str]]:
     """Verified quotes per protocol, side and model."""
     return [
@@ -111,7 +99,6 @@ def quote_rows(m: dict[str, Any]) -> list[list[str]]:
 
 
 ACC_HEAD = ["row", "figure", "items", "value", "95% bootstrap CI (items)"]
-PASSAGE_HEAD = ["protocol", "judge's passage", "figure", "items", "value", "95% bootstrap CI"]
 COMPARE_HEAD = [
     "row a", "row b", "shared items", "judge accuracy a − b", "95% paired bootstrap CI"
 ]
@@ -162,13 +149,6 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
             "## Judge accuracy compared on the same items",
             "",
             markdown(COMPARE_HEAD, comparison_rows(m)),
-            "",
-        ]
-    if passage_rows(m):
-        parts += [
-            "## Accuracy per protocol and judge's view of the passage",
-            "",
-            markdown(PASSAGE_HEAD, passage_rows(m)),
             "",
         ]
     if quote_rows(m):
