@@ -149,8 +149,9 @@ def _accuracy(ts: Sequence[Transcript]) -> float | None:
 
 
 def same_debates(judged: Sequence[Transcript]) -> dict[str, Any] | None:
-    """People, the model judge(s) and the oracle on the debates they all ruled on, per
-    protocol and over all (None: no debate judged by people and by a model or the oracle).
+    """People, the model judge(s) and the oracle on the debates they all ruled on, per row
+    (protocol and view) and over all (None: no debate judged by people and by a model or the
+    oracle).
 
     Accuracy is against the truth the scoring module uses; agreement is the share of
     (person, model) pairs, (person, oracle) pairs or (model, oracle) pairs with the same
@@ -163,7 +164,7 @@ def same_debates(judged: Sequence[Transcript]) -> dict[str, Any] | None:
     for kinds in by.values():
         if kinds["human"] and (kinds["llm"] or kinds["oracle"]):
             t0 = kinds["human"][0]
-            groups[t0.protocol].append(kinds)
+            groups[row_of(t0)].append(kinds)
             groups["all"].append(kinds)
     if not groups:
         return None
