@@ -321,8 +321,12 @@ def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, An
 
     by_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
     by_row: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    leafy = {who(t): set() for t in judged}
     for t in judged:
-        by_judge[who(t)].append(t)
+        leafy[who(t)].add(t["protocol"] in RECURSIVE)
+    for t in judged:
+        fig = "leaf-claim accuracy" if t["protocol"] in RECURSIVE else "judge accuracy"
+        by_judge[who(t) if len(leafy[who(t)]) == 1 else f"{who(t)} · {fig}"].append(t)
         if kind(t) == "human":
             by_row[label(t["protocol"], view(t))].append(t)
     return {

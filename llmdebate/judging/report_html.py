@@ -32,10 +32,14 @@ def _ci(ci: list[float] | None, note: str | None = None) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _who(name: str, kind: str) -> str:
+    return name if kind == "human" else f"{name} ({kind})"
+
+
 def rows(per: dict[str, Any]) -> list[list[str]]:
     return [
         [
-            name if s.get("kind", "human") == "human" else f"{name} ({s['kind']})",
+            _who(s.get("judge", name), s.get("kind", "human")),
             s.get("figure", ""),
             str(s["judgments"]),
             str(s.get("items", "")),

@@ -7,7 +7,8 @@ Judgments are of three kinds (``meta.judgment.kind``): a person's (``human``), a
 judge's (``llm``, from ``llmdebate judge --model``) and the oracle's (``oracle``, from
 ``llmdebate judge --oracle``).
 
-* accuracy, mean log score and mean Brier score per judge (every kind) and per row
+* accuracy, mean log score and mean Brier score per judge (every kind; a judge of both leaf
+  claims and answer choices has a line for each) and per row
   (people; a row is a protocol and view: direct blind and expert, passage hidden and shown,
   apart), with intervals from the two-way cluster bootstrap over items and judges
   (:func:`llmdebate.report.inference.clustered_interval`); the figure is judge accuracy in
@@ -264,8 +265,8 @@ def section(
             "seed": seed,
         },
         "per_judge": {
-            j: {"kind": kind(ts[0]), **_stats(ts, seed + 10 * i, n_boot)}
-            for i, (j, ts) in enumerate(sorted(by_judge.items()))
+            key: {"judge": _judge(ts[0]), "kind": kind(ts[0]), **_stats(ts, seed + 10 * i, n_boot)}
+            for i, (key, ts) in enumerate(sorted(_by_judge_and_figure(by_judge).items()))
         },
         "per_protocol": {
             p: _stats(ts, seed + 1000 + 10 * i, n_boot)
@@ -278,6 +279,22 @@ def section(
         "same_debates": same_debates(judged),
         "human_llm_oracle": human_llm_oracle(judged, others),
     }
+
+
+def _by_judge_and_figure(
+    by_judge: dict[str, list[Transcript]],
+) -> dict[str, list[Transcript]]:
+    """Each judge's judgments, split by figure where they judged both leaf claims and answer
+    choices (keys ``judge · leaf-claim accuracy`` and ``judge · judge accuracy``): two
+    figures are never pooled into one accuracy."""
+    out: dict[str, list[Transcript]] = {}
+    for j, ts in by_judge.items():
+        groups: dict[str, list[Transcript]] = defaultdict(list)
+        for t in ts:
+            groups[figure([t])].append(t)
+        for fig, mine in groups.items():
+            out[j if len(groups) == 1 else f"{j} · {fig}"] = mine
+    return out
 
 
 def _mixed(people: Sequence[Transcript], *, seed: int) -> dict[str, Any] | None:
