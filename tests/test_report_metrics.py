@@ -168,5 +168,5 @@ def test_costs_per_protocol_and_markdown() -> None:
     assert (c.debates, c.calls, c.tokens_in, c.tokens_out) == (2, 3, 30, 6)
     assert math.isclose(c.cost, 1.5)
     md = comparison_markdown(metrics.compute(ts, n_boot=100))
-    assert "| direct | judge accuracy | 2 | 0.500 | none: n = 2 items: too few" in md
+    assert "| direct | judge accuracy | 2 | 0.500 | none (n < 10) |" in md
     assert "| direct | 2 | 0 | 3 | 30 | 6 | 1.5000 |" in md

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmdebate.report.html import e, table
+from llmdebate.report.inference import short_note
 from llmdebate.report.tables import markdown
 
 HEAD = [
@@ -28,7 +29,7 @@ def _f(x: float | None, nd: int = 3) -> str:
 
 def _ci(ci: list[float] | None, note: str | None = None) -> str:
     if not ci:
-        return f"none: {note}" if note else "–"
+        return short_note(note)
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 

@@ -23,6 +23,15 @@ MIN_ITEMS = 10
 """Fewer units than this: no interval (a percentile bootstrap of 2 items says [0.5, 0.5])."""
 
 
+def short_note(note: str | None) -> str:
+    """A table cell for a missing interval: ``none (n < 10)``, ``none (no spread)``, ``–``."""
+    if not note:
+        return "–"
+    if "too few" in note:
+        return f"none (n < {MIN_ITEMS})"
+    return "none (no spread)" if "no spread" in note else "none"
+
+
 def too_few(n: int, unit: str = "items") -> str:
     return f"n = {n} {unit}: too few for an interval (at least {MIN_ITEMS})"
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.report.inference import short_note
+
 
 def _f(x: float | None, nd: int = 3) -> str:
     return "–" if x is None else f"{x:.{nd}f}"
@@ -11,7 +13,7 @@ def _f(x: float | None, nd: int = 3) -> str:
 
 def _ci(ci: list[float] | None, nd: int = 3, note: str | None = None) -> str:
     if not ci:
-        return f"none: {note}" if note else "–"
+        return short_note(note)
     return f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
@@ -133,7 +135,9 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         f"# {title}",
         "",
         f"{m['n_transcripts']} transcripts. Intervals: percentile bootstrap over items, "
-        f"{b['resamples']} resamples, seed {b['seed']}. Definitions: docs/metrics.md.",
+        f"{b['resamples']} resamples, seed {b['seed']}; none with fewer than 10 items "
+        "(\"none (n < 10)\") or when every item scored the same (\"none (no spread)\"). "
+        "Definitions: docs/metrics.md.",
         "",
         "## Judge accuracy and honest-beats-dishonest per protocol and view",
         "",
