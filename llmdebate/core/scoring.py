@@ -108,6 +108,16 @@ def soundness_bound(r: float, depth: int, p_correct: float, delta: float) -> flo
     return r ** (depth + 1) * p_correct + (2 * depth + 1) * delta
 
 
+def normalized_completeness_bound(t: Transcript) -> float | None:
+    """Lemma A.5's bound (1-ε)·r^(d+1) in the unit a report shows (1-ε) for a debate with
+    discounted rewards; None for any other."""
+    if reward_scheme(t) != DISCOUNTED:
+        return None
+    r = ratio_for(t.config)
+    bound = completeness_bound(t.config.epsilon, r, t.config.depth)
+    return float(normalized(bound, r, t.config.depth))
+
+
 def naive_payoff(verdict: Any, claimed: Any) -> Any:
     """Naive recursive debate: +1 if the judge agrees with the prover's leaf claim, else -1."""
     return 2 * (verdict == claimed) - 1

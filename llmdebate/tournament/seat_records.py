@@ -109,6 +109,8 @@ def pe_record_of(t: Transcript) -> PERecord | None:
         honest=side(t) == "honest",
         payoff=normalized_payoff(t),
         correct=leaf_correct(t),
+        item=item_id(t),
+        stopped_early=t.stopped_early,
     )
 
 

@@ -1,0 +1,430 @@
+"""An independent recomputation of a run's figures, written from docs/metrics.md alone.
+
+It reads ``transcripts.jsonl`` and ``judged.jsonl`` as plain JSON (no llmdebate import at all)
+and follows the definitions of docs/metrics.md step by step; tests compare what it finds with
+``comparison.json`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ORDER = ("direct", "consultancy", "two-sided", "naive-recursive", "prover-estimator")
+RECURSIVE = ("naive-recursive", "prover-estimator")
+MIN_ITEMS = 10
+LO, HI = (1 - 0.95) / 2, 1 - (1 - 0.95) / 2
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def same(a: Any, b: Any) -> bool:
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def item_of(t: dict[str, Any]) -> str:
+    if "item_id" in t["meta"]:
+        return str(t["meta"]["item_id"])
+    return str((t.get("item") or {}).get("id", t["id"]))
+
+
+def gold_of(t: dict[str, Any]) -> Any:
+    return t["meta"].get("gold", (t.get("item") or {}).get("answer"))
+
+
+def view(t: dict[str, Any]) -> str | None:
+    v = t["meta"].get("variant")
+    return v if v in ("blind", "expert") else t["meta"].get("passage")
+
+
+def label(protocol: str, v: str | None) -> str:
+    if v is None:
+        return protocol
+    return f"{protocol} ({v})" if v in ("blind", "expert") else f"{protocol} (passage {v})"
+
+
+def ratio(t: dict[str, Any]) -> float:
+    c = t["config"]
+    return float(c["epsilon"] * (1.0 - c["rho"]) / 4.0)
+
+
+def payoff(t: dict[str, Any], key: str = "total") -> float | None:
+    """Transcript.total (or expected_total) in the report's unit (docs: "Payoff of a debate")."""
+    value = t.get(key)
+    if t["status"] != "complete" or value is None:
+        return None
+    if t.get("init") is not None:
+        return float(value / ratio(t) ** (t["config"]["depth"] + 1))
+    return float(value) if t["rounds"] else None
+
+
+def bound(t: dict[str, Any]) -> float | None:
+    if t.get("init") is None:
+        return None
+    r, d = ratio(t), t["config"]["depth"]
+    return float((1.0 - t["config"]["epsilon"]) * r ** (d + 1) / r ** (d + 1))
+
+
+def interval(values: list[float], seed: int, n_boot: int) -> list[float] | None:
+    """docs: no interval under 10 units or when every unit scored the same; else the
+    percentile bootstrap of the mean."""
+    if len(values) < MIN_ITEMS or max(values) == min(values):
+        return None
+    x = np.asarray(values, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
+    lo, hi = np.quantile(x[idx].mean(axis=1), [LO, HI])
+    return [float(lo), float(hi)]
+
+
+def clustered(
+    values: list[float], items: list[str], judges: list[str], seed: int, n_boot: int
+) -> list[float] | None:
+    """docs: two-way cluster bootstrap over items and judges."""
+    names_i, names_j = sorted(set(items)), sorted(set(judges))
+    if len(names_i) < MIN_ITEMS or max(values) == min(values):
+        return None
+    x = np.asarray(values, dtype=float)
+    ii = np.array([names_i.index(i) for i in items])
+    jj = np.array([names_j.index(j) for j in judges])
+    rng = np.random.default_rng(seed)
+    means = []
+    for _ in range(n_boot):
+        ci = np.bincount(rng.integers(0, len(names_i), len(names_i)), minlength=len(names_i))
+        cj = np.bincount(rng.integers(0, len(names_j), len(names_j)), minlength=len(names_j))
+        w = ci[ii] * cj[jj]
+        if w.sum() > 0:
+            means.append(float((w * x).sum() / w.sum()))
+    lo, hi = np.quantile(np.asarray(means), [LO, HI])
+    return [float(lo), float(hi)]
+
+
+def pairing(t: dict[str, Any]) -> str:
+    seats = t["meta"].get("seats") or {}
+    return ";".join(f"{k}={v.get('name') or v.get('model')}" for k, v in sorted(seats.items()))
+
+
+def pairs(ts: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """(item, R_h, R_d) for every item and seating with both debates complete."""
+    by: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for t in ts:
+        p = payoff(t)
+        if p is not None and t["meta"].get("variant") in ("honest", "dishonest"):
+            by[(item_of(t), pairing(t))][t["meta"]["variant"]] = p
+    return [(i, v["honest"], v["dishonest"]) for (i, _), v in by.items() if len(v) == 2]
+
+
+def item_scores(ts: list[dict[str, Any]], protocol: str) -> dict[str, float]:
+    acc: dict[str, list[float]] = defaultdict(list)
+    if protocol in RECURSIVE:
+        for i, h, d in pairs(ts):
+            acc[i].append(1.0 if h > d else 0.0)
+    else:
+        for t in ts:
+            g, dec = gold_of(t), t["meta"].get("decision")
+            if t["status"] == "complete" and dec is not None and g is not None:
+                acc[item_of(t)].append(float(same(dec, g)))
+    return {i: float(np.mean(v)) for i, v in acc.items()}
+
+
+def rows(ts: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[str, Any]]:
+    out = []
+    present = [p for p in ORDER if any(t["protocol"] == p for t in ts)]
+    for k, proto in enumerate(present):
+        mine = [t for t in ts if t["protocol"] == proto]
+        views = sorted({view(t) for t in mine}, key=lambda v: (v is not None, v or ""))
+        for j, v in enumerate(views):
+            scores = item_scores([t for t in mine if view(t) == v], proto)
+            vals = list(scores.values())
+            out.append({
+                "label": label(proto, v), "protocol": proto, "view": v,
+                "figure": "honest beats dishonest" if proto in RECURSIVE else "judge accuracy",
+                "items": len(vals), "value": float(np.mean(vals)) if vals else None,
+                "ci95": interval(vals, seed + k + 1000 * j, n_boot),
+                "bootstrap_seed": seed + k + 1000 * j, "item_scores": scores,
+            })
+    return out
+
+
+def comparisons(rs: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[str, Any]]:
+    acc = [r for r in rs if r["figure"] == "judge accuracy"]
+    out: list[dict[str, Any]] = []
+    for n, a in enumerate(acc):
+        for b in acc[n + 1:]:
+            shared = [i for i in a["item_scores"] if i in b["item_scores"]]
+            if not shared:
+                continue
+            diffs = [a["item_scores"][i] - b["item_scores"][i] for i in shared]
+            out.append({"a": a["label"], "b": b["label"], "items": len(shared),
+                        "difference": float(np.mean(diffs)),
+                        "ci95": interval(diffs, seed + 300 + len(out), n_boot)})
+    return out
+
+
+def pair_stats(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    ps = pairs(ts)
+    if not ps:
+        return {"n": 0}
+    wins = [1.0 if h > d else 0.0 for _, h, d in ps]
+    gaps = [h - d for _, h, d in ps]
+    return {"n": len(ps), "discrimination": float(np.mean(wins)),
+            "discrimination_ci95": interval(wins, seed, n_boot),
+            "ties": sum(h == d for _, h, d in ps), "mean_gap": float(np.mean(gaps)),
+            "mean_gap_ci95": interval(gaps, seed + 1, n_boot),
+            "honest": [h for _, h, _ in ps], "dishonest": [d for _, _, d in ps]}
+
+
+def side(t: dict[str, Any]) -> str | None:
+    claimed, g = t["meta"].get("claimed_answer"), gold_of(t)
+    if claimed is None or g is None:
+        return None
+    return "honest" if same(claimed, g) else "dishonest"
+
+
+def payoffs(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    bounds = {bound(t) for t in ts if side(t) and payoff(t) is not None}
+    for j, s in enumerate(("honest", "dishonest")):
+        mine = [t for t in ts if side(t) == s and payoff(t) is not None]
+        vals = [payoff(t) for t in mine]
+        exp = [e for t in mine if (e := payoff(t, "expected_total")) is not None]
+        out[s] = {"n": len(vals), "mean_normalized": float(np.mean(vals)) if vals else None,
+                  "mean_normalized_ci95": interval(vals, seed + 2 * j, n_boot),  # type: ignore[arg-type]
+                  "mean_expected_normalized": float(np.mean(exp)) if exp else None,
+                  "mean_expected_normalized_ci95": interval(exp, seed + 2 * j + 1, n_boot)}
+    out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
+    return out
+
+
+def costs(ts: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for t in ts:
+        c = out.setdefault(t["protocol"], {"debates": 0, "failed": 0, "calls": 0,
+                                           "cached_calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                           "cost": 0.0})
+        c["debates"] += 1
+        c["failed"] += t["status"] == "failed"
+        for call in t["calls"]:
+            c["calls"] += 1
+            c["cached_calls"] += bool(call["cached"])
+            c["tokens_in"] += call["tokens_in"]
+            c["tokens_out"] += call["tokens_out"]
+            c["cost"] += call["cost"]
+    return out
+
+
+def calibration(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    seen, pts = set(), []
+    for t in ts:
+        init = t.get("init")
+        if t["protocol"] != "prover-estimator" or not init or init["claim"].get("truth") is None:
+            continue
+        key = (item_of(t), init["claim"]["text"])
+        if key not in seen:
+            seen.add(key)
+            pts.append((float(init["estimate"]["value"]), int(init["claim"]["truth"])))
+    if not pts:
+        return {"n": 0}
+    p = np.array([a for a, _ in pts])
+    y = np.array([b for _, b in pts], dtype=float)
+    b = np.minimum((p * 10).astype(int), 9)
+    ece = 0.0
+    for k in range(10):
+        m = b == k
+        if m.sum():
+            ece += m.sum() / len(p) * abs(float(p[m].mean()) - float(y[m].mean()))
+    return {"n": len(pts), "brier": float(np.mean((p - y) ** 2)), "ece": float(ece),
+            "accuracy": float(np.mean((p > 0.5) == (y == 1)))}
+
+
+def metrics(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    """Every figure of comparison.json's core, as docs/metrics.md defines them."""
+    rs = rows(ts, seed, n_boot)
+    present = [p for p in ORDER if any(t["protocol"] == p for t in ts)]
+    per: dict[str, Any] = {}
+    cost = costs(ts)
+    for k, proto in enumerate(present):
+        mine = [t for t in ts if t["protocol"] == proto]
+        own = [r for r in rs if r["protocol"] == proto]
+        e: dict[str, Any] = {"rows": [r["label"] for r in own], "cost": cost[proto],
+                             "value": own[0]["value"] if len(own) == 1 else None}
+        if proto in RECURSIVE:
+            e["pairs"] = pair_stats(mine, seed + 100 + k, n_boot)
+            e["payoff"] = payoffs(mine, seed + 150 + k, n_boot)
+        per[proto] = e
+    return {"n_transcripts": len(ts), "rows": rs, "comparisons": comparisons(rs, seed, n_boot),
+            "protocols": per, "calibration": calibration(ts)}
+
+
+def leaf_claims(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    hits = [float(rd["verdict"]["value"] == rd["claim"]["truth"])
+            for t in ts for rd in t["rounds"]
+            if rd.get("verdict") is not None and rd["claim"].get("truth") is not None]
+    return {"n": len(hits), "accuracy": float(np.mean(hits)) if hits else None}
+
+
+def usage(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    calls = [c for t in ts for c in t["calls"]]
+    status: dict[str, int] = defaultdict(int)
+    for t in ts:
+        status[t["status"]] += 1
+    return {"transcripts": len(ts), "status": dict(status), "calls": len(calls),
+            "tokens_in": sum(c["tokens_in"] for c in calls),
+            "tokens_out": sum(c["tokens_out"] for c in calls)}
+
+
+# ------------------------------------------------------------------------ people's verdicts
+
+
+def judgment_correct(t: dict[str, Any]) -> float | None:
+    """docs: the leaf verdict against the leaf claim's truth (recursive protocols: leaf-claim
+    accuracy), else the chosen answer against the gold answer (judge accuracy)."""
+    if t.get("init") is not None or (t["rounds"] and t["protocol"] in RECURSIVE):
+        leaf = t["rounds"][-1] if t["rounds"] else None
+        if not leaf or leaf["k"] != 0 or leaf.get("verdict") is None:
+            return None
+        if leaf["claim"].get("truth") is None:
+            return None
+        return float(leaf["verdict"]["value"] == leaf["claim"]["truth"])
+    if "decision" not in t["meta"] or gold_of(t) is None:
+        return None
+    return float(same(t["meta"]["decision"], gold_of(t)))
+
+
+def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    """Per judge and per row of people: judgments, items, accuracy and its clustered
+    interval (seeds: judge i: seed + 10·i; row i: seed + 1000 + 10·i, both in sorted order)."""
+    def kind(t: dict[str, Any]) -> str:
+        return str((t["meta"].get("judgment") or {}).get("kind", "human"))
+
+    def who(t: dict[str, Any]) -> str:
+        return str((t["meta"].get("judgment") or {}).get("judge", "?"))
+
+    def stats(ts: list[dict[str, Any]], s: int) -> dict[str, Any]:
+        kept = [(c, t) for t in ts if (c := judgment_correct(t)) is not None]
+        vals = [c for c, _ in kept]
+        return {"judgments": len(ts), "items": len({item_of(t) for t in ts}),
+                "accuracy": float(np.mean(vals)) if vals else None,
+                "accuracy_ci95": clustered(vals, [item_of(t) for _, t in kept],
+                                           [who(t) for _, t in kept], s, n_boot)
+                if vals else None,
+                "figure": "leaf-claim accuracy" if all(t["protocol"] in RECURSIVE for t in ts)
+                else "judge accuracy" if not any(t["protocol"] in RECURSIVE for t in ts)
+                else "mixed"}
+
+    by_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_row: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    leafy = {who(t): set() for t in judged}
+    for t in judged:
+        leafy[who(t)].add(t["protocol"] in RECURSIVE)
+    for t in judged:
+        fig = "leaf-claim accuracy" if t["protocol"] in RECURSIVE else "judge accuracy"
+        by_judge[who(t) if len(leafy[who(t)]) == 1 else f"{who(t)} · {fig}"].append(t)
+        if kind(t) == "human":
+            by_row[label(t["protocol"], view(t))].append(t)
+    return {
+        "per_judge": {j: stats(ts, seed + 10 * i)
+                      for i, (j, ts) in enumerate(sorted(by_judge.items()))},
+        "per_protocol": {r: stats(ts, seed + 1000 + 10 * i)
+                         for i, (r, ts) in enumerate(sorted(by_row.items()))},
+    }
+
+
+# ------------------------------------------------------------------------ the tournament
+
+
+def tournament(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Self-play accuracy per model and protocol (docs: tournament figures), the matches per
+    model, and the prover x estimator grid."""
+    matches: dict[str, list[tuple[str | None, str | None, float]]] = defaultdict(list)
+    grid: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for t in ts:
+        seats = t["meta"].get("seats") or {}
+        if t["status"] != "complete" or not seats:
+            continue
+        if t["protocol"] in RECURSIVE:
+            grid[(seats["prover"]["name"], seats["estimator"]["name"])].append(t)
+            continue
+        sides = {v["side"]: v["name"] for v in seats.values() if v.get("side")}
+        dec, g = t["meta"].get("decision"), gold_of(t)
+        if not sides or dec is None:
+            continue
+        score = 0.5 if (t["meta"].get("judge") or {}).get("p_first") == 0.5 else float(same(dec, g))
+        matches[t["protocol"]].append((sides.get("correct"), sides.get("incorrect"), score))
+    points = []
+    for proto, ms in sorted(matches.items()):
+        models = sorted({m for c, i, _ in ms for m in (c, i) if m})
+        consult = all(c is None or i is None for c, i, _ in ms)
+        for model in models:
+            mine = ([s for c, i, s in ms if model in (c, i)] if consult
+                    else [s for c, i, s in ms if c == i == model])
+            if mine:
+                points.append({"protocol": proto, "model": model,
+                               "kind": "consultant" if consult else "self-play",
+                               "accuracy": float(np.mean(mine)), "n": len(mine)})
+    cells = []
+    for (p, e), rs in sorted(grid.items()):
+        hon = [payoff(t) for t in rs if side(t) == "honest"]
+        dis = [payoff(t) for t in rs if side(t) == "dishonest"]
+        by_item: dict[str, dict[str, float]] = defaultdict(dict)
+        for t in rs:
+            by_item[item_of(t)].setdefault(str(side(t)), payoff(t))  # type: ignore[arg-type]
+        wins = [float(v["honest"] > v["dishonest"]) for v in by_item.values() if len(v) == 2]
+        leaves = [c for t in rs if (c := leaf(t)) is not None]
+        cells.append({"prover": p, "estimator": e,
+                      "honest_payoff": float(np.mean(hon)) if hon else None,
+                      "n_honest": len(hon),
+                      "dishonest_payoff": float(np.mean(dis)) if dis else None,
+                      "n_dishonest": len(dis),
+                      "honest_beats_dishonest": float(np.mean(wins)) if wins else None,
+                      "n_pairs": len(wins),
+                      "leaf_claim_accuracy": float(np.mean(leaves)) if leaves else None,
+                      "n_leaves": len(leaves), "debates": len(rs),
+                      "early_stops": sum(bool(t["stopped_early"]) for t in rs)})
+    return {"points": points, "grid": cells}
+
+
+def leaf(t: dict[str, Any]) -> float | None:
+    for rd in reversed(t["rounds"]):
+        if rd.get("verdict") is not None and rd["claim"].get("truth") is not None:
+            return float(rd["verdict"]["value"] == rd["claim"]["truth"])
+    return None
+
+
+def mixed_effects(judged: list[dict[str, Any]], seed: int) -> dict[str, float]:
+    """docs: people's judge accuracy (answer-choosing protocols) by row, judge and item random
+    intercepts, statsmodels' BinomialBayesMixedGLM.fit_vb from the random start of
+    rng = seed + 2000: each row's log-odds against the first row in sorted order."""
+    import pandas as pd
+    from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
+
+    data = [
+        (c, label(t["protocol"], view(t)), t["meta"]["judgment"]["judge"], item_of(t))
+        for t in judged
+        if t["protocol"] not in RECURSIVE
+        and t["meta"]["judgment"].get("kind", "human") == "human"
+        and (c := judgment_correct(t)) is not None
+    ]
+    names = sorted({r for _, r, _, _ in data})
+    frame = pd.DataFrame({
+        "y": [c for c, _, _, _ in data],
+        "row": pd.Categorical([r for _, r, _, _ in data], categories=names),
+        "judge": [j for _, _, j, _ in data],
+        "item": [i for _, _, _, i in data],
+    })
+    model = BinomialBayesMixedGLM.from_formula(
+        "y ~ row", {"judge": "0 + C(judge)", "item": "0 + C(item)"}, frame
+    )
+    fit = model.fit_vb(rng=seed + 2000)
+    return {
+        n[len("row[T."):-1]: float(fit.fe_mean[k])
+        for k, n in enumerate(model.exog_names)
+        if n.startswith("row[T.")
+    }

@@ -1,0 +1,169 @@
+"""Every figure of comparison.json and summary.json, recomputed from transcripts.jsonl and
+judged.jsonl by tests/metrics_oracle.py (written from docs/metrics.md, importing nothing of
+llmdebate), equals what the report wrote.
+
+Two fixture runs of scripted models cover the ground: a tournament of two debaters over
+every answer-choosing protocol and prover-estimator debate, with the direct baseline blind and
+expert and the passage hidden from the debate judges; and a study whose debates two people
+judge, one of whom asks the consultant a question first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import metrics_oracle as oracle
+import pytest
+import yaml
+from judging_study import SCRIPTED, assign, make_run, write_judges
+from sqlalchemy import select
+
+from llmdebate.cli import main
+from llmdebate.judging.complete import Submission, ask, submit, waiting_by_id
+from llmdebate.judging.db import Assignment, connect
+
+try:
+    from tests.fixtures import tournament_players
+except ImportError:  # pytest run from inside tests/
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fixtures import tournament_players  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[1]
+BOOT = 200
+
+
+def items(tmp: Path, n: int = 12) -> Path:
+    """Divisors questions with a passage (so the direct baseline runs blind and expert)."""
+    rows = [json.loads(x) for x in (REPO / "datasets" / "divisors.jsonl").read_text().splitlines()]
+    for r in rows[:n]:
+        r["context"] = f"A note on the number {r['meta']['n']}. " * 30
+    path = tmp / "items.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:n]))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tournament_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("tour")
+    cfg = {
+        "name": "tour",
+        "protocols": ["direct", "consultancy", "two-sided", "prover-estimator"],
+        "dataset": {"path": str(items(tmp))},
+        "prover": {**SCRIPTED, "decomposer": "formal"},
+        "estimator": SCRIPTED,
+        "judge": tournament_players.judge_settings(direct_passage=["hidden", "shown"]),
+        "debate": {"depth": 1, "width": 2},
+        "tournament": {
+            "roster": {n: tournament_players.player(n) for n in ("strong", "random")},
+            "self_play": True,
+            "provers": ["random"],
+        },
+        "report": {"bootstrap": BOOT},
+    }
+    (tmp / "c.yaml").write_text(yaml.safe_dump(cfg))
+    run_dir = tmp / "run"
+    assert main(["run", "--config", str(tmp / "c.yaml"), "--run-dir", str(run_dir), "--quiet"]) == 0
+    assert main(["report", str(run_dir), "--quiet"]) == 0
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("study")
+    judge = {"kind": "human", "interactive": True, "turn_cost": 0.05, "log_base": 2}
+    run_dir = make_run(
+        tmp, ["direct", "consultancy", "prover-estimator"], limit=12, rounds=2, judge=judge,
+        dataset=items(tmp),
+    )
+    assign(run_dir, write_judges(tmp / "j.yaml", ["ann", "bob"]), 1)
+    sessions, waiting = connect(run_dir), waiting_by_id(run_dir)
+    with sessions() as s:
+        rows = sorted(s.scalars(select(Assignment)), key=lambda a: a.id)
+    asker = next(a for a in rows if a.debate_id.startswith("consultancy/"))
+    assert ask(sessions, run_dir, waiting, asker.judge_id, asker.id, "Which divisor?") == 1
+    assert main(["answer", str(run_dir)]) == 0
+    for n, a in enumerate(rows):
+        if a.debate_id.startswith("prover-estimator/"):
+            sub = Submission(verdict=n % 2, probability=(0.3, 0.8)[n % 2])
+        else:
+            sub = Submission(p_shown_first=0.2 + 0.1 * (n % 6), explanation=f"reason {n}")
+        submit(sessions, run_dir, waiting, a.judge_id, a.id, sub)
+    assert main(["report", str(run_dir), "--quiet", "--bootstrap", str(BOOT)]) == 0
+    return run_dir
+
+
+def _pick(d: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    return {k: d.get(k) for k in keys}
+
+
+def _check_metrics(written: dict[str, Any], ts: list[dict[str, Any]], seed: int) -> None:
+    want = oracle.metrics(ts, seed, BOOT)
+    assert written["n_transcripts"] == want["n_transcripts"]
+    keys = ["label", "protocol", "view", "figure", "items", "value", "ci95", "bootstrap_seed",
+            "item_scores"]
+    assert [_pick(r, keys) for r in written["rows"]] == [_pick(r, keys) for r in want["rows"]]
+    ckeys = ["a", "b", "items", "difference", "ci95"]
+    assert [_pick(c, ckeys) for c in written["comparisons"]] == want["comparisons"]
+    assert set(written["protocols"]) == set(want["protocols"])
+    for proto, w in want["protocols"].items():
+        got = written["protocols"][proto]
+        assert got["rows"] == w["rows"] and got["cost"] == w["cost"]
+        assert got["value"] == w["value"]
+        if "pairs" in w:
+            assert _pick(got["pairs"], list(w["pairs"])) == w["pairs"]
+            for s in ("honest", "dishonest"):
+                assert _pick(got["payoff"][s], list(w["payoff"][s])) == w["payoff"][s]
+            assert got["payoff"]["completeness_bound"] == w["payoff"]["completeness_bound"]
+    cal = want["calibration"]
+    assert _pick(written["calibration"], list(cal)) == cal
+
+
+def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
+    tournament_run: Path,
+) -> None:
+    ts = oracle.lines(tournament_run / "transcripts.jsonl")
+    comparison = json.loads((tournament_run / "comparison.json").read_text())
+    summary = json.loads((tournament_run / "summary.json").read_text())
+    # what the fixture must cover
+    labels = {r["label"] for r in comparison["rows"]}
+    assert {"direct (blind)", "direct (expert)", "consultancy (passage hidden)",
+            "two-sided (passage hidden)", "prover-estimator (passage hidden)"} <= labels
+    _check_metrics(comparison, ts, seed=0)
+    _check_metrics(summary["metrics"], ts, seed=0)
+    use = oracle.usage(ts)
+    assert summary["transcripts"] == use["transcripts"] and summary["status"] == use["status"]
+    assert _pick(summary["usage"], ["calls", "tokens_in", "tokens_out"]) == _pick(
+        use, ["calls", "tokens_in", "tokens_out"]
+    )
+    assert _pick(summary["leaf_claim_accuracy"], ["n", "accuracy"]) == oracle.leaf_claims(ts)
+    # the tournament: accuracy against rating and the prover x estimator grid
+    tour = oracle.tournament(ts)
+    got = [_pick(p, ["protocol", "model", "kind", "accuracy", "n"])
+           for p in comparison["tournament"]["accuracy_vs_rating"]]
+    assert got == tour["points"] and {p["kind"] for p in got} == {"self-play", "consultant"}
+    assert comparison["tournament"]["prover_estimator_grid"] == tour["grid"]
+
+
+def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path) -> None:
+    judged = oracle.lines(study_run / "judged.jsonl")
+    comparison = json.loads((study_run / "comparison.json").read_text())
+    sec = comparison["judges"]
+    assert {(t["meta"].get("judgment") or {}).get("judge") for t in judged} == {"ann", "bob"}
+    asked = [t for t in judged
+             if any(x["role"] == "judge" and x["text"] == "Question: Which divisor?"
+                    for x in t["turns"])]
+    assert len(asked) == 1 and asked[0]["protocol"] == "consultancy"
+    want = oracle.judges(judged, seed=0, n_boot=BOOT)
+    keys = ["judgments", "items", "accuracy", "accuracy_ci95", "figure"]
+    for part in ("per_judge", "per_protocol"):
+        assert {k: _pick(v, keys) for k, v in sec[part].items()} == want[part]
+    # blind and expert, hidden and shown: separate rows in the study too
+    assert any(r.startswith("direct (") for r in sec["per_protocol"])
+    assert "direct" not in sec["per_protocol"]
+    mixed = {e["row"]: e["log_odds"] for e in sec["mixed_effects"]["effects"]}
+    assert mixed == oracle.mixed_effects(judged, seed=0) and len(mixed) >= 2
+    ts = oracle.lines(study_run / "transcripts.jsonl")
+    assert comparison["n_transcripts"] == len(ts)
