@@ -57,7 +57,9 @@ def test_on_the_quality_sample_no_judge_reads_the_story_and_then_judges_it_blind
     _fresh(quality_run)
     judges = write_judges(tmp_path / "j.yaml", [f"j{n}" for n in range(8)])
     out = _assign(quality_run, judges, "--per-item", "1")
-    assert "design: debates awaiting a verdict: consultancy 10, direct 10; 5 items, 1 stories" in out
+    assert (
+        "design: debates awaiting a verdict: consultancy 10, direct 10; 5 items, 1 stories"
+    ) in out
     assert "a story read in full or judged blind, never both" in out
     log = _log(quality_run)
     assert sum(len(v) for v in log.values()) > 0

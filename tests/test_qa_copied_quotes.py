@@ -78,7 +78,9 @@ def test_with_the_passage_shown_copies_are_plain_text() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(start=st.integers(0, len(WORDS) - 12), n=st.integers(8, 12), upper=st.booleans())
-def test_any_disguised_copy_of_at_least_30_characters_counts(start: int, n: int, upper: bool) -> None:
+def test_any_disguised_copy_of_at_least_30_characters_counts(
+    start: int, n: int, upper: bool
+) -> None:
     copy = " ".join(WORDS[start : start + n])
     written = _disguise(copy) if upper else re.sub(r"[^\w\s]", "", copy).lower()
     quoted = _view().quoted(f"zzz {written} qqq")

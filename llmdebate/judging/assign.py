@@ -314,7 +314,8 @@ def _design(
         f"{min(loads_, default=0)}-{max(loads_, default=0)}",
         "each judge: an item and a question text once; a story read in full or judged blind, "
         "never both; "
-        + (f"at most {bound} question(s) per story" if bound else "no bound on questions per story"),
+        + (f"at most {bound} question(s) per story" if bound else "no bound on questions "
+           "per story"),
         "protocols in a Latin square per judge; sides balanced; seeded tie-break",
     ]
 

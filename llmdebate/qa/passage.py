@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llmdebate.qa.quotes import (
+    KHAN_2024,
     UNVERIFIED_CLOSE,
     UNVERIFIED_OPEN,
     VERIFIED_CLOSE,
     VERIFIED_OPEN,
-    KHAN_2024,
     CheckedQuote,
     Passage,
     Quote,
