@@ -1,8 +1,8 @@
 """A person who asks and stops, end to end in a real headless Chromium (Debian's chromium):
 an interactive consultancy and two-sided debate with the passage hidden; each judge types a
 question, ``llmdebate answer`` runs the debaters' next round, the judge's page shows the
-answer by itself (no reload), the judge ends and decides, and the clock counted the waiting. Screenshots go to $LLMDEBATE_SCREENSHOTS when set, else to the
-test's tmp dir."""
+answer by itself (no reload), the judge ends and decides, and the clock counted the waiting.
+Screenshots go to $LLMDEBATE_SCREENSHOTS when set, else to the test's tmp dir."""
 
 from __future__ import annotations
 
