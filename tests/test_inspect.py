@@ -348,7 +348,8 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     assert sample.scores is not None
     assert "consultancy" not in sample.scores  # no debate of the item completed by a model
     human = sample.scores["consultancy · human"]
-    assert human.value == {"judge_accuracy": 0.5} and (human.metadata or {})["judge"] == "human"
+    assert human.value == {"consultancy · human · judge_accuracy": 0.5}
+    assert (human.metadata or {})["judge"] == "human"
     ids = sorted(t.id for t in transcripts_of(out))
     assert ids == sorted([w.id for w in waiting] + [f"{first.id}#1", f"{first.id}#2"])
     assert log.results is not None and log.results.total_samples == 1

@@ -91,13 +91,20 @@ def _scores(ts: list[Transcript], people: list[Transcript]) -> dict[str, Any]:
 
     scores: dict[str, Any] = {}
     for protocol, done in by_protocol(ts).items():  # awaiting a person or failed: no score
-        scores[protocol] = sample_score([_json(t) for t in done], protocol)
+        scores[protocol] = _named(protocol, sample_score([_json(t) for t in done], protocol))
     for protocol, done in by_protocol(people).items():
-        human = sample_score([_json(t) for t in done], protocol)
+        human = _named(protocol + HUMAN, sample_score([_json(t) for t in done], protocol))
         human.metadata = {**(human.metadata or {}), "judge": "human",
                           "judgments": [t.id for t in done]}
         scores[protocol + HUMAN] = human
     return scores
+
+
+def _named(name: str, score: Any) -> Any:
+    """``score`` with each figure named after its score too (``consultancy ·
+    judge_accuracy``), so the viewer, which shows figure names alone, tells protocols apart."""
+    score.value = {f"{name} · {k}": v for k, v in dict(score.value).items()}
+    return score
 
 
 def _json(t: Transcript) -> dict[str, Any]:
@@ -115,14 +122,29 @@ def _events(ts: list[Transcript]) -> list[Any]:
     events: list[Any] = []
     for t in ts:
         events.append(SpanBeginEvent(id=t.id, name=span_name(t.id), type="debate"))
+        card, *rest = list(stages(t))  # the debate's card, then its calls, then its stages
+        events.append(InfoEvent(source=SOURCE, data=card, span_id=t.id))
         for n, call in enumerate(t.calls):  # each model call in a span named by its act
             sid = f"{t.id}/call-{n}"
             name = decision_label(call.tag, (call.role, call.act))
             events.append(SpanBeginEvent(id=sid, parent_id=t.id, name=name, type="llmdebate"))
+            events.append(InfoEvent(source=SOURCE, data=call_markdown(call), span_id=sid))
             events.append(SpanEndEvent(id=sid))
-        events += [InfoEvent(source=SOURCE, data=text, span_id=t.id) for text in stages(t)]
+        events += [InfoEvent(source=SOURCE, data=text, span_id=t.id) for text in rest]
         events.append(SpanEndEvent(id=t.id))
     return events
+
+
+def call_markdown(call: Any) -> str:
+    """One recorded model call, briefly: who, which model, tokens, and its reply."""
+    head = (
+        f"**{call.role} · {call.act}** — {call.model}, {call.tokens_in} + {call.tokens_out} "
+        "tokens"
+    )
+    if call.error:
+        return f"{head}\n\nfailed: {call.error}"
+    reply = (call.completion or "").strip()
+    return f"{head}\n\n{reply[:2000]}" if reply else head
 
 
 def _sample(item_id: str, ts: list[Transcript], people: list[Transcript]) -> Any:
@@ -238,7 +260,7 @@ def results(samples: list[Any]) -> Any:
                 m: EvalMetric(name=m, value=float(cast(float, f()(got))))
                 for m, f in (("mean", mean), ("stderr", stderr))
             }
-            out.append(EvalScore(name=f"{name} · {key}", scorer=name, metrics=metrics,
+            out.append(EvalScore(name=key, scorer=name, metrics=metrics,
                                  scored_samples=len(got),
                                  unscored_samples=len(samples) - len(got)))
     scored = sum(1 for s in samples if s.scores)
