@@ -357,6 +357,7 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     [score] = log.results.scores
     assert score.name == "consultancy · human · judge_accuracy"
     assert score.metrics["mean"].value == 0.5
+    assert main(["score", str(out)]) == 0  # every judgment re-scores from the log
 
 
 def test_inspect_backend_errors_are_llmdebates(
