@@ -485,3 +485,17 @@ def test_the_exported_log_has_a_results_block_per_protocol_and_is_listed_by_insp
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(json.loads(done.stdout)) == 3
+
+
+def test_the_direct_baselines_are_scored_apart_in_inspect(tmp_path: Path) -> None:
+    quality = str(REPO / "datasets" / "quality" / "sample.jsonl")
+    [log] = inspect_ai.eval(
+        debate(protocol="direct", dataset=quality, limit=2),
+        model=None, model_roles=mock_roles(), log_dir=str(tmp_path), display="none",
+    )
+    assert log.status == "success", log.error
+    names = {s.name for s in log.results.scores} if log.results else set()
+    assert names == {"judge_accuracy (direct blind)", "judge_accuracy (direct expert)"}
+    for s in log.samples or []:
+        value = next(iter((s.scores or {}).values())).value
+        assert isinstance(value, dict) and set(value) == names

@@ -84,19 +84,20 @@ HUMAN = " · human"
 
 
 def _scores(ts: list[Transcript], people: list[Transcript]) -> dict[str, Any]:
-    """One score per protocol of the item: the model judges' (name: the protocol) and the
-    people's (``<protocol> · human``), never pooled across protocols."""
+    """One score per protocol of the item (the direct baselines and a shown passage apart:
+    :func:`~llmdebate.inspect_ext.scores.group_of`): the model judges' and the people's
+    (``<name> · human``), never pooled across protocols."""
     from llmdebate.inspect_ext.scores import by_protocol
     from llmdebate.inspect_ext.task import sample_score
 
     scores: dict[str, Any] = {}
-    for protocol, done in by_protocol(ts).items():  # awaiting a person or failed: no score
-        scores[protocol] = _named(protocol, sample_score([_json(t) for t in done], protocol))
-    for protocol, done in by_protocol(people).items():
-        human = _named(protocol + HUMAN, sample_score([_json(t) for t in done], protocol))
+    for group, (protocol, done) in by_protocol(ts).items():  # awaiting or failed: no score
+        scores[group] = _named(group, sample_score([_json(t) for t in done], protocol))
+    for group, (protocol, done) in by_protocol(people).items():
+        human = _named(group + HUMAN, sample_score([_json(t) for t in done], protocol))
         human.metadata = {**(human.metadata or {}), "judge": "human",
                           "judgments": [t.id for t in done]}
-        scores[protocol + HUMAN] = human
+        scores[group + HUMAN] = human
     return scores
 
 

@@ -12,6 +12,8 @@ whose value holds that protocol's figures (``docs/metrics.md`` defines them):
   claim's truth), and ``payoff_honest`` / ``payoff_dishonest`` (the prover's payoff in the
   unit ``llmdebate report`` shows).
 
+The direct baselines (``direct blind``, ``direct expert``) and debates whose judge was shown
+the passage are scores of their own (:func:`group_of`), never pooled with the blind ones.
 Every key is always present; a figure the item does not define (no debate reached the
 judge, no truth to compare with, one side missing) is NaN, which Inspect counts as unscored
 rather than as zero. Figures of different protocols are never averaged together.
@@ -23,7 +25,9 @@ import math
 from typing import Any
 
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.common import VIEW_VARIANTS
 from llmdebate.protocols.registry import get_protocol, protocol_of
+from llmdebate.qa.passage import SHOWN, passage_text
 from llmdebate.report.records import side
 
 SPEECH_KEYS = ("judge_accuracy",)
@@ -77,12 +81,45 @@ def figures(protocol: str, ts: list[Transcript]) -> dict[str, float]:
     }
 
 
-def by_protocol(ts: list[Transcript]) -> dict[str, list[Transcript]]:
-    """The complete debates of ``ts`` by protocol, in their first order."""
-    out: dict[str, list[Transcript]] = {}
+def group_for(protocol: str, variant: str, has_passage: bool, passage: str | None) -> str:
+    """The score a debate counts in: its protocol, the direct baselines apart (``direct
+    blind``, ``direct expert``), and a judge shown the passage apart from a blind one."""
+    if protocol == "direct" and variant in VIEW_VARIANTS:
+        return f"direct {variant}"
+    if has_passage and passage == SHOWN:
+        return f"{protocol} (passage shown)"
+    return protocol
+
+
+def group_of(t: Transcript) -> str:
+    """:func:`group_for` of a recorded debate."""
+    return group_for(
+        t.protocol, str(t.meta.get("variant") or ""), passage_text(t.item) is not None,
+        t.meta.get("passage"),
+    )
+
+
+def grouped_figures(ts: list[Transcript], groups: list[str]) -> dict[str, float]:
+    """The figures of every group of ``groups`` on one item (NaN where the item has no
+    debate of it), each named ``<figure> (<group>)``; a group named as its protocol keeps
+    the plain names."""
+    out: dict[str, float] = {}
+    for g in groups:
+        mine = [t for t in ts if group_of(t) == g and t.status == "complete"]
+        protocol = mine[0].protocol if mine else g.split(" ")[0]
+        figs = figures(protocol, mine) if mine else dict.fromkeys(keys_of(protocol), NAN)
+        single = len(groups) == 1 and g == protocol
+        out.update({(k if single else f"{k} ({g})"): v for k, v in figs.items()})
+    return out
+
+
+def by_protocol(ts: list[Transcript]) -> dict[str, tuple[str, list[Transcript]]]:
+    """The complete debates of ``ts`` by score (:func:`group_of`): its protocol and debates,
+    in their first order."""
+    out: dict[str, tuple[str, list[Transcript]]] = {}
     for t in ts:
         if t.status == "complete":
-            out.setdefault(t.protocol, []).append(t)
+            out.setdefault(group_of(t), (t.protocol, []))[1].append(t)
     return out
 
 

@@ -41,10 +41,17 @@ from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import load
 from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.inspect_ext.events import emit, span_name
-from llmdebate.inspect_ext.scores import explanation, figures, score_metadata
+from llmdebate.inspect_ext.scores import (
+    explanation,
+    figures,
+    group_for,
+    grouped_figures,
+    score_metadata,
+)
 from llmdebate.models import Model
 from llmdebate.models.inspect_backend import InspectBackend
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.common import VIEW_VARIANTS
 from llmdebate.protocols.registry import get_protocol, protocol_of
 from llmdebate.records.paths import resolve_path
 from llmdebate.records.transcripts import transcript_line
@@ -147,6 +154,19 @@ def debate_solver(config_json: str, jobs_key: str) -> Solver:
     return solve
 
 
+def job_groups(cfg: ExperimentConfig, key: str) -> list[str]:
+    """The score groups of a task's debates (:func:`~llmdebate.inspect_ext.scores.group_for`)."""
+    groups: list[str] = []
+    for jobs in _JOBS[key].values():
+        for job in jobs:
+            s = job.spec
+            passage = VIEW_VARIANTS.get(s.variant, cfg.judge.passage)
+            g = group_for(s.protocol, s.variant, bool((s.item.context or "").strip()), passage)
+            if g not in groups:
+                groups.append(g)
+    return groups
+
+
 def _jobs_by_item(cfg: ExperimentConfig, items: list[Item]) -> str:
     """Every debate of ``items`` as llmdebate's runner makes them, kept under a new key."""
     out: dict[str, list[Job]] = {}
@@ -171,17 +191,22 @@ def answer_text(ts: list[Transcript]) -> str:
     return "; ".join(parts)
 
 
-def sample_score(transcripts: list[dict[str, Any]], protocol: str | None = None) -> Score:
+def sample_score(
+    transcripts: list[dict[str, Any]], protocol: str | None = None,
+    groups: list[str] | None = None,
+) -> Score:
     """The score of the item's debates of one protocol (``protocol``, else the debates'
-    own): its figures under their names (:mod:`llmdebate.inspect_ext.scores`)."""
+    own): its figures under their names (:mod:`llmdebate.inspect_ext.scores`); with
+    ``groups`` (the direct baselines, a shown passage) each group's figures apart."""
     ts = [Transcript.model_validate(d) for d in transcripts]
     name = protocol or (ts[0].protocol if ts else "")
     complete = [t for t in ts if t.status == "complete" and t.protocol == name]
     if not complete:
         reasons = "; ".join(f"{t.id}: {t.failure or t.status}" for t in ts)
         raise RuntimeError(f"no debate of the item completed ({reasons})")
+    value = grouped_figures(complete, groups) if groups else dict(figures(name, complete))
     return Score(
-        value=dict(figures(name, complete)),
+        value=value,
         answer=answer_text(complete),
         explanation=explanation(complete),
         metadata=score_metadata(ts, protocol=name),
@@ -203,6 +228,17 @@ def debate_scorer() -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         return sample_score(state.metadata[METADATA_KEY]["transcripts"])
+
+    return score
+
+
+@scorer(metrics={"*": [mean(), stderr()]})
+def grouped_scorer(groups: list[str]) -> Scorer:
+    """A task whose debates fall in several groups (the direct baselines, a shown passage):
+    each group's figures apart, named ``<figure> (<group>)``."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        return sample_score(state.metadata[METADATA_KEY]["transcripts"], groups=groups)
 
     return score
 
@@ -248,9 +284,15 @@ def debate(
         for it in items
     ]
     rewarded = get_protocol(protocol).reward_scheme is not None
+    key = _jobs_by_item(cfg, items)
+    groups = job_groups(cfg, key)
+    chosen = (
+        grouped_scorer(groups) if groups != [protocol]
+        else debate_scorer() if rewarded else judge_scorer()
+    )
     return Task(
         dataset=MemoryDataset(samples, name=dataset if isinstance(dataset, str) else None),
-        solver=debate_solver(cfg.model_dump_json(), _jobs_by_item(cfg, items)),
-        scorer=debate_scorer() if rewarded else judge_scorer(),
+        solver=debate_solver(cfg.model_dump_json(), key),
+        scorer=chosen,
         metadata={"llmdebate_config": json.loads(cfg.model_dump_json())},
     )
