@@ -111,7 +111,11 @@ def test_the_report_of_the_quality_config_splits_accuracy_by_passage_and_shows_q
     assert m["protocols"]["direct"]["accuracy"] is None  # blind and expert never pooled
     shares = {(q["protocol"], q["side"]): q for q in m["quotes"]}
     assert {p for p, _ in shares} == {"consultancy", "two-sided", "prover-estimator"}
-    assert all(q["share_verified"] == 0.5 and q["model"] for q in shares.values())
+    # each speech: one verified and one unverified marked quote, and one copied run of the
+    # passage (a verified quote, the judge being blind)
+    assert all(
+        q["share_verified"] == pytest.approx(2 / 3) and q["model"] for q in shares.values()
+    ), shares
     md = (run_dir / "comparison.md").read_text()
     assert "| direct (blind) | judge accuracy |" in md and "share verified" in md
     page = (run_dir / "report.html").read_text()

@@ -123,6 +123,30 @@ def reveal_next(
         return a.revealed
 
 
+def _active(posted: float | None, kept: float | None) -> float | None:
+    """The active seconds of a verdict: the larger of the page's last count and the kept one."""
+    counts = [x for x in (posted, kept) if x is not None]
+    return max(counts) if counts else None
+
+
+MAX_ACTIVE_S = 86400.0
+"""The most active seconds one item can record (a day)."""
+
+
+def keep_active(
+    sessions: sessionmaker[Session], judge_id: str, assignment_id: int, seconds: float | None
+) -> float | None:
+    """Record that the judge's page of an own assignment has been active ``seconds`` (the
+    count only grows, and is bounded by :data:`MAX_ACTIVE_S`); the count kept."""
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if seconds is not None:
+            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), MAX_ACTIVE_S))
+        return a.active_s
+
+
 def ask(
     sessions: sessionmaker[Session],
     run_dir: Path,
@@ -229,7 +253,7 @@ def submit(
             shown_digest=digest(view),
             started_at=a.started_at,
             submitted_at=utcnow(),
-            active_s=sub.active_s,
+            active_s=_active(sub.active_s, a.active_s),
             interface=sub.interface,
             settings=settings,
             turns_revealed=len(view["turns"]) if view.get("stepped") else None,

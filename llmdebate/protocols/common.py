@@ -248,7 +248,7 @@ def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:
         Turn(
             role="judge",
             round=judge_round,
-            text=f"The correct answer is: {choice}",
+            text=f"The judge chose: {choice}",
             position=choice,
         )
     )
