@@ -159,7 +159,7 @@ def test_choose_is_refused_for_a_protocol_without_open_roles() -> None:
     register("seated-fixed")(Seated)
     try:
         with pytest.raises(ConfigError, match=r"seated-fixed do not let a debater pick its "
-                           r"answer \(capability 'open-roles'\)"):
+                           r"answer \(open_roles is False\)"):
             validate({"protocols": ["two-sided", "seated-fixed"],
                       "prover": {"assignment": "choose"}, "judge": {"method": "verbalised"}})
     finally:

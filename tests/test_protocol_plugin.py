@@ -31,6 +31,7 @@ from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
 from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
+from llmdebate.protocols.interface import Protocol
 from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -291,7 +292,8 @@ def test_a_protocol_plugin_is_loaded_from_its_entry_point(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A package names a module under the ``llmdebate.protocols`` group; reading the
-    registry imports it, and its import registers the protocol with its capabilities."""
+    registry imports it, and its import registers the protocol, whose family base class
+    gives it its typed attributes."""
     (tmp_path / "my_protocol.py").write_text(
         "from llmdebate.protocols.common import ChoiceProtocol\n"
         "from llmdebate.protocols.registry import register\n"
@@ -312,6 +314,24 @@ def test_a_protocol_plugin_is_loaded_from_its_entry_point(
     reg: Registry[Any] = Registry("protocol", group="llmdebate.protocols")
     monkeypatch.setattr("llmdebate.protocols.registry.PROTOCOLS", reg)
     assert reg.names() == ("my-judge",)
-    assert reg.entry("my-judge").capabilities == {"two-answer", "judge-deferrable"}
+    got = reg.get("my-judge")
+    assert got.two_answer and got.judge_deferrable and not got.recursive and not got.speeches
     assert reg.get("my-judge").variants("paired", 0) == ("my-judge",)
     monkeypatch.delitem(sys.modules, "my_protocol")
+
+
+def test_a_protocol_must_subclass_a_family() -> None:
+    """A class of neither family is refused at registration, in one line."""
+
+    class Bare(Protocol):
+        async def run(
+            self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+        ) -> Transcript:
+            raise NotImplementedError
+
+        def complete(self, t: Transcript, **kw: Any) -> Transcript:  # type: ignore[override]
+            raise NotImplementedError
+
+    with pytest.raises(TypeError, match="subclass a family"):
+        register("bare")(Bare)
+    assert "bare" not in PROTOCOLS

@@ -22,13 +22,7 @@ from llmdebate.core.schemas import Claim, Transcript, Verdict
 from llmdebate.data.problems import claim_truth
 from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import (
-    ASSIGNED,
-    JUDGE_DEFERRABLE,
-    OPEN_ROLES,
-    RECURSIVE,
-    Protocol,
-)
+from llmdebate.protocols.interface import Family, Protocol
 from llmdebate.protocols.spec import DebateSpec, Log
 from llmdebate.qa.passage import JudgeView
 
@@ -87,7 +81,10 @@ async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log
 class RecursiveProtocol(Protocol):
     """A protocol of rounds of claims down to a leaf claim the judge rules on."""
 
-    capabilities = frozenset({RECURSIVE, ASSIGNED, OPEN_ROLES, JUDGE_DEFERRABLE})
+    family = Family.RECURSIVE
+    assigned = True
+    open_roles = True
+    judge_deferrable = True
     seats = ("prover", "estimator")
 
     def complete(

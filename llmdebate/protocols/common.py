@@ -30,13 +30,7 @@ from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import (
-    JUDGE_DEFERRABLE,
-    SPEECHES,
-    TWO_ANSWER,
-    DecisionRow,
-    Protocol,
-)
+from llmdebate.protocols.interface import DecisionRow, Family, Protocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN, SHOWN, JudgeView
@@ -313,7 +307,8 @@ class ChoiceProtocol(Protocol):
     """A protocol that ends with the judge's choice between the gold answer and the
     distractor (prompt :attr:`judge_act`); speeches, if any, are ``turns``."""
 
-    capabilities = frozenset({TWO_ANSWER, JUDGE_DEFERRABLE})
+    family = Family.CHOICE
+    judge_deferrable = True
     judge_act: ClassVar[str] = ""
     """The prompt of the judge's choice."""
     shows_transcript: ClassVar[bool] = True
@@ -347,4 +342,4 @@ class ChoiceProtocol(Protocol):
 
     def injectable(self, d: DecisionRow) -> bool:
         """A debater's speech (protocols with speeches)."""
-        return self.can(SPEECHES) and d.act == "speech" and d.round_k is not None
+        return self.speeches and d.act == "speech" and d.round_k is not None

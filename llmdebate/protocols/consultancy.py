@@ -21,7 +21,6 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.interface import ASSIGNED, OPEN_ROLES, SPEECHES
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -32,7 +31,10 @@ from llmdebate.protocols.speeches import Rules, deliver
 class Consultancy(ChoiceProtocol):
     """Consultancy: one consultant argues for an assigned answer."""
 
-    capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED, OPEN_ROLES}
+    speeches = True
+    assigned = True
+    open_roles = True
+    fork_records = ("rounds",)
     title = "Consultancy"
     seats = ("consultant",)
     rank = 1

@@ -18,7 +18,7 @@ from llmdebate.protocols.asymmetric import (
     record_view,
 )
 from llmdebate.protocols.common import with_quote_penalty
-from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
+from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
@@ -29,7 +29,7 @@ INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
 class ProverEstimator(RecursiveProtocol):
     """Prover-estimator debate with the spec's assigned (or the chosen) answer."""
 
-    capabilities = RecursiveProtocol.capabilities | {ESTIMATOR}
+    estimator_rewards = True
     title = "Prover-estimator debate"
     rank = 4
     opens_in_report = True

@@ -24,7 +24,7 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.interface import OPEN_ROLES, SPEECHES, assignment_variants
+from llmdebate.protocols.interface import assignment_variants
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -70,7 +70,9 @@ async def _speech(
 class TwoSided(ChoiceProtocol):
     """Two-sided debate: both answers argued, every item in both orders."""
 
-    capabilities = ChoiceProtocol.capabilities | {SPEECHES, OPEN_ROLES}
+    speeches = True
+    open_roles = True
+    fork_records = ("rounds", "mode")
     title = "Two-sided debate"
     seats = ("debater A", "debater B")
     rank = 2

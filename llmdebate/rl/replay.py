@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmdebate.agents.factory import Team, build_models
+from llmdebate.agents.judge_registry import JUDGES, WHOLE_DEBATES
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
 from llmdebate.core.roles import (
     AuditedProver,
@@ -43,10 +44,10 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import validate
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import RECURSIVE, SPEECHES
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec
 from llmdebate.records.paths import resolve_path
+from llmdebate.tournament.roster import static_seats
 from llmdebate.rl.replay_protocols import (
     ReplayChallenger,
     ReplayModel,
@@ -301,7 +302,7 @@ def team_for(
             model_concurrency=cfg.model_concurrency, max_retries=cfg.max_retries,
         )
     prompts = Prompts(resolve_path(cfg.prompts_dir) if cfg.prompts_dir else None)
-    return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge)
+    return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge, static_seats(cfg.seats))
 
 
 def _seed_beliefs(prover: Prover, t: Transcript, at: ForkPoint) -> None:
@@ -329,9 +330,14 @@ class ReplayTeam(Team):
         swapped: tuple[str, ...] = (),
     ) -> None:
         models = dict(team.models)
-        if protocol_of(t).can(SPEECHES):
-            models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
-        super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
+        protocol = protocol_of(t)
+        if protocol.speeches:  # every seat's model answers its replayed speeches
+            for key in {team.key_of(seat) for seat in protocol.seats} | {"prover"}:
+                if key in team.models:
+                    models[key] = ReplayModel(team.models[key], t, point, inject)  # type: ignore[assignment]
+        super().__init__(
+            models, team.prompts, team.prover, team.estimator, team.judge, team.seats
+        )
         self.base, self.t, self.point, self.inject = team, t, point, inject
         self.swapped = swapped
 
@@ -375,15 +381,22 @@ async def fork(
     from the protocol's capabilities.
     """
     protocol = protocol_of(t)
+    kind = team.judge.kind
+    if not protocol.recursive and not JUDGES.entry(kind).can(WHOLE_DEBATES):
+        raise UserError(
+            f"a {t.protocol} debate ends with the judge's choice between two answers: judge "
+            f"kind {kind!r} rules on leaf claims only (swap the judge to "
+            f"{' or '.join(JUDGES.with_capability(WHOLE_DEBATES))})"
+        )
     point: Any
-    if protocol.can(RECURSIVE):
+    if protocol.recursive:
         d = t.config.depth
         if not 0 <= at <= d:
             raise UserError(f"fork round must be in 0..{d} (got {at})")
         if act not in ORDER:
             raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
         point = ForkPoint(at, act)
-    elif protocol.can(SPEECHES):
+    elif protocol.speeches:
         point = speech_point(t, at, speaker)
     else:  # only the judge plays
         point = None

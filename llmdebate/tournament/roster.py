@@ -20,8 +20,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from llmdebate.agents.factory import SEAT_ROLES, Team, seat_key
 from llmdebate.agents.settings import ModelSettings
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
-from llmdebate.protocols.registry import can, get_protocol
+from llmdebate.protocols.registry import get_protocol
 
 ROSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 ROSTER_PREFIX = "roster/"
@@ -131,8 +130,8 @@ def check_roster(
 def rostered(protocol: str) -> bool:
     """Whether a roster fills the seats of ``protocol``: a two-answer protocol with debaters,
     or a recursive one."""
-    seats = get_protocol(protocol).seats
-    return bool(seats) and (can(protocol, TWO_ANSWER) or can(protocol, RECURSIVE))
+    p = get_protocol(protocol)
+    return bool(p.seats) and (p.two_answer or p.recursive)
 
 
 def seat_models(
