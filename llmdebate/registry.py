@@ -66,6 +66,8 @@ class Registry(Generic[T]):
         self.group = group
         self._builtins = tuple(builtins)
         self._entries: dict[str, Entry[T]] = {}
+        self._builtin: set[str] = set()
+        self._in_builtins = False
         self._loaded = False
         self._loading = False
         self._lock = threading.RLock()
@@ -91,6 +93,8 @@ class Registry(Generic[T]):
             doc = summary or _first_line(getattr(value, "__doc__", None))
             entry = Entry(name, value, options, frozenset(capabilities), doc)
             self._entries[name] = entry
+            if self._in_builtins:
+                self._builtin.add(name)
             return entry
 
     def register(
@@ -133,8 +137,12 @@ class Registry(Generic[T]):
                 return
             self._loading = True
             try:
-                for module in self._builtins:
-                    importlib.import_module(module)
+                self._in_builtins = True
+                try:
+                    for module in self._builtins:
+                        importlib.import_module(module)
+                finally:
+                    self._in_builtins = False
                 if self.group:
                     for ep in entry_points(group=self.group):
                         try:
@@ -152,6 +160,12 @@ class Registry(Generic[T]):
         """Every registered name, in registration order (built-ins first)."""
         self.load()
         return tuple(self._entries)
+
+    def builtin_names(self) -> tuple[str, ...]:
+        """The names the package itself registers (its built-in modules), without any a
+        plugin or a test added: what the package's own tests range over."""
+        self.load()
+        return tuple(n for n in self._entries if n in self._builtin)
 
     def entries(self) -> tuple[Entry[T], ...]:
         self.load()
