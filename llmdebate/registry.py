@@ -209,5 +209,13 @@ class Registry(Generic[T]):
         return f"Registry({self.kind!r}, {len(self._entries)} entries)"
 
 
+@dataclass(frozen=True)
+class LateHelp:
+    """Metadata on a config field (``Annotated[str, LateHelp(...)]``): more of its
+    ``--help`` text, written when help is shown (so it names what plugins registered)."""
+
+    text: Callable[[], str]
+
+
 def _first_line(doc: str | None) -> str:
     return doc.strip().splitlines()[0] if doc and doc.strip() else ""

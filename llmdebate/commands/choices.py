@@ -42,3 +42,17 @@ class NamesChoice(click.Choice):  # type: ignore[type-arg]
     @choices.setter
     def choices(self, value: Sequence[Any]) -> None:
         pass
+
+
+class LateHelpOption(click.Option):
+    """An option whose help ends with ``late_help()``, written when help is shown (a model
+    string's: the backends registered by then, plugins' included)."""
+
+    def __init__(self, *args: Any, late_help: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.base_help = self.help or ""
+        self.late_help = late_help
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = f"{self.base_help} {self.late_help()}".strip()
+        return super().get_help_record(ctx)

@@ -47,7 +47,6 @@ from llmdebate.prompts import Prompts
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec
 from llmdebate.records.paths import resolve_path
-from llmdebate.tournament.roster import static_seats
 from llmdebate.rl.replay_protocols import (
     ReplayChallenger,
     ReplayModel,
@@ -56,6 +55,7 @@ from llmdebate.rl.replay_protocols import (
     settings_of,
     speech_point,
 )
+from llmdebate.tournament.roster import static_seats
 
 
 @dataclass(frozen=True)
