@@ -365,8 +365,8 @@ def _act_of(call: ModelCallRecord) -> str:
         return str(call.decision)
     if call.role == "judge":
         return "verdict"
-    if PLAYER_OF_ROLE.get(call.role) == "debater":
-        return "speech"
+    if PLAYER_OF_ROLE.get(call.role) == "debater" or speech_round(call.act) is not None:
+        return "speech"  # a debater's, or the speech of a seat a protocol adds
     return call.act
 
 
