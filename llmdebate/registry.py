@@ -66,8 +66,9 @@ class Registry(Generic[T]):
         self.group = group
         self._builtins = tuple(builtins)
         self._entries: dict[str, Entry[T]] = {}
-        self._builtin: set[str] = set()
-        self._in_builtins = False
+        self._added: set[str] = set()
+        """Names added by a plugin's entry point, or after loading (a test's, a script's)."""
+        self._in_plugins = False
         self._loaded = False
         self._loading = False
         self._lock = threading.RLock()
@@ -93,8 +94,8 @@ class Registry(Generic[T]):
             doc = summary or _first_line(getattr(value, "__doc__", None))
             entry = Entry(name, value, options, frozenset(capabilities), doc)
             self._entries[name] = entry
-            if self._in_builtins:
-                self._builtin.add(name)
+            if self._in_plugins or self._loaded:
+                self._added.add(name)
             return entry
 
     def register(
@@ -137,13 +138,10 @@ class Registry(Generic[T]):
                 return
             self._loading = True
             try:
-                self._in_builtins = True
-                try:
-                    for module in self._builtins:
-                        importlib.import_module(module)
-                finally:
-                    self._in_builtins = False
+                for module in self._builtins:
+                    importlib.import_module(module)
                 if self.group:
+                    self._in_plugins = True
                     for ep in entry_points(group=self.group):
                         try:
                             ep.load()
@@ -154,7 +152,7 @@ class Registry(Generic[T]):
                             ) from exc
                 self._loaded = True
             finally:
-                self._loading = False
+                self._loading = self._in_plugins = False
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, in registration order (built-ins first)."""
@@ -165,7 +163,7 @@ class Registry(Generic[T]):
         """The names the package itself registers (its built-in modules), without any a
         plugin or a test added: what the package's own tests range over."""
         self.load()
-        return tuple(n for n in self._entries if n in self._builtin)
+        return tuple(n for n in self._entries if n not in self._added)
 
     def entries(self) -> tuple[Entry[T], ...]:
         self.load()

@@ -133,10 +133,10 @@ def test_report_sets_people_model_and_oracle_side_by_side(judged_study: Path) ->
     kind = report_judges.kind
     assert sec["by_kind"] == dict(Counter(kind(t) for t in judged))
     same = sec["same_debates"]
-    assert set(same) == {*PROTOCOLS.builtin_names(), "all"}
+    assert set(same) == {*PROTOCOLS, "all"}
     people = [t for t in judged if kind(t) == "human"]
     assert same["all"]["debates"] == len({t.meta["debate_id"] for t in people})
-    for p in PROTOCOLS.builtin_names():
+    for p in PROTOCOLS:
         mine = [t for t in people if t.protocol == p]
         correct = [judgment_scores(t)["correct"] for t in mine]
         assert same[p]["human_accuracy"] == pytest.approx(sum(correct) / len(correct))
