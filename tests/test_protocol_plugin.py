@@ -24,12 +24,15 @@ from judging_study import SCRIPTED, assign, write_judges
 from sqlalchemy import select
 
 from llmdebate.agents.factory import Team
+from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
 from llmdebate.core.schemas import Evidence, Transcript, Turn
+from llmdebate.errors import ConfigError
 from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
+from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
 from llmdebate.protocols.interface import Protocol
 from llmdebate.protocols.prover_estimator import ProverEstimator
@@ -335,3 +338,32 @@ def test_a_protocol_must_subclass_a_family() -> None:
     with pytest.raises(TypeError, match="subclass a family"):
         register("bare")(Bare)
     assert "bare" not in PROTOCOLS
+
+
+class Forgetful(JudgeWithNotes):
+    """Declares that a fork reads back ``meta.notes_model`` but never records it."""
+
+    fork_records = ("notes_model",)
+
+
+def test_a_debate_missing_a_declared_fork_record_is_refused(tmp_path: Path) -> None:
+    """The run of a protocol whose transcript lacks a key of its ``fork_records`` fails,
+    naming the key (a fork could not run it again)."""
+    register(NAME)(Forgetful)
+    try:
+        run_dir = tmp_path / "forgetful"
+        argv = ["run", "--config", str(_config(tmp_path, {**SCRIPTED, "kind": "llm"}, "f")),
+                "--run-dir", str(run_dir), "--quiet"]
+        main(argv)
+        mine = [t for t in load_transcripts(run_dir) if t.protocol == NAME]
+        assert mine and all(t.status == "failed" for t in mine)
+        assert all("does not record meta notes_model" in str(t.failure) for t in mine)
+    finally:
+        PROTOCOLS.remove(NAME)
+
+
+def test_a_seat_without_a_model_is_one_line() -> None:
+    team = Team({}, Prompts(), ProverSettings(), EstimatorSettings(), JudgeSettings())
+    with pytest.raises(ConfigError, match=r"seat 'critic' has no model: give it one \(seats: "
+                       r"\{critic: \{model: \.\.\.\}\}\)"):
+        team.model_for("critic")
