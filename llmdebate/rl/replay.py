@@ -378,7 +378,7 @@ async def fork(
     of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and within round ``at``
     those of the speakers before ``speaker`` (None: the whole round is live). Any other
     protocol (direct judge): only the judge plays (``at`` is ignored). Which applies is read
-    from the protocol's capabilities.
+    from the protocol's typed attributes (``recursive``, ``speeches``).
     """
     protocol = protocol_of(t)
     kind = team.judge.kind

@@ -96,7 +96,7 @@ def leaf_correct(t: Transcript) -> float | None:
 
 def pe_record_of(t: Transcript) -> PERecord | None:
     """The :class:`PERecord` of a complete debate of a protocol with an estimator
-    (capability ``estimator``) with a prover and an estimator recorded in its seats."""
+    (``estimator_rewards``) with a prover and an estimator recorded in its seats."""
     if t.status != "complete" or not protocol_of(t).estimator_rewards:
         return None
     prover, estimator = seat_name(t, "prover"), seat_name(t, "estimator")
