@@ -13,6 +13,7 @@ import click
 
 from llmdebate.commands.choices import NamesChoice, RegistryChoice
 from llmdebate.commands.verbs import VERBS
+from llmdebate.errors import UserError
 from llmdebate.export import FORMATS, export_run, players
 from llmdebate.export.format_registry import WHOLE_RUN, RunWriter
 from llmdebate.export.writers import KINDS
@@ -36,9 +37,7 @@ def _whole_run_options(fmt: str, **given: object) -> None:
              "text": "--text", "split": "--split", "include_audit": "--include-audit"}
     refused = [flags[k] for k, v in given.items() if v not in (None, False)]
     if refused:
-        raise click.UsageError(
-            f"--format {fmt} writes the whole run: {', '.join(refused)} do not apply"
-        )
+        raise UserError(f"--format {fmt} writes the whole run: {', '.join(refused)} do not apply")
 
 
 @VERBS.register("export")
