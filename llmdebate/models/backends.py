@@ -90,6 +90,8 @@ BACKENDS: Registry[BackendFactory] = Registry(
 
 def usage(entry: Entry[BackendFactory]) -> str:
     """How a model string names ``entry`` (e.g. ``openai/<model>``)."""
+    if entry.can("wraps"):
+        return f"{entry.name}/<model string>"
     if entry.can("model-id"):
         return f"{entry.name}/<model>"
     if entry.can("no-model-id"):
@@ -117,13 +119,23 @@ def backend_entry(model: str) -> tuple[Entry[BackendFactory], str]:
     if name not in BACKENDS:
         raise UserError(f"unknown model {model!r}: use one of {accepted()}")
     entry = BACKENDS.entry(name)
-    if entry.can("model-id") and not model_id:
+    if (entry.can("model-id") or entry.can("wraps")) and not model_id:
         raise UserError(f"unknown model {model!r}: use one of {accepted()}")
     if entry.can("no-model-id") and slash:
         raise UserError(
             f"unknown model {model!r} ({name} takes no /<model>): use one of {accepted()}"
         )
     return entry, model_id
+
+
+def takes_http(model: str) -> bool:
+    """Whether ``model`` talks to a server (``base_url``, ``api_key_env`` apply): its
+    backend's ``http``, or, for a ``wraps`` backend, its inner backend's."""
+    name, _, model_id = model.partition("/")
+    if name not in BACKENDS:
+        return False
+    entry = BACKENDS.entry(name)
+    return entry.can("http") or (entry.can("wraps") and takes_http(model_id))
 
 
 def construct(spec: BackendSpec, cls: Any, *args: Any, **kwargs: Any) -> Backend:

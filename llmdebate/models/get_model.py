@@ -24,6 +24,7 @@ from llmdebate.models.backends import (
     accepted,
     backend_entry,
     construct,
+    takes_http,
 )
 from llmdebate.models.interface import Backend
 from llmdebate.models.pricing import Prices
@@ -107,7 +108,7 @@ def create_backend(
             )
         base_url = urls[0]
     entry, model_id = backend_entry(model)
-    if (base_url is not None or api_key_env is not None) and not entry.can("http"):
+    if (base_url is not None or api_key_env is not None) and not takes_http(model):
         servers = ", ".join(f"{n}/" for n in BACKENDS.with_capability("http"))
         raise UserError(f"{model}: base_url and api_key_env apply only to {servers}")
     spec = BackendSpec(model, model_id, base_url, api_key_env, cache_dir, dict(options))
