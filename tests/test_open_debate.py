@@ -18,7 +18,7 @@ from llmdebate.errors import ConfigError
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
 from llmdebate.export import decision_rows, run_info
-from llmdebate.protocols.common import ChoiceProtocol
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.registry import PROTOCOLS, register
 from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import fork, team_for

@@ -33,7 +33,8 @@ from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
+from llmdebate.protocols.common import decided, judge_choice, options_text
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.interface import Protocol
 from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
@@ -298,7 +299,7 @@ def test_a_protocol_plugin_is_loaded_from_its_entry_point(
     registry imports it, and its import registers the protocol, whose family base class
     gives it its typed attributes."""
     (tmp_path / "my_protocol.py").write_text(
-        "from llmdebate.protocols.common import ChoiceProtocol\n"
+        "from llmdebate.protocols.families import ChoiceProtocol\n"
         "from llmdebate.protocols.registry import register\n"
         "@register('my-judge')\n"
         "class MyJudge(ChoiceProtocol):\n"

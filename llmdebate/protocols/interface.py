@@ -7,8 +7,8 @@ looks a protocol up there (:func:`llmdebate.protocols.registry.protocol_of`) and
 hooks or reads its typed attributes; no module names a protocol.
 
 The families (:class:`Family`): a recursive protocol
-(:class:`llmdebate.protocols.asymmetric.RecursiveProtocol`: rounds of claims down to a leaf
-verdict) and a choice protocol (:class:`llmdebate.protocols.common.ChoiceProtocol`: the judge
+(:class:`llmdebate.protocols.families.RecursiveProtocol`: rounds of claims down to a leaf
+verdict) and a choice protocol (:class:`llmdebate.protocols.families.ChoiceProtocol`: the judge
 chooses between two answers, after the seats' speeches if :attr:`Protocol.speeches`). Each
 family implements :meth:`Protocol.complete` (a deferred judge's verdict, or P(first option))
 and :meth:`Protocol.judge_prompt`; a protocol implements :meth:`Protocol.run`.
@@ -58,11 +58,11 @@ class Family(Enum):
     RECURSIVE = "recursive"
     """Rounds of claims down to a leaf claim the judge rules on (True / False, with
     P[O = 1]); a deferred judge completes it with a verdict; the prover's payoff is in
-    ``Transcript.total`` (:class:`llmdebate.protocols.asymmetric.RecursiveProtocol`)."""
+    ``Transcript.total`` (:class:`llmdebate.protocols.families.RecursiveProtocol`)."""
     CHOICE = "two-answer"
     """The judge chooses between the item's gold answer and its distractor
     (``meta.options``); a deferred judge completes it with P(first option)
-    (:class:`llmdebate.protocols.common.ChoiceProtocol`)."""
+    (:class:`llmdebate.protocols.families.ChoiceProtocol`)."""
 
 
 class DecisionRow(TypingProtocol):
@@ -97,8 +97,8 @@ class Protocol(ABC):
     """One debate protocol: every hook the system calls (see the module docstring).
 
     A protocol subclasses one of the two families (never this class directly):
-    :class:`~llmdebate.protocols.asymmetric.RecursiveProtocol` or
-    :class:`~llmdebate.protocols.common.ChoiceProtocol`, sets :attr:`name` (by
+    :class:`~llmdebate.protocols.families.RecursiveProtocol` or
+    :class:`~llmdebate.protocols.families.ChoiceProtocol`, sets :attr:`name` (by
     :func:`~llmdebate.protocols.registry.register`) and implements :meth:`run`; every other
     hook has a default that fits a protocol without rewards. What it can do is typed class
     attributes (:attr:`family`, :attr:`estimator_rewards`, :attr:`speeches`, :attr:`assigned`,

@@ -15,7 +15,6 @@ from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
-    ChoiceProtocol,
     decided,
     judge_choice,
     judge_variables,
@@ -24,6 +23,7 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.interface import assignment_variants
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register

@@ -12,7 +12,6 @@ from typing import ClassVar
 from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.protocols.common import (
-    ChoiceProtocol,
     decided,
     judge_choice,
     judge_variables,
@@ -21,6 +20,7 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import Rules, deliver
