@@ -282,7 +282,8 @@ def team_for(
     models: dict[str, Model] | None = None,
 ) -> Team:
     """The team of a run's config, with the model strings of ``swap`` ({role: model});
-    ``swap={"judge": "oracle"}`` or ``"deferred"`` changes the judge's kind instead."""
+    ``swap={"judge": <a judge kind>}`` (``oracle``, ``deferred``, a plugin's) changes the
+    judge's kind instead."""
     cfg = config if isinstance(config, ExperimentConfig) else validate(
         {k: v for k, v in config.items() if k != "servers"}
     )
@@ -291,7 +292,7 @@ def team_for(
         if role not in ("prover", "estimator", "judge"):
             raise UserError(f"swap: unknown role {role!r} (prover, estimator, judge)")
         section = getattr(cfg, role)
-        if role == "judge" and model in ("oracle", "deferred", "oracle-or-llm"):
+        if role == "judge" and model in JUDGES:  # a judge kind, not a model string
             update[role] = section.model_copy(update={"kind": model})
         else:
             update[role] = section.model_copy(update={"model": model, "options": {}})
