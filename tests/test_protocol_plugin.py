@@ -13,22 +13,23 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
 from judging_study import SCRIPTED, assign, write_judges
 from sqlalchemy import select
 
-from llmdebate.agents.factory import Team
+from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
 from llmdebate.core.schemas import Evidence, Transcript, Turn
 from llmdebate.errors import ConfigError
+from llmdebate.experiment.loading import validate
 from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
@@ -42,6 +43,7 @@ from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.records.rundir import JUDGED_FILE, load_transcripts, read_run_config
 from llmdebate.registry import Registry
 from llmdebate.rl import fork, team_for
+from llmdebate.tournament.roster import roster_seats, static_seats
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "judge-with-notes"
@@ -368,3 +370,23 @@ def test_a_seat_without_a_model_is_one_line() -> None:
     with pytest.raises(ConfigError, match=r"seat 'critic' has no model: give it one \(seats: "
                        r"\{critic: \{model: \.\.\.\}\}\)"):
         team.model_for("critic")
+
+
+class WithCritic(JudgeWithNotes):
+    """A consultant and a critic of its own (played as the estimator by default)."""
+
+    seats = ("consultant", "critic")
+    seat_roles: ClassVar[Mapping[str, str]] = {"critic": "estimator"}
+
+
+def test_a_new_seat_is_filled_from_the_config_and_a_roster_fills_only_debaters() -> None:
+    register(NAME)(WithCritic)
+    try:
+        assert SEAT_ROLES["critic"] == "estimator" and roster_seats(NAME) == ("consultant",)
+        cfg = validate({"protocols": [NAME], "seats": {"critic": {"model": "scripted"}}})
+        assert static_seats(cfg.seats) == {"critic": "seat/critic"}
+        assert "seat/critic" in cfg.role_settings()
+        with pytest.raises(ConfigError, match=r"seats\.critics.*no such seat"):
+            validate({"protocols": [NAME], "seats": {"critics": {"model": "scripted"}}})
+    finally:
+        PROTOCOLS.remove(NAME)

@@ -118,7 +118,7 @@ def check_roster(
                     (field,), name,
                     f"{name!r} is not in the roster ({', '.join(sorted(tournament.roster))})",
                 )
-    filled = [seat_key(s) for p in protocols if rostered(p) for s in get_protocol(p).seats]
+    filled = [seat_key(s) for p in protocols for s in roster_seats(p)]
     for key in seats:
         if key in filled:
             raise _error(
@@ -127,11 +127,19 @@ def check_roster(
             )
 
 
-def rostered(protocol: str) -> bool:
-    """Whether a roster fills the seats of ``protocol``: a two-answer protocol with debaters,
-    or a recursive one."""
+def roster_seats(protocol: str) -> tuple[str, ...]:
+    """The seats of ``protocol`` a roster fills: a recursive protocol's every seat, a
+    two-answer protocol's debaters (seats that play as the prover); a seat a protocol adds
+    for another part (a critic) keeps the model the config gives it."""
     p = get_protocol(protocol)
-    return bool(p.seats) and (p.two_answer or p.recursive)
+    if p.recursive:
+        return p.seats
+    return tuple(s for s in p.seats if SEAT_ROLES.get(s) == "prover") if p.two_answer else ()
+
+
+def rostered(protocol: str) -> bool:
+    """Whether a roster fills seats of ``protocol`` (:func:`roster_seats`)."""
+    return bool(roster_seats(protocol))
 
 
 def seat_models(

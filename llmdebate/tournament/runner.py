@@ -39,7 +39,7 @@ from llmdebate.protocols.registry import get_protocol
 from llmdebate.records.rundir import statuses
 from llmdebate.records.transcripts import iter_transcripts
 from llmdebate.tournament.ratings import persuasiveness
-from llmdebate.tournament.roster import ROSTER_PREFIX, rostered, static_seats
+from llmdebate.tournament.roster import ROSTER_PREFIX, roster_seats, rostered, static_seats
 from llmdebate.tournament.schedule import Pairing, round_robin, swiss_round, swiss_rounds
 from llmdebate.tournament.seat_records import matches_of
 
@@ -144,7 +144,7 @@ class Plan:
         t = self.config.tournament
         if not rostered(protocol):
             return base
-        seats = list(get_protocol(protocol).seats)
+        seats = list(roster_seats(protocol))
         if get_protocol(protocol).recursive:
             return seated_jobs(base, seats, {s: t.sitting(s) for s in seats})
         if len(seats) == 1:
