@@ -42,6 +42,11 @@ for t in load_transcripts(run_dir):
         out.append({"id": t.id, "at": at, "same": again.model_dump(mode="json",
                     exclude={"calls"}) == t.model_dump(mode="json", exclude={"calls"}),
                     "calls": [[c.role, c.act, c.model] for c in again.calls]})
+swapped = team_for(read_run_config(run_dir), swap={"critic": "parrot/critic-2"})
+t = load_transcripts(run_dir)[0]
+again = asyncio.run(fork(t, swapped, 2, speaker="critic", swapped=("critic",)))
+out.append({"critiques": [x.text for x in again.turns if x.role == "critic"],
+            "agents": again.agents})
 print(json.dumps(out))
 """
 
@@ -136,9 +141,13 @@ def test_an_installed_plugin_runs_reports_scores_exports_forks_and_is_judged(
     # a fork: from the first round, from round 2's critic, and the judge alone (round 3)
     res = llmdebate(str(run_dir), code=FORK)
     assert res.returncode == 0, res.stderr
-    forks = json.loads(res.stdout)
+    *forks, swapped = json.loads(res.stdout)
     assert len(forks) == 12 and all(f["same"] for f in forks), forks
     assert all(["critic", "argue round 2", "parrot/critic-1"] in f["calls"] for f in forks)
+    # the critic swapped from round 2: its first critique replayed, the second its new model's
+    first, second = swapped["critiques"]
+    assert first.endswith("(critic-1)") and second.endswith("(critic-2)")
+    assert swapped["agents"]["critic"] == "parrot/critic-2"
 
     # a study: assign, then the judging server shows the critic's turns and takes a verdict
     links = tmp_path / "links.tsv"

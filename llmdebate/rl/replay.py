@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.agents.factory import Team, build_models
+from llmdebate.agents.factory import SEAT_ROLES, SECTIONS, Team, build_models, seat_key
 from llmdebate.agents.judge_registry import JUDGES, WHOLE_DEBATES
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
+from llmdebate.agents.settings import ModelSettings
 from llmdebate.core.roles import (
     AuditedProver,
     BelievingProver,
@@ -281,16 +282,25 @@ def team_for(
     swap: dict[str, str] | None = None,
     models: dict[str, Model] | None = None,
 ) -> Team:
-    """The team of a run's config, with the model strings of ``swap`` ({role: model});
+    """The team of a run's config, with the model strings of ``swap`` ({role or seat:
+    model}; a seat, ``debater B`` or a protocol's ``critic``, gets the model as its own);
     ``swap={"judge": <a judge kind>}`` (``oracle``, ``deferred``, a plugin's) changes the
     judge's kind instead."""
     cfg = config if isinstance(config, ExperimentConfig) else validate(
         {k: v for k, v in config.items() if k != "servers"}
     )
     update: dict[str, Any] = {}
+    seats = dict(cfg.seats)
     for role, model in (swap or {}).items():
-        if role not in ("prover", "estimator", "judge"):
-            raise UserError(f"swap: unknown role {role!r} (prover, estimator, judge)")
+        if role not in SECTIONS and role in SEAT_ROLES:  # a seat: its own model
+            seats[seat_key(role)] = ModelSettings(model=model)
+            update["seats"] = seats
+            continue
+        if role not in SECTIONS:
+            raise UserError(
+                f"swap: unknown role {role!r} ({', '.join(SECTIONS)}, or a seat: "
+                f"{', '.join(s for s in SEAT_ROLES if s not in SECTIONS)})"
+            )
         section = getattr(cfg, role)
         if role == "judge" and model in JUDGES:  # a judge kind, not a model string
             update[role] = section.model_copy(update={"kind": model})
