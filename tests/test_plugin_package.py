@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 from judging_study import DIVISORS, SCRIPTED, free_port, write_judges
 
@@ -200,8 +199,3 @@ def _serve_and_judge(run_dir: Path, link: str) -> int:
         proc.terminate()
         proc.wait(10)
 
-
-@pytest.fixture(autouse=True)
-def _no_plugin_here() -> None:
-    """The plugin lives only in the subprocesses: this interpreter never imports it."""
-    assert "llmdebate_critic" not in sys.modules
