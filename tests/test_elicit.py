@@ -40,7 +40,7 @@ def scripted(**kw: typing.Any):
 
 
 def test_the_registry_is_the_one_name_list():
-    assert METHODS.names() == ("logprobs", "sampling", "verbalised")
+    assert METHODS.builtin_names() == ("logprobs", "sampling", "verbalised")
     for name in METHODS:  # Estimate.method accepts every registered name
         assert Estimate(value=0.5, method=name).method == name
     for name in METHODS:

@@ -37,7 +37,6 @@ from llmdebate.judging.asking import (
 )
 from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
-from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.records.rundir import append_judged, load_transcripts
 
@@ -288,7 +287,7 @@ def record_machine(
     if kind not in ("llm", "oracle"):
         raise ValueError(f"a machine judgment is of kind llm or oracle (got {kind!r})")
     now = utcnow()
-    leaf = protocol_of(t).can(RECURSIVE)  # a verdict on the leaf claim, else P(first option)
+    leaf = protocol_of(t).recursive  # a verdict on the leaf claim, else P(first option)
     with sessions.begin() as s:
         j = Judgment(
             assignment_id=None,
@@ -325,9 +324,9 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     kind = j.kind or "human"
     who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
     protocol = protocol_of(t)
-    if protocol.can(RECURSIVE) and j.verdict is None:
+    if protocol.recursive and j.verdict is None:
         raise ValueError(f"judgment {j.id} has no verdict")
-    if protocol.can(TWO_ANSWER) and j.p_first is None:
+    if protocol.two_answer and j.p_first is None:
         raise ValueError(f"judgment {j.id} has no probability")
     method = "human" if kind == "human" else str(j.settings.get("method", kind))
     done = protocol.complete(

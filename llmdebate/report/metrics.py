@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.interface import RECURSIVE
-from llmdebate.protocols.registry import PROTOCOLS, can, in_order
+from llmdebate.protocols.registry import PROTOCOLS, in_order, known, named_where
 from llmdebate.report.inference import interval, paired_difference
 from llmdebate.report.records import (
     Cost,
@@ -54,11 +53,16 @@ __all__ = [  # noqa: F822 (ASYMMETRIC, PROTOCOL_ORDER: module __getattr__)
 DEFAULT_BOOTSTRAP = 2000
 
 
+def _recursive(protocol: str) -> bool:
+    p = known(protocol)
+    return p is not None and p.recursive
+
+
 def __getattr__(name: str) -> Any:
-    """``ASYMMETRIC`` (the protocols with capability ``recursive``) and ``PROTOCOL_ORDER``
+    """``ASYMMETRIC`` (the recursive protocols) and ``PROTOCOL_ORDER``
     (every protocol in comparison order), read from the protocol registry when asked."""
     if name == "ASYMMETRIC":
-        return PROTOCOLS.with_capability(RECURSIVE)
+        return named_where(lambda p: p.recursive)
     if name == "PROTOCOL_ORDER":
         return tuple(in_order(PROTOCOLS.names()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -148,7 +152,7 @@ def pairs(debates: Debates, protocol: str) -> list[Pair]:
 def item_scores(debates: Debates, protocol: str) -> dict[str, float]:
     """Per item, the protocol's score in [0, 1] (see ``docs/metrics.md``, accuracy)."""
     records = _of_protocol(debates, protocol)
-    if can(protocol, RECURSIVE):
+    if _recursive(protocol):
         won: dict[str, list[float]] = defaultdict(list)
         for p in pairs(records, protocol):
             won[p.item_id].append(p.score)
@@ -260,7 +264,7 @@ DIRECT_VIEWS = ("blind", "expert")
 def figure_of(protocol: str) -> str:
     """The figure a protocol's row shows: P[R(honest) > R(dishonest)] for the recursive
     protocols, the judge's accuracy on the item's question for the others."""
-    return HONEST_BEATS_DISHONEST if can(protocol, RECURSIVE) else JUDGE_ACCURACY
+    return HONEST_BEATS_DISHONEST if _recursive(protocol) else JUDGE_ACCURACY
 
 
 def view_of(r: DebateRecord) -> str | None:
@@ -377,7 +381,7 @@ def metrics_of(
         views = _by_passage(rows)
         if views:
             entry["by_passage"] = views
-        if can(proto, RECURSIVE):
+        if _recursive(proto):
             entry["pairs"] = _pair_stats(pairs(records, proto), seed=seed + 100 + k, n=n_boot)
             entry["payoff"] = payoffs_by_side(records, proto, seed=seed + 150 + k, n_boot=n_boot)
         per[proto] = entry

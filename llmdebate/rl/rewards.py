@@ -42,7 +42,6 @@ from llmdebate.elicit import estimate_from_samples, parse_bool
 from llmdebate.elicit import parse_probability as parse_stated
 from llmdebate.errors import InvalidOutputError, ProtocolViolation, RuleError
 from llmdebate.export.credit import judged, naive_payoff, pe_call_credits, pe_terms
-from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.rl.replay import Injection, fork, team_for
 
@@ -174,11 +173,11 @@ class DebateRewardBase:
         t = Transcript.model_validate(st["transcript"])
         text = _completion_text(completion)
         protocol = protocol_of(t)
-        if protocol.can(ESTIMATOR):
+        if protocol.estimator_rewards:
             return await self._score_pe(text, st, t)
-        if protocol.can(RECURSIVE):
+        if protocol.recursive:
             return await self._score_naive(text, st, t)
-        if protocol.can(SPEECHES):
+        if protocol.speeches:
             return await self._score_speech(text, st, t)
         raise ValueError(f"no reward for a decision of a {t.protocol} debate (no debater)")
 
