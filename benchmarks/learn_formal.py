@@ -1,0 +1,141 @@
+"""Learning curves of debaters trained only by the protocol's reward (docs/training-dynamics.md).
+
+Run: ``nice -n 10 .venv/bin/python benchmarks/learn_formal.py --out docs/learning``
+(``--experiments a,b --seeds 0,1,2,3,4 --tiny`` to choose). Writes one PNG per experiment
+and ``learning.json`` (every curve, the seeds, the seconds each run took), and prints the
+final values across seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+from llmdebate.core import scoring
+from llmdebate.formal.learning.experiments import EXPERIMENTS, FULL, TINY, Arm, arms
+from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
+from llmdebate.formal.learning.stackelberg import Run, train
+
+PANELS = {
+    "pe": [
+        ("payoff", "A's payoff / r^(d+1)"),
+        ("accuracy", "A's answer accuracy"),
+        ("brier", "B's Brier score"),
+        ("advantage", "B's distinguishability advantage"),
+    ],
+    "naive": [("payoff", "A's expected payoff (±1)"), ("win", "A's win probability")],
+}
+
+
+def run_arm(arm: Arm) -> dict[str, Any]:
+    curves, seconds, seeds = [], [], []
+    for run in arm.runs:
+        c = train_naive(run) if isinstance(run, NaiveRun) else train(run)
+        curves.append([asdict(p) for p in c.points])
+        seconds.append(round(c.seconds, 2))
+        seeds.append(run.seed)
+        print(f"  {arm.label} seed {run.seed}: {c.seconds:.1f} s, last {curves[-1][-1]}",
+              flush=True)
+    kind = "naive" if isinstance(arm.runs[0], NaiveRun) else "pe"
+    extra: dict[str, Any] = {}
+    first = arm.runs[0]
+    if isinstance(first, Run):
+        r = scoring.reward_ratio(first.epsilon, first.rho)
+        d = first.problem.depth
+        extra = {"r": r, "depth": d, "epsilon": first.epsilon, "variant": first.variant,
+                 "instances": first.problem.n, "prover": first.prover,
+                 "completeness_bound": 1.0 - first.epsilon,
+                 "accuracy_target": 1.0 - 4.0 * first.epsilon}
+    else:
+        extra = {"instances": first.problem.n, "leaves": first.problem.width ** first.problem.depth}
+    return {"label": arm.label, "kind": kind, "seeds": seeds, "seconds": seconds,
+            "curves": curves, **extra}
+
+
+def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = PANELS[results[0]["kind"]]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.4))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ci, res in enumerate(results):
+        for si, curve in enumerate(res["curves"]):
+            for ax, (key, title) in zip(axes, keys, strict=True):
+                ys = [pt[key] for pt in curve]
+                ax.plot(range(len(ys)), ys, color=colors[ci % len(colors)], alpha=0.7, lw=1.2,
+                        label=res["label"] if si == 0 else None)
+                ax.set_title(title, fontsize=10)
+                a_learns = res["kind"] == "naive" or res["prover"].startswith("learned")
+                ax.set_xlabel("A's updates" if a_learns else "B's outer steps", fontsize=9)
+    for ax, (key, _) in zip(axes, keys, strict=True):
+        if key == "payoff" and results[0]["kind"] == "pe":
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.axhline(results[0]["completeness_bound"], color="k", ls="--", lw=0.8,
+                       label="1 − ε (completeness bound)")
+        if key == "accuracy" and name == "a":
+            ax.axhline(results[0]["accuracy_target"], color="k", ls=":", lw=0.8, label="1 − 4ε")
+        if key in ("brier", "advantage"):
+            ax.set_yscale("symlog", linthresh=1e-3)
+    axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"experiment ({name}): {len(results[0]['seeds'])} training seeds per arm",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("docs/learning"))
+    ap.add_argument("--experiments", default=",".join(EXPERIMENTS))
+    ap.add_argument("--seeds", default="0,1,2,3,4")
+    ap.add_argument("--tiny", action="store_true", help="the tests' sizes (seconds)")
+    args = ap.parse_args(argv)
+    names = [x for x in args.experiments.split(",") if x]
+    bad = [x for x in names if x not in EXPERIMENTS]
+    if bad:
+        print(f"--experiments: unknown experiment {bad[0]!r} (one of {', '.join(EXPERIMENTS)})",
+              file=sys.stderr)
+        return 2
+    try:
+        seeds = [int(x) for x in args.seeds.split(",") if x]
+    except ValueError:
+        print(f"--seeds: expected comma-separated integers (got {args.seeds!r})", file=sys.stderr)
+        return 2
+    size = TINY if args.tiny else FULL
+    args.out.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {"seeds": seeds, "size": asdict(size), "experiments": {}}
+    for name in names:
+        start = time.perf_counter()
+        print(f"experiment ({name})", flush=True)
+        results = [run_arm(arm) for arm in arms(name, size, seeds)]
+        plot(name, results, args.out / f"learning-{name}.png")
+        summary["experiments"][name] = {"seconds": round(time.perf_counter() - start, 1),
+                                        "arms": results}
+        for res in results:
+            last = {k: np.array([c[-1][k] for c in res["curves"]]) for k in res["curves"][0][0]}
+            best = np.array([min(pt["payoff"] for pt in c) for c in res["curves"]])
+            cells = ", ".join(f"{k} {v.mean():.4g} [{v.min():.4g}, {v.max():.4g}]"
+                              for k, v in last.items())
+            print(f"  {res['label']}: final {cells}; lowest payoff seen "
+                  f"{best.min():.4g}", flush=True)
+    (args.out / "learning.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""What a training curve reads off one exact evaluation: A's payoff and accuracy, B's
+Brier score and its distinguishability advantage.
+
+B's advantage is Algorithm 1's quantity (Appendix A.1) for the tests it uses, measured on
+the distribution of states the debate reaches: for each round k, |E[f(truth)] − E_h[f]|
+with f the coordinates z_i, M_D(z) and A's round reward σ_k·(M_D(z) − p_k) unscaled
+(σ_k = E[s_k]); at the top, the coordinate ẑ. ``advantage`` is the largest of them. B's
+Brier score is the mean squared error of its numbers against the truth: p_d on the top
+claim, and its marginals on the subclaims of every claim reached (weighted by reach).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmdebate.core import scoring
+from llmdebate.formal.exact import exact_prover_estimator
+from llmdebate.formal.game import Game
+from llmdebate.formal.tables import expected_rule
+from llmdebate.formal.variants import RoundView
+
+
+@dataclass
+class Point:
+    """One evaluation of the current pair (payoff normalised by r^(d+1))."""
+
+    payoff: float
+    accuracy: float
+    brier: float
+    advantage: float
+
+
+def _expect(alts: list[tuple[np.ndarray, np.ndarray | float]], n: int) -> np.ndarray:
+    out = np.zeros(n)
+    for v, pr in alts:
+        out += np.asarray(pr, dtype=float) * np.broadcast_to(v, (n,))
+    return out
+
+
+class _Observer:
+    def __init__(self, game: Game):
+        self.game = game
+        self.advantage = 0.0
+        self.sq_err = 0.0
+        self.mass = 0.0
+
+    def __call__(
+        self,
+        k: int,
+        inst: np.ndarray,
+        node: np.ndarray,
+        p: np.ndarray,
+        w: np.ndarray,
+        view: RoundView,
+    ) -> None:
+        prob = self.game.problem
+        wn = w / prob.n
+        t = prob.children_of(prob.truth, inst, k, node).astype(np.float64)
+        table = prob.rule(k).table
+        m_true = prob.truth[k][inst, node].astype(np.float64)
+        m_b = expected_rule(view.joint, table)
+        sigma = _expect(self.game.prover.direction(inst, k, node, p), len(inst))
+        q = t.shape[1]
+        tests = [abs(math.fsum((wn * (t[:, i] - view.marg[:, i])).tolist())) for i in range(q)]
+        tests.append(abs(math.fsum((wn * (m_true - m_b)).tolist())))
+        tests.append(abs(math.fsum((wn * sigma * (m_true - m_b)).tolist())))
+        self.advantage = max(self.advantage, *tests)
+        sq = (wn[:, None] * (view.marg - t) ** 2).sum(axis=1)
+        self.sq_err += math.fsum(sq.tolist()) / q
+        self.mass += math.fsum(wn.tolist())
+
+
+def evaluate(game: Game) -> Point:
+    """Exact payoff (normalised), accuracy, B's Brier score and advantage of one pair."""
+    prob = game.problem
+    obs = _Observer(game)
+    res = exact_prover_estimator(game, observe=obs)
+    w = prob.weights
+    inst = np.arange(prob.n)
+    p_top = game.estimator.top(inst)
+    truth = prob.top_truth().astype(np.float64)
+    top_adv = abs(math.fsum((w * (truth - p_top)).tolist()))
+    top_sq = math.fsum((w * (p_top - truth) ** 2).tolist())
+    brier = (top_sq + obs.sq_err) / (1.0 + obs.mass)
+    payoff = scoring.normalized(res.mean(w), game.r, prob.depth)
+    return Point(
+        payoff=float(payoff),
+        accuracy=math.fsum((w * res.accuracy).tolist()),
+        brier=brier,
+        advantage=max(top_adv, obs.advantage),
+    )
