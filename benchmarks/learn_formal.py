@@ -24,6 +24,7 @@ import numpy as np
 
 from llmdebate.core import scoring
 from llmdebate.formal.learning.experiments import EXPERIMENTS, FULL, TINY, Arm, arms
+from llmdebate.formal.learning.metrics import Point, soundness_threshold
 from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
 from llmdebate.formal.learning.stackelberg import Run, train
 
@@ -38,15 +39,30 @@ PANELS = {
 }
 
 
+def _row(p: Point, run: Run) -> dict[str, float]:
+    r = scoring.reward_ratio(run.epsilon, run.rho)
+    return {**asdict(p), "threshold": soundness_threshold(p, r, run.problem.depth)}
+
+
 def run_arm(arm: Arm) -> dict[str, Any]:
-    curves, seconds, seeds = [], [], []
+    curves: list[list[dict[str, float]]] = []
+    refined: list[dict[str, float]] = []
+    seconds, seeds = [], []
     for run in arm.runs:
-        c = train_naive(run) if isinstance(run, NaiveRun) else train(run)
-        curves.append([asdict(p) for p in c.points])
-        seconds.append(round(c.seconds, 2))
+        if isinstance(run, NaiveRun):
+            nc = train_naive(run)
+            curves.append([asdict(p) for p in nc.points])
+            took = nc.seconds
+        else:
+            c = train(run)
+            curves.append([_row(p, run) for p in c.points])
+            if c.refined is not None:
+                refined.append(_row(c.refined, run))
+            took = c.seconds
+        seconds.append(round(took, 2))
         seeds.append(run.seed)
-        print(f"  {arm.label} seed {run.seed}: {c.seconds:.1f} s, last {curves[-1][-1]}",
-              flush=True)
+        print(f"  {arm.label} seed {run.seed}: {took:.1f} s, last {curves[-1][-1]}"
+              + (f", refined {refined[-1]}" if refined else ""), flush=True)
     kind = "naive" if isinstance(arm.runs[0], NaiveRun) else "pe"
     extra: dict[str, Any] = {}
     first = arm.runs[0]
@@ -60,7 +76,7 @@ def run_arm(arm: Arm) -> dict[str, Any]:
     else:
         extra = {"instances": first.problem.n, "leaves": first.problem.width ** first.problem.depth}
     return {"label": arm.label, "kind": kind, "seeds": seeds, "seconds": seconds,
-            "curves": curves, **extra}
+            "curves": curves, "refined": refined, **extra}
 
 
 def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
@@ -84,8 +100,15 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     for ax, (key, _) in zip(axes, keys, strict=True):
         if key == "payoff" and results[0]["kind"] == "pe":
             ax.set_yscale("symlog", linthresh=1.0)
-            ax.axhline(results[0]["completeness_bound"], color="k", ls="--", lw=0.8,
-                       label="1 − ε (completeness bound)")
+            if name == "d":
+                for ci, res in enumerate(results):
+                    th = np.mean([[pt["threshold"] for pt in c] for c in res["curves"]], axis=0)
+                    ax.plot(range(len(th)), th, color=colors[ci % len(colors)], ls="--",
+                            lw=0.9, label="soundness threshold (mean over seeds)"
+                            if ci == 0 else None)
+            else:
+                ax.axhline(results[0]["completeness_bound"], color="k", ls="--", lw=0.8,
+                           label="1 − ε (completeness bound)")
         if key == "accuracy" and name == "a":
             ax.axhline(results[0]["accuracy_target"], color="k", ls=":", lw=0.8, label="1 − 4ε")
         if key in ("brier", "advantage"):
@@ -133,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
                               for k, v in last.items())
             print(f"  {res['label']}: final {cells}; lowest payoff seen "
                   f"{best.min():.4g}", flush=True)
+            if res.get("refined"):
+                ref = np.array([x["payoff"] for x in res["refined"]])
+                print(f"    after B alone went on: payoff {ref.mean():.4g} "
+                      f"[{ref.min():.4g}, {ref.max():.4g}]", flush=True)
     (args.out / "learning.json").write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 

@@ -7,7 +7,12 @@
 (c) the eq.-(13) honest A against a learned B under every variant (the marginal ones and
     ``commit`` against ``figure2``), and once with B's top number held just outside A's dead
     zone (the first move of the searched attack), so that B's tables are what it learns;
-(d) a learned A that must lie against a learned B (``figure2`` and ``marginal``).
+(d) a learned A that must lie against a learned B (``figure2`` and ``marginal`` on stable
+    majority instances, ``figure2`` on the interval problem), and against the
+    calibrated-ignorant B that cannot factor (interval problem: the soundness gap).
+
+Where B learns, ``refine`` more B-only steps after training measure how far B's inner loop
+was from a best response to the final A.
 """
 
 from __future__ import annotations
@@ -39,13 +44,14 @@ class Size:
     inner: int = 4
     naive_outer: int = 40
     c_outer: int = 100
-    hint_outer: int = 600
+    hint_outer: int = 1000
+    refine: int = 100
     pairs: int = 8
 
 
 FULL = Size()
 TINY = Size(kappa=5, instances=12, interval_depth=2, outer=6, inner=2, naive_outer=6,
-            c_outer=6, hint_outer=6, pairs=3)
+            c_outer=6, hint_outer=6, refine=2, pairs=3)
 
 
 @dataclass
@@ -67,8 +73,8 @@ def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
     if name == "a":
         prob = majority(size)
         return [Arm("figure2, learned A vs learned B", [
-            Run(prob, prover="learned", outer=size.outer, inner=size.inner, seed=s, es=es)
-            for s in seeds])]
+            Run(prob, prover="learned", outer=size.outer, inner=size.inner, seed=s, es=es,
+                refine=size.refine) for s in seeds])]
     if name == "b":
         prob = make_interval(size.interval_depth, 2, size.instances, 0)
         return [Arm(f"challenger: {ch}", [
@@ -86,7 +92,14 @@ def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
         return out
     if name == "d":
         prob = majority(size)
-        return [Arm(f"{v}, learned lying A vs learned B", [
+        out = [Arm(f"{v}, learned lying A vs learned B", [
             Run(prob, variant=v, prover="learned-liar", outer=size.outer, inner=size.inner,
-                seed=s, es=es) for s in seeds]) for v in ("figure2", "marginal")]
+                seed=s, es=es, refine=size.refine) for s in seeds])
+            for v in ("figure2", "marginal")]
+        interval = make_interval(1, 2, size.instances, 0)
+        for est in ("learned", "calibrated-ignorant"):
+            out.append(Arm(f"interval d=1 q=2, figure2, learned lying A vs {est} B", [
+                Run(interval, prover="learned-liar", estimator=est, outer=size.outer,
+                    inner=size.inner, seed=s, es=es, refine=size.refine) for s in seeds]))
+        return out
     raise ValueError(f"experiment must be one of {', '.join(EXPERIMENTS)} (got {name!r})")

@@ -4,7 +4,10 @@ Brier score and its distinguishability advantage.
 B's advantage is Algorithm 1's quantity (Appendix A.1) for the tests it uses, measured on
 the distribution of states the debate reaches: for each round k, |E[f(truth)] − E_h[f]|
 with f the coordinates z_i, M_D(z) and A's round reward σ_k·(M_D(z) − p_k) unscaled
-(σ_k = E[s_k]); at the top, the coordinate ẑ. ``advantage`` is the largest of them. B's
+(σ_k = E[s_k]); at the top, the coordinate ẑ; and for every k, A's reward test E[r_k]/r^k
+(at the leaf this is Algorithm 1's test A_0(y_j, b_j)·z_j with an oracle judge: it sees a
+B that is wrong where A recurses). ``advantage`` is the largest of them: the δ that
+:func:`soundness_threshold` puts into Lemma A.4. B's
 Brier score is the mean squared error of its numbers against the truth: p_d on the top
 claim, and its marginals on the subclaims of every claim reached (weighted by reach).
 """
@@ -85,10 +88,19 @@ def evaluate(game: Game) -> Point:
     top_adv = abs(math.fsum((w * (truth - p_top)).tolist()))
     top_sq = math.fsum((w * (p_top - truth) ** 2).tolist())
     brier = (top_sq + obs.sq_err) / (1.0 + obs.mass)
+    assert res.by_round is not None
+    rounds = res.round_means(w)  # E[r_init], E[r_d], ..., E[r_0]
+    reward_tests = [abs(rounds[prob.depth + 1 - k]) / game.r**k for k in range(prob.depth + 1)]
     payoff = scoring.normalized(res.mean(w), game.r, prob.depth)
     return Point(
         payoff=float(payoff),
         accuracy=math.fsum((w * res.accuracy).tolist()),
         brier=brier,
-        advantage=max(top_adv, obs.advantage),
+        advantage=max(top_adv, obs.advantage, *reward_tests),
     )
+
+
+def soundness_threshold(point: Point, r: float, depth: int) -> float:
+    """Lemma A.4's bound on E[R_A], normalised: P[A correct] + (2d+1)·δ/r^(d+1), with δ the
+    measured advantage (a lower estimate of Algorithm 1's δ: fewer tests)."""
+    return point.accuracy + (2 * depth + 1) * point.advantage / r ** (depth + 1)

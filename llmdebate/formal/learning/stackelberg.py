@@ -50,6 +50,7 @@ class Run:
     es: ESConfig = field(default_factory=ESConfig)  # A's steps (and the population size)
     es_estimator: ESConfig | None = None  # B's steps, if not those of ``es`` (same pairs)
     estimator_top: float | None = None  # B's p_d held at this distance from the truth
+    refine: int = 0  # B-only steps after training: how far B was from a best response
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Curve:
     seconds: float
     prover_params: np.ndarray
     estimator_params: np.ndarray
+    refined: Point | None = None  # after ``refine`` more steps of B against the final A
 
 
 class _Side:
@@ -139,18 +141,22 @@ class Trainer:
                 pol.set_params(learner.theta[None, :])
         return evaluate(self._game(self.run.problem, self.a_base, self.b_base))
 
-    def outer_step(self) -> None:
+    def estimator_steps(self, count: int) -> None:
         if self.b is not None:
             a_fixed = self._tiled(self.a)
-            for _ in range(self.run.inner):
+            for _ in range(count):
                 self.b.step(lambda m: -self._payoffs(a_fixed, m))
+
+    def outer_step(self) -> None:
+        self.estimator_steps(self.run.inner)
         if self.a is not None:
             b_fixed = self._tiled(self.b)
             self.a.step(lambda m: self._payoffs(m, b_fixed))
 
 
 def train(run: Run) -> Curve:
-    """Train and evaluate after every outer step (the first point is the pair at init)."""
+    """Train and evaluate after every outer step (the first point is the pair at init);
+    then, if ``run.refine``, let B alone go on and evaluate once more."""
     start = time.perf_counter()
     tr = Trainer(run)
     points = [tr.point()]
@@ -158,9 +164,16 @@ def train(run: Run) -> Curve:
         tr.outer_step()
         points.append(tr.point())
     empty = np.zeros(0)
+    prover_params = empty if tr.a is None else tr.a.theta.copy()
+    estimator_params = empty if tr.b is None else tr.b.theta.copy()
+    refined = None
+    if run.refine and tr.b is not None:
+        tr.estimator_steps(run.refine)
+        refined = tr.point()
     return Curve(
         points=points,
         seconds=time.perf_counter() - start,
-        prover_params=empty if tr.a is None else tr.a.theta.copy(),
-        estimator_params=empty if tr.b is None else tr.b.theta.copy(),
+        prover_params=prover_params,
+        estimator_params=estimator_params,
+        refined=refined,
     )
