@@ -28,9 +28,11 @@ from llmdebate.formal.learning.metrics import Point, soundness_threshold
 from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
 from llmdebate.formal.learning.stackelberg import Run, train
 
+ZOOM = "payoff near the bound"
 PANELS = {
     "pe": [
         ("payoff", "A's payoff / r^(d+1)"),
+        (ZOOM, "A's payoff / r^(d+1), zoomed (linear)"),
         ("accuracy", "A's answer accuracy"),
         ("brier", "B's Brier score"),
         ("advantage", "B's distinguishability advantage"),
@@ -86,37 +88,49 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     keys = PANELS[results[0]["kind"]]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.4))
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ci, res in enumerate(results):
         for si, curve in enumerate(res["curves"]):
             for ax, (key, title) in zip(axes, keys, strict=True):
-                ys = [pt[key] for pt in curve]
+                ys = [pt["payoff" if key == ZOOM else key] for pt in curve]
                 ax.plot(range(len(ys)), ys, color=colors[ci % len(colors)], alpha=0.7, lw=1.2,
                         label=res["label"] if si == 0 else None)
                 ax.set_title(title, fontsize=10)
                 a_learns = res["kind"] == "naive" or res["prover"].startswith("learned")
                 ax.set_xlabel("A's updates" if a_learns else "B's outer steps", fontsize=9)
     for ax, (key, _) in zip(axes, keys, strict=True):
-        if key == "payoff" and results[0]["kind"] == "pe":
-            ax.set_yscale("symlog", linthresh=1.0)
+        if name == "c":  # the arm with B's top number held runs ten times longer
+            ax.set_xscale("symlog", linthresh=100)
+        if key == ZOOM:
+            ax.set_ylim(-1.0, 3.0)
+        if key in ("payoff", ZOOM) and results[0]["kind"] == "pe":
+            if key == "payoff":
+                ax.set_yscale("symlog", linthresh=1.0)
             if name == "d":
                 for ci, res in enumerate(results):
                     th = np.mean([[pt["threshold"] for pt in c] for c in res["curves"]], axis=0)
                     ax.plot(range(len(th)), th, color=colors[ci % len(colors)], ls="--",
                             lw=0.9, label="soundness threshold (mean over seeds)"
-                            if ci == 0 else None)
+                            if ci == 0 and key == "payoff" else None)
             else:
                 ax.axhline(results[0]["completeness_bound"], color="k", ls="--", lw=0.8,
-                           label="1 − ε (completeness bound)")
+                           label="1 − ε (completeness bound)" if key == "payoff" else None)
         if key == "accuracy" and name == "a":
             ax.axhline(results[0]["accuracy_target"], color="k", ls=":", lw=0.8, label="1 − 4ε")
         if key in ("brier", "advantage"):
             ax.set_yscale("symlog", linthresh=1e-3)
-    axes[0].legend(fontsize=7, loc="best")
+    legend: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(lab, h)
+    labels = list(legend)
+    fig.legend(list(legend.values()), labels, loc="lower center", ncol=min(3, len(labels)),
+               fontsize=8)
     fig.suptitle(f"experiment ({name}): {len(results[0]['seeds'])} training seeds per arm",
                  fontsize=10)
-    fig.tight_layout()
+    rows = (len(labels) + 2) // 3
+    fig.tight_layout(rect=(0.0, 0.06 * rows + 0.02, 1.0, 1.0))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

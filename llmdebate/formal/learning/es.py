@@ -21,6 +21,7 @@ class ESConfig:
     sigma: float = 0.5  # perturbation scale
     lr: float = 0.15  # Adam step size
     clip: float = 8.0  # parameters kept in [-clip, clip]
+    halflife: float = 0.0  # if > 0, step size lr / (1 + t / halflife) at step t (and σ alike)
 
 
 @dataclass
@@ -54,12 +55,15 @@ class Learner:
         self.cfg, self.rng, self.mask = cfg, rng, mask.astype(np.float64)
         self.adam = Adam(dim, cfg.lr)
 
+    def decay(self) -> float:
+        h = self.cfg.halflife
+        return 1.0 if h <= 0 else 1.0 / (1.0 + self.adam.t / h)
+
     def population(self) -> tuple[np.ndarray, np.ndarray]:
         """Antithetic perturbations (pairs, dim) and the members' parameters (2·pairs, dim)."""
         eps = self.rng.standard_normal((self.cfg.pairs, len(self.theta))) * self.mask
-        members = np.concatenate(
-            [self.theta + self.cfg.sigma * eps, self.theta - self.cfg.sigma * eps]
-        )
+        sigma = self.cfg.sigma * self.decay()
+        members = np.concatenate([self.theta + sigma * eps, self.theta - sigma * eps])
         return eps, members
 
     def step(self, objective: Objective) -> float:
@@ -70,5 +74,6 @@ class Learner:
         diff = f[:k] - f[k:]
         scale = float(np.abs(diff).mean()) or 1.0  # payoff units differ by r^-k across roles
         grad = (diff[:, None] * eps).sum(axis=0) / (2 * k * scale)
-        self.theta = np.clip(self.theta + self.adam.step(grad), -self.cfg.clip, self.cfg.clip)
+        step = self.adam.step(grad) * self.decay()
+        self.theta = np.clip(self.theta + step, -self.cfg.clip, self.cfg.clip)
         return float(f.mean())
