@@ -2,8 +2,8 @@
 
 Run: ``nice -n 10 .venv/bin/python benchmarks/learn_formal.py --out docs/learning``
 (``--experiments a,b --seeds 0,1,2,3,4 --tiny`` to choose). Writes one PNG per experiment
-and ``learning.json`` (every curve, the seeds, the seconds each run took), and prints the
-final values across seeds.
+and ``learning.json`` (every curve, the seeds, the seconds each run took; experiments not
+rerun are kept), and prints the final values across seeds.
 """
 
 from __future__ import annotations
@@ -135,13 +135,26 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def replot(out: Path) -> int:
+    path = out / "learning.json"
+    if not path.exists():
+        print(f"--replot: {path} does not exist (run the experiments first)", file=sys.stderr)
+        return 2
+    for name, ex in json.loads(path.read_text())["experiments"].items():
+        plot(name, ex["arms"], out / f"learning-{name}.png")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("docs/learning"))
     ap.add_argument("--experiments", default=",".join(EXPERIMENTS))
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--tiny", action="store_true", help="the tests' sizes (seconds)")
+    ap.add_argument("--replot", action="store_true", help="redraw the PNGs from learning.json")
     args = ap.parse_args(argv)
+    if args.replot:
+        return replot(args.out)
     names = [x for x in args.experiments.split(",") if x]
     bad = [x for x in names if x not in EXPERIMENTS]
     if bad:
@@ -155,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     size = TINY if args.tiny else FULL
     args.out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"seeds": seeds, "size": asdict(size), "experiments": {}}
+    path = args.out / "learning.json"
+    summary: dict[str, Any] = {"experiments": {}}
+    if path.exists():  # keep the experiments not rerun
+        summary = json.loads(path.read_text())
+    summary.update({"seeds": seeds, "size": asdict(size)})
     for name in names:
         start = time.perf_counter()
         print(f"experiment ({name})", flush=True)
@@ -174,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 ref = np.array([x["payoff"] for x in res["refined"]])
                 print(f"    after B alone went on: payoff {ref.mean():.4g} "
                       f"[{ref.min():.4g}, {ref.max():.4g}]", flush=True)
-    (args.out / "learning.json").write_text(json.dumps(summary, indent=1) + "\n")
+        path.write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 
 

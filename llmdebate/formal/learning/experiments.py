@@ -5,8 +5,9 @@
     challenger that cannot factor (calibrated-ignorant) and, as a control, one that can
     (omniscient);
 (c) the eq.-(13) honest A against a learned B under every variant (the marginal ones and
-    ``commit`` against ``figure2``), and once with B's top number held just outside A's dead
-    zone (the first move of the searched attack), so that B's tables are what it learns;
+    ``commit`` against ``figure2``), and, under ``marginal`` and ``figure2``, with B's top
+    number held just outside A's dead zone (the first move of the searched attack), so that
+    B's tables are what it learns (with a decaying step size: the attack sits at a cliff);
 (d) a learned A that must lie against a learned B (``figure2`` and ``marginal`` on stable
     majority instances, ``figure2`` on the interval problem), and against the
     calibrated-ignorant B that cannot factor (interval problem: the soundness gap).
@@ -44,7 +45,7 @@ class Size:
     inner: int = 4
     naive_outer: int = 40
     c_outer: int = 100
-    hint_outer: int = 1000
+    hint_outer: int = 1200
     refine: int = 100
     pairs: int = 8
 
@@ -85,10 +86,11 @@ def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
         out = [Arm(f"{v}, learned B", [
             Run(prob, variant=v, prover="honest", outer=size.c_outer, inner=size.inner,
                 seed=s, es=es, es_estimator=b_es) for s in seeds]) for v in C_VARIANTS]
-        hint = ESConfig(pairs=size.pairs, sigma=0.1, lr=0.05, clip=20.0)
-        out.append(Arm("marginal, learned B, p_d held at 0.21 from the truth", [
-            Run(prob, variant="marginal", prover="honest", outer=size.hint_outer, inner=1,
-                seed=s, es=es, es_estimator=hint, estimator_top=0.21) for s in seeds]))
+        hint = ESConfig(pairs=size.pairs, sigma=0.1, lr=0.05, clip=20.0, halflife=200.0)
+        for v in ("marginal", "figure2"):
+            out.append(Arm(f"{v}, learned B, p_d held at 0.21 from the truth", [
+                Run(prob, variant=v, prover="honest", outer=size.hint_outer, inner=1,
+                    seed=s, es=es, es_estimator=hint, estimator_top=0.21) for s in seeds]))
         return out
     if name == "d":
         prob = majority(size)
