@@ -23,8 +23,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from llmdebate.core import scoring
+from llmdebate.formal.learning.estimator import LearnedEstimator
 from llmdebate.formal.learning.experiments import EXPERIMENTS, FULL, TINY, Arm, arms
-from llmdebate.formal.learning.metrics import Point, soundness_threshold
+from llmdebate.formal.learning.metrics import Point, joint_summary, soundness_threshold
 from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
 from llmdebate.formal.learning.stackelberg import Run, train
 
@@ -46,20 +47,36 @@ def _row(p: Point, run: Run) -> dict[str, float]:
     return {**asdict(p), "threshold": soundness_threshold(p, r, run.problem.depth)}
 
 
+def _joints(run: Run, theta: np.ndarray) -> dict[str, dict[str, float]]:
+    """The final B's round-1 joint on the first true and the first false instance."""
+    est = LearnedEstimator(run.problem, run.problem.n)
+    est.set_params(theta[None, :])
+    truth = run.problem.top_truth()
+    return {f"top {t}": joint_summary(est, int(np.flatnonzero(truth == t)[0]))
+            for t in (1, 0) if np.any(truth == t)}
+
+
 def run_arm(arm: Arm) -> dict[str, Any]:
     curves: list[list[dict[str, float]]] = []
     refined: list[dict[str, float]] = []
+    params: list[dict[str, list[float]]] = []
+    joints: list[dict[str, dict[str, float]]] = []
     seconds, seeds = [], []
     for run in arm.runs:
         if isinstance(run, NaiveRun):
             nc = train_naive(run)
             curves.append([asdict(p) for p in nc.points])
+            params.append({"prover": nc.params.round(4).tolist()})
             took = nc.seconds
         else:
             c = train(run)
             curves.append([_row(p, run) for p in c.points])
             if c.refined is not None:
                 refined.append(_row(c.refined, run))
+            params.append({"prover": c.prover_params.round(4).tolist(),
+                           "estimator": c.estimator_params.round(4).tolist()})
+            if run.estimator == "learned":
+                joints.append(_joints(run, c.estimator_params))
             took = c.seconds
         seconds.append(round(took, 2))
         seeds.append(run.seed)
@@ -78,7 +95,8 @@ def run_arm(arm: Arm) -> dict[str, Any]:
     else:
         extra = {"instances": first.problem.n, "leaves": first.problem.width ** first.problem.depth}
     return {"label": arm.label, "kind": kind, "seeds": seeds, "seconds": seconds,
-            "curves": curves, "refined": refined, **extra}
+            "curves": curves, "refined": refined, "params": params, "b_joint": joints,
+            **extra}
 
 
 def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:

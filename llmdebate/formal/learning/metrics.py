@@ -20,10 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmdebate.core import scoring
+from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
 from llmdebate.formal.tables import expected_rule
 from llmdebate.formal.variants import RoundView
+
+from .estimator import LearnedEstimator
 
 
 @dataclass
@@ -98,6 +101,30 @@ def evaluate(game: Game) -> Point:
         brier=brier,
         advantage=max(top_adv, obs.advantage, *reward_tests),
     )
+
+
+def joint_summary(est: LearnedEstimator, inst: int) -> dict[str, float]:
+    """B's round-1 joint at one instance's top claim, handed B's own p_d: its p_d, mean
+    marginal, E[M_D] and the mean correlation between two subclaims' outcomes."""
+    one = np.array([inst])
+    node = np.zeros(1, dtype=np.int64)
+    p_top = est.top(one)
+    joint = est.joint(one, est.problem.depth, node, p_top)[0]
+    bits = outcome_bits(est.problem.width).astype(np.float64)
+    marg = (joint[:, None] * bits).sum(axis=0)
+    cov = (joint[:, None, None] * bits[:, :, None] * bits[:, None, :]).sum(axis=0)
+    cov -= marg[:, None] * marg[None, :]
+    sd = np.sqrt(np.diag(cov))
+    corr = cov / np.maximum(sd[:, None] * sd[None, :], 1e-300)
+    q = len(marg)
+    off = corr[~np.eye(q, dtype=bool)]
+    table = est.problem.rule(est.problem.depth).table
+    return {
+        "p_top": float(p_top[0]),
+        "marginal": float(marg.mean()),
+        "expected_rule": float(expected_rule(joint[None, :], table)[0]),
+        "correlation": float(off.mean()),
+    }
 
 
 def soundness_threshold(point: Point, r: float, depth: int) -> float:
