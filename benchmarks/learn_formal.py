@@ -30,6 +30,7 @@ from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
 from llmdebate.formal.learning.stackelberg import Run, train
 
 ZOOM = "payoff near the bound"
+MARGIN = "payoff above the threshold"
 PANELS = {
     "pe": [
         ("payoff", "A's payoff / r^(d+1)"),
@@ -40,6 +41,11 @@ PANELS = {
     ],
     "naive": [("payoff", "A's expected payoff (±1)"), ("win", "A's win probability")],
 }
+
+
+def columns(points: list[dict[str, float]]) -> dict[str, list[float]]:
+    """A curve as one list per quantity (index 0: the pair at init)."""
+    return {k: [pt[k] for pt in points] for k in points[0]}
 
 
 def _row(p: Point, run: Run) -> dict[str, float]:
@@ -57,7 +63,7 @@ def _joints(run: Run, theta: np.ndarray) -> dict[str, dict[str, float]]:
 
 
 def run_arm(arm: Arm) -> dict[str, Any]:
-    curves: list[list[dict[str, float]]] = []
+    curves: list[dict[str, list[float]]] = []
     refined: list[dict[str, float]] = []
     params: list[dict[str, list[float]]] = []
     joints: list[dict[str, dict[str, float]]] = []
@@ -65,12 +71,12 @@ def run_arm(arm: Arm) -> dict[str, Any]:
     for run in arm.runs:
         if isinstance(run, NaiveRun):
             nc = train_naive(run)
-            curves.append([asdict(p) for p in nc.points])
+            curves.append(columns([asdict(p) for p in nc.points]))
             params.append({"prover": nc.params.round(4).tolist()})
             took = nc.seconds
         else:
             c = train(run)
-            curves.append([_row(p, run) for p in c.points])
+            curves.append(columns([_row(p, run) for p in c.points]))
             if c.refined is not None:
                 refined.append(_row(c.refined, run))
             params.append({"prover": c.prover_params.round(4).tolist(),
@@ -80,7 +86,8 @@ def run_arm(arm: Arm) -> dict[str, Any]:
             took = c.seconds
         seconds.append(round(took, 2))
         seeds.append(run.seed)
-        print(f"  {arm.label} seed {run.seed}: {took:.1f} s, last {curves[-1][-1]}"
+        last = {k: v[-1] for k, v in curves[-1].items()}
+        print(f"  {arm.label} seed {run.seed}: {took:.1f} s, last {last}"
               + (f", refined {refined[-1]}" if refined else ""), flush=True)
     kind = "naive" if isinstance(arm.runs[0], NaiveRun) else "pe"
     extra: dict[str, Any] = {}
@@ -99,6 +106,31 @@ def run_arm(arm: Arm) -> dict[str, Any]:
             **extra}
 
 
+def _series(curve: dict[str, list[float]], key: str) -> list[float]:
+    if key == MARGIN:
+        return list(np.subtract(curve["payoff"], curve["threshold"]))
+    return curve["payoff" if key == ZOOM else key]
+
+
+def _decorate(ax: Any, key: str, name: str, first: dict[str, Any]) -> None:
+    """Scales and reference lines of one panel."""
+    if name == "c":  # the arms with B's top number held run ten times longer
+        ax.set_xscale("symlog", linthresh=100)
+    if key == ZOOM:
+        ax.set_ylim(-1.0, 3.0)
+    if key == "payoff" and first["kind"] == "pe":
+        ax.set_yscale("symlog", linthresh=1.0)
+    if key in ("payoff", ZOOM) and first["kind"] == "pe" and name != "d":
+        ax.axhline(first["completeness_bound"], color="k", ls="--", lw=0.8,
+                   label="1 − ε (completeness bound)" if key == "payoff" else None)
+    if key == "accuracy" and name == "a":
+        ax.axhline(first["accuracy_target"], color="k", ls=":", lw=0.8, label="1 − 4ε")
+    if key == MARGIN:
+        ax.axhline(0.0, color="k", ls="--", lw=0.8)
+    if key in ("brier", "advantage", MARGIN):
+        ax.set_yscale("symlog", linthresh=1e-3)
+
+
 def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -106,38 +138,21 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     keys = PANELS[results[0]["kind"]]
+    if name == "d":
+        keys = [*keys[:2], (MARGIN, "A's payoff − soundness threshold (< 0: below)"), *keys[2:]]
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ci, res in enumerate(results):
+        a_learns = res["kind"] == "naive" or res["prover"].startswith("learned")
         for si, curve in enumerate(res["curves"]):
             for ax, (key, title) in zip(axes, keys, strict=True):
-                ys = [pt["payoff" if key == ZOOM else key] for pt in curve]
+                ys = _series(curve, key)
                 ax.plot(range(len(ys)), ys, color=colors[ci % len(colors)], alpha=0.7, lw=1.2,
                         label=res["label"] if si == 0 else None)
                 ax.set_title(title, fontsize=10)
-                a_learns = res["kind"] == "naive" or res["prover"].startswith("learned")
                 ax.set_xlabel("A's updates" if a_learns else "B's outer steps", fontsize=9)
     for ax, (key, _) in zip(axes, keys, strict=True):
-        if name == "c":  # the arm with B's top number held runs ten times longer
-            ax.set_xscale("symlog", linthresh=100)
-        if key == ZOOM:
-            ax.set_ylim(-1.0, 3.0)
-        if key in ("payoff", ZOOM) and results[0]["kind"] == "pe":
-            if key == "payoff":
-                ax.set_yscale("symlog", linthresh=1.0)
-            if name == "d":
-                for ci, res in enumerate(results):
-                    th = np.mean([[pt["threshold"] for pt in c] for c in res["curves"]], axis=0)
-                    ax.plot(range(len(th)), th, color=colors[ci % len(colors)], ls="--",
-                            lw=0.9, label="soundness threshold (mean over seeds)"
-                            if ci == 0 and key == "payoff" else None)
-            else:
-                ax.axhline(results[0]["completeness_bound"], color="k", ls="--", lw=0.8,
-                           label="1 − ε (completeness bound)" if key == "payoff" else None)
-        if key == "accuracy" and name == "a":
-            ax.axhline(results[0]["accuracy_target"], color="k", ls=":", lw=0.8, label="1 − 4ε")
-        if key in ("brier", "advantage"):
-            ax.set_yscale("symlog", linthresh=1e-3)
+        _decorate(ax, key, name, results[0])
     legend: dict[str, Any] = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -151,6 +166,17 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     fig.tight_layout(rect=(0.0, 0.06 * rows + 0.02, 1.0, 1.0))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def compact(obj: Any) -> Any:
+    """Every float to 6 significant digits (the curves are read, not recomputed, from it)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.6g}")
+    if isinstance(obj, dict):
+        return {k: compact(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [compact(v) for v in obj]
+    return obj
 
 
 def replot(out: Path) -> int:
@@ -199,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         summary["experiments"][name] = {"seconds": round(time.perf_counter() - start, 1),
                                         "arms": results}
         for res in results:
-            last = {k: np.array([c[-1][k] for c in res["curves"]]) for k in res["curves"][0][0]}
-            best = np.array([min(pt["payoff"] for pt in c) for c in res["curves"]])
+            last = {k: np.array([c[k][-1] for c in res["curves"]]) for k in res["curves"][0]}
+            best = np.array([min(c["payoff"]) for c in res["curves"]])
             cells = ", ".join(f"{k} {v.mean():.4g} [{v.min():.4g}, {v.max():.4g}]"
                               for k, v in last.items())
             print(f"  {res['label']}: final {cells}; lowest payoff seen "
@@ -209,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 ref = np.array([x["payoff"] for x in res["refined"]])
                 print(f"    after B alone went on: payoff {ref.mean():.4g} "
                       f"[{ref.min():.4g}, {ref.max():.4g}]", flush=True)
-        path.write_text(json.dumps(summary, indent=1) + "\n")
+        path.write_text(json.dumps(compact(summary), separators=(",", ":")) + "\n")
     return 0
 
 

@@ -33,7 +33,7 @@ def test_writes_curves_and_figures_and_keeps_other_experiments(tmp_path: Path) -
     assert set(got["experiments"]) == {"b", "d"}
     arm = got["experiments"]["b"]["arms"][0]
     assert arm["seeds"] == [0, 1] and len(arm["curves"]) == 2
-    assert len(arm["curves"][0]) == 7  # the pair at init and after each of 6 updates
+    assert len(arm["curves"][0]["win"]) == 7  # the pair at init and after each of 6 updates
     assert (tmp_path / "learning-b.png").stat().st_size > 1000
     assert (tmp_path / "learning-d.png").stat().st_size > 1000
     assert bench("--replot", "--out", str(tmp_path)).returncode == 0
