@@ -171,7 +171,8 @@ class _Builder:
     ) -> None:
         c = credit or Credit("", None, None, None, None)
         cfg = self.t.config
-        unit = scoring.term_unit(c.term, scoring.ratio_for(cfg), cfg.depth) if c.term else None
+        scheme = scoring.reward_scheme(self.t) or scoring.JUDGED
+        unit = scoring.reward_scale(scheme, scoring.ratio_for(cfg), cfg.depth) if c.term else None
         self.rows.append(
             Row(
                 prompt=prompt,
