@@ -24,7 +24,6 @@ estimator's first-estimate rows credited with r_init rank the miscalibrated esti
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +40,10 @@ from llmdebate.export import build, decision_rows, run_info
 from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import DebateReward
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-import honesty_fixtures as hf  # noqa: E402
+try:
+    from tests.fixtures import honesty_fixtures as hf
+except ImportError:  # pytest run from inside tests/
+    from fixtures import honesty_fixtures as hf  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = str(REPO / "tests" / "fixtures" / "honesty_fixtures.py")
