@@ -21,6 +21,7 @@ from typing import Any
 
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.training.config import LoraSettings, UpdateSettings
+from llmdebate.training.generation import completion_cap, stop_token_ids, trained_acts
 
 
 def _need(module: str) -> Any:
@@ -187,6 +188,7 @@ def update_role(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = transformers.AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
+    eos = model.generation_config.eos_token_id
     keep = {"kto": ["prompt", "completion", "label"], "sft": ["prompt", "completion"],
             "grpo": ["prompt", "state"]}[settings.method]
     data = datasets.Dataset.from_list([{k: r[k] for k in keep} for r in rows])
@@ -228,6 +230,7 @@ def update_role(
     trained = trainer.model
     if settings.lora is not None:
         trained = trained.merge_and_unload()
+    trained.generation_config.eos_token_id = eos  # the saved model stops as it did
     trained = trained.to("cpu")
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -268,10 +271,13 @@ def grpo_trainer(
         )
     g = settings.num_generations
     batch = -(-max(settings.batch_size, g) // g) * g
+    rows = list(data)
+    # a completion ends where the act's answer ends (TRL stops at the model's eos ids only)
+    model.generation_config.eos_token_id = stop_token_ids(tokenizer, trained_acts(rows))
     args = trl.GRPOConfig(
         **{**common, "per_device_train_batch_size": batch},
         num_generations=g,
-        max_completion_length=settings.max_completion_length,
+        max_completion_length=settings.max_completion_length or completion_cap(rows),
         beta=0.0,  # no KL term, no reference model (TRL's default)
         temperature=1.0,
         shuffle_dataset=False,
