@@ -46,3 +46,17 @@ def test_stop_tokens_end_a_line_act_at_a_line_break(tmp_path: Path) -> None:
     assert all("\n" in tok.decode([i]) for i in line if i != tok.eos_token_id)
     # free text goes on over a single line break (this vocabulary has no blank-line token)
     assert stop_token_ids(tok, {"evidence", "direction"}) == [tok.eos_token_id]
+
+
+def test_a_probability_act_is_asked_for_the_number_it_is_rewarded_for() -> None:
+    from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
+    from llmdebate.rl.rewards import completion_probability
+    from llmdebate.training.generation import verbalised
+
+    text = f"User: Statement: 7 is prime.\n\n{TF_INSTRUCTION}\n\nAnswer:"
+    assert VERBALISED_INSTRUCTION in verbalised(text) and TF_INSTRUCTION not in verbalised(text)
+    msgs = [{"role": "user", "content": f"Statement: 7 is prime.\n\n{TF_INSTRUCTION}"}]
+    assert verbalised(msgs)[0]["content"].endswith(VERBALISED_INSTRUCTION)
+    assert verbalised("Split the claim.") == "Split the claim."
+    # the reward reads the stated number as the estimate it injects
+    assert completion_probability("0.83", "logprobs", logprobs_as="verbalised") == (True, 0.83)

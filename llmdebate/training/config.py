@@ -151,8 +151,9 @@ class UpdateSettings(_Section):
     """grpo: the longest free-text completion (evidence, speech) that is scored."""
     logprobs_as: Literal["answer", "verbalised", "frozen", "refuse"] = "answer"
     """grpo: how a completion for a logprobs-method probability decision is read: answer
-    (its True/False word as 1/0), verbalised (a stated number), frozen (the frozen model
-    answers), refuse (an error)."""
+    (its True/False word as 1/0), verbalised (a stated number: the prompt then asks for the
+    probability as a number, so the completion expresses the probability it is rewarded
+    for), frozen (the frozen model answers), refuse (an error)."""
 
 
 class TrainConfig(_Section):

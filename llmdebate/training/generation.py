@@ -15,6 +15,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
+
 LINE_ACTS = frozenset({"direction", "recurse", "estimate", "value", "decompose"})
 """Acts whose whole answer is one line."""
 WORD_TOKENS = 8
@@ -65,3 +67,13 @@ def stop_token_ids(tokenizer: Any, acts: Iterable[str]) -> list[int]:
         if mark in tokenizer.decode([idx]) and idx not in ids:
             ids.append(idx)
     return ids
+
+
+def verbalised(prompt: Any) -> Any:
+    """A probability act's prompt (plain text or messages) asking for the probability as a
+    number instead of one True/False word, so that the completion expresses the probability
+    the reward reads (``logprobs_as: verbalised``); other prompts are returned as they are."""
+    if isinstance(prompt, str):
+        return prompt.replace(TF_INSTRUCTION, VERBALISED_INSTRUCTION)
+    return [{**m, "content": str(m["content"]).replace(TF_INSTRUCTION, VERBALISED_INSTRUCTION)}
+            for m in prompt]

@@ -21,7 +21,12 @@ from typing import Any
 
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.training.config import LoraSettings, UpdateSettings
-from llmdebate.training.generation import completion_cap, stop_token_ids, trained_acts
+from llmdebate.training.generation import (
+    completion_cap,
+    stop_token_ids,
+    trained_acts,
+    verbalised,
+)
 
 
 def _need(module: str) -> Any:
@@ -191,6 +196,9 @@ def update_role(
     eos = model.generation_config.eos_token_id
     keep = {"kto": ["prompt", "completion", "label"], "sft": ["prompt", "completion"],
             "grpo": ["prompt", "state"]}[settings.method]
+    if settings.method == "grpo" and settings.logprobs_as == "verbalised":
+        # the completion states the probability the reward reads, not a True/False word
+        rows = [{**r, "prompt": verbalised(r["prompt"])} for r in rows]
     data = datasets.Dataset.from_list([{k: r[k] for k in keep} for r in rows])
     common: dict[str, Any] = dict(
         output_dir=tempfile.mkdtemp(prefix=f"llmdebate-{role}-"),
