@@ -77,3 +77,30 @@ def verbalised(prompt: Any) -> Any:
         return prompt.replace(TF_INSTRUCTION, VERBALISED_INSTRUCTION)
     return [{**m, "content": str(m["content"]).replace(TF_INSTRUCTION, VERBALISED_INSTRUCTION)}
             for m in prompt]
+
+
+class GroupRewards:
+    """A reward function for TRL's GRPOTrainer that passes ``reward``'s scores through and
+    keeps them per group (the ``group`` consecutive completions of one prompt), so that an
+    update records every group's rewards, not only the batch's spread that TRL logs."""
+
+    def __init__(self, reward: Any, group: int) -> None:
+        self.reward = reward
+        self.group = group
+        self.groups: list[list[float]] = []
+        self.__name__ = getattr(reward, "__name__", "debate_reward")
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **kwargs: Any) -> Any:
+        scores = self.reward(prompts, completions, **kwargs)
+        values = [float(s) for s in scores]
+        for i in range(0, len(values), self.group):
+            self.groups.append(values[i : i + self.group])
+        return scores
+
+    def summary(self) -> dict[str, Any]:
+        """Every group's rewards and their standard deviation (population)."""
+        stds = []
+        for g in self.groups:
+            mean = sum(g) / len(g)
+            stds.append((sum((v - mean) ** 2 for v in g) / len(g)) ** 0.5)
+        return {"group_rewards": self.groups, "group_reward_std": stds}

@@ -200,7 +200,7 @@ class Trainer:
             "updates": [
                 {"role": u.role, "checkpoint": str(u.checkpoint), "rows": u.rows,
                  "steps": u.steps, "loss": u.loss, "seconds": round(u.seconds, 2),
-                 "skipped": u.skipped}
+                 "skipped": u.skipped, "log": u.log}
                 for u in self.updates
             ],
             "wall_s": round(time.perf_counter() - self.t0, 2),

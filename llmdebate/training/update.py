@@ -9,6 +9,7 @@ the next update starts from it with fresh adapters.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import random
 import shutil
@@ -22,6 +23,7 @@ from typing import Any
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.training.config import LoraSettings, UpdateSettings
 from llmdebate.training.generation import (
+    GroupRewards,
     completion_cap,
     stop_token_ids,
     trained_acts,
@@ -217,9 +219,11 @@ def update_role(
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
+    groups: GroupRewards | None = None
     with cheap_tokenizer_hash(tokenizer):
         if settings.method == "grpo":
-            args, trainer = grpo_trainer(trl, model, tokenizer, data, settings, common, reward)
+            args, trainer, groups = grpo_trainer(trl, model, tokenizer, data, settings, common,
+                                                 reward)
         elif settings.method == "kto":
             args = trl.KTOConfig(**common, max_length=settings.max_length, beta=settings.beta)
             trainer = trl.KTOTrainer(
@@ -234,6 +238,8 @@ def update_role(
             )
     trainer.train()
     history = [dict(h) for h in trainer.state.log_history]
+    if settings.method == "grpo" and groups is not None:
+        history.append(groups.summary())
     losses = [h["loss"] for h in history if "loss" in h]
     trained = trainer.model
     if settings.lora is not None:
@@ -262,13 +268,14 @@ def update_role(
 def grpo_trainer(
     trl: Any, model: Any, tokenizer: Any, data: Any, settings: UpdateSettings,
     common: dict[str, Any], reward: Any = None,
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, GroupRewards | None]:
     """TRL's GRPOTrainer on trl-prompt-only rows (``prompt``, ``state``), rewarded by
     :class:`llmdebate.rl.DebateReward` (or ``reward``): every sampled completion is played
     into the rest of its debate by the frozen models of the run the row came from.
 
     ``batch_size`` counts completions per step; it is rounded up to a multiple of
-    ``num_generations`` (GRPO compares the completions of one prompt)."""
+    ``num_generations`` (GRPO compares the completions of one prompt). A synchronous reward is
+    wrapped in :class:`GroupRewards`, returned third, which keeps every group's rewards."""
     if reward is None:
         from llmdebate.rl import DebateReward
 
@@ -290,8 +297,9 @@ def grpo_trainer(
         temperature=1.0,
         shuffle_dataset=False,
     )
+    groups = None if inspect.iscoroutinefunction(reward.__call__) else GroupRewards(reward, g)
     trainer = trl.GRPOTrainer(
-        model=model, reward_funcs=[reward], args=args, train_dataset=data,
+        model=model, reward_funcs=[groups or reward], args=args, train_dataset=data,
         processing_class=tokenizer, peft_config=_lora(settings),
     )
-    return args, trainer
+    return args, trainer, groups
