@@ -132,9 +132,11 @@ def test_a_logprobs_probability_decision_is_refused_or_read_as_stated(run_dir: P
 
 
 def test_completion_probability_follows_the_elicitation_method() -> None:
-    assert completion_probability("P = 0.7", "verbalised") == (True, 0.7)
+    assert completion_probability(" 0.7\n", "verbalised") == (True, 0.7)
     with pytest.raises(ValueError, match="no number"):
         completion_probability("True", "verbalised")
+    with pytest.raises(ValueError, match="alone"):  # the whole reply must be the number
+        completion_probability("P = 0.7", "verbalised")
     assert completion_probability("True.", "sampling") == (True, 2 / 3)
     assert completion_probability("false", "sampling") == (True, 1 / 3)
     assert completion_probability("False", "logprobs", logprobs_as="answer") == (True, 0.0)

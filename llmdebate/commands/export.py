@@ -16,17 +16,18 @@ from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
 from llmdebate.export import FORMATS, export_run, players
 from llmdebate.export.format_registry import WHOLE_RUN, RunWriter
+from llmdebate.export.formats import BASELINES
 from llmdebate.export.writers import KINDS
 
 
 def _baseline(value: str) -> str | float:
-    if value in ("expected", "mean"):
+    if value in BASELINES:
         return value
     try:
         return float(value)
     except ValueError:
         raise click.BadParameter(
-            f"{value!r}: use expected, mean or a number", param_hint="--baseline"
+            f"{value!r}: use advantage, expected, mean or a number", param_hint="--baseline"
         ) from None
 
 
@@ -60,8 +61,10 @@ def _whole_run_options(fmt: str, **given: object) -> None:
     help="Plain-text prompts as a base model sees them (no chat template needed).",
 )
 @click.option(
-    "--baseline", default="expected", show_default=True,
-    help="trl-unpaired: label = reward > baseline (expected, mean, or a number).",
+    "--baseline", default="advantage", show_default=True,
+    help="trl-unpaired: label = the decision's advantage > 0 (advantage: its expected return "
+         "against the mean of the decisions of its kind), or reward > expected / mean / a "
+         "number.",
 )
 @click.option(
     "--test-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,

@@ -89,7 +89,7 @@ def build(
     config: dict[str, Any],
     *,
     text: bool = False,
-    baseline: str | float = "expected",
+    baseline: str | float = "advantage",
     include_audit: bool = False,
 ) -> list[dict[str, Any]]:
     """The records of format ``fmt``: of the decisions a model made (rows of
@@ -121,7 +121,7 @@ def export_run(
     kind: str | None = None,
     include_pending: bool = False,
     text: bool = False,
-    baseline: str | float = "expected",
+    baseline: str | float = "advantage",
     test_fraction: float = 0.1,
     split: str | None = None,
     include_audit: bool = False,

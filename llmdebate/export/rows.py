@@ -119,9 +119,10 @@ class Row:
     """A best-of-n candidate's score, the one it was chosen by (``notes.best_of``), for the
     played candidate too; None for other rows. ``trl-preference`` ranks candidates by it."""
     reward_unit: float | None = None
-    """The unit of the row's reward term (:func:`llmdebate.core.scoring.term_unit`): reward /
-    reward_unit is the reward on the normalised scale the online reward functions return,
-    in [-1, 1]. None for a row with no reward term."""
+    """The debate's one reward scale (:func:`llmdebate.core.scoring.reward_scale`, the same for
+    every row of a debate): expected_return_to_go / reward_unit is the reward the online
+    reward functions return for the recorded reply, in [-1, 1]. None for a row with no
+    reward term."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -183,7 +184,8 @@ class _Builder:
     ) -> None:
         c = credit or Credit("", None, None, None, None)
         cfg = self.t.config
-        unit = scoring.term_unit(c.term, scoring.ratio_for(cfg), cfg.depth) if c.term else None
+        scheme = scoring.reward_scheme(self.t) or scoring.JUDGED
+        unit = scoring.reward_scale(scheme, scoring.ratio_for(cfg), cfg.depth) if c.term else None
         self.rows.append(
             Row(
                 prompt=prompt,

@@ -312,8 +312,20 @@ def team_for(
             cfg.role_settings(), cache_dir=cfg.cache_dir, use_cache=cfg.use_cache,
             model_concurrency=cfg.model_concurrency, max_retries=cfg.max_retries,
         )
+        preload(models)
     prompts = Prompts(resolve_path(cfg.prompts_dir) if cfg.prompts_dir else None)
     return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge, static_seats(cfg.seats))
+
+
+def preload(models: dict[str, Model]) -> None:
+    """Load every local model's weights now, one after another, as the experiment runner
+    does, so that the debates a reward function plays at once never load lazily together."""
+    seen: set[int] = set()
+    for m in models.values():
+        if id(m) in seen or not m.backend.profile.load:
+            continue
+        seen.add(id(m))
+        m.backend.load()
 
 
 def _seed_beliefs(prover: Prover, t: Transcript, at: ForkPoint) -> None:
