@@ -79,3 +79,11 @@ def test_the_mixed_effects_regression_finds_a_row_effect_against_judge_noise() -
     assert effect["row"] == "debate" and effect["ci95"][0] > 0.5
     assert set(fit["random_effect_sd"]) == {"judge", "item"}
     assert mixed_logit([1.0, 0.0], ["a", "a"], ["j", "k"], ["i", "i"]) is None
+
+
+def test_the_mixed_effects_regression_is_not_fitted_when_every_judgment_agrees() -> None:
+    rows = ["a", "b"] * 4
+    judges = ["j0", "j1", "j2", "j3"] * 2
+    items = ["i0", "i0", "i1", "i1"] * 2
+    assert mixed_logit([0.0] * 8, rows, judges, items) is None
+    assert mixed_logit([1.0] * 8, rows, judges, items) is None

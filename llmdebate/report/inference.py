@@ -120,9 +120,12 @@ def mixed_logit(
     ``BinomialBayesMixedGLM.fit_vb`` (its random start drawn from ``seed``): each row's
     log-odds difference from the reference with its posterior standard deviation and a 95%
     interval (mean ± 1.96 sd). None where it
-    cannot be fitted: fewer than two rows, or a single judge and a single item."""
+    cannot be fitted: fewer than two rows, a single judge and a single item, or every
+    judgment right (or every one wrong: a logit has no finite estimate then)."""
     names = sorted(set(rows))
     if len(names) < 2 or len(correct) < 4 or (len(set(judges)) < 2 and len(set(items)) < 2):
+        return None
+    if len({float(c) for c in correct}) < 2:
         return None
     try:
         import pandas as pd
