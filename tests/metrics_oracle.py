@@ -428,3 +428,94 @@ def mixed_effects(judged: list[dict[str, Any]], seed: int) -> dict[str, float]:
         for k, n in enumerate(model.exog_names)
         if n.startswith("row[T.")
     }
+
+
+# ------------------------------------------------------------------------ the Inspect export
+
+
+def nan_mean(xs: list[float]) -> float:
+    """docs: a figure an item does not define is NaN (Inspect: unscored)."""
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def inspect_group(t: dict[str, Any]) -> str:
+    """docs (Inspect): the score a debate counts in."""
+    p, v = t["protocol"], t["meta"].get("variant")
+    if p == "direct" and v in ("blind", "expert"):
+        return f"direct {v}"
+    ctx = (t.get("item") or {}).get("context")
+    if isinstance(ctx, str) and ctx.strip() and t["meta"].get("passage") == "shown":
+        return f"{p} (passage shown)"
+    return str(p)
+
+
+def inspect_figures(ts: list[dict[str, Any]], protocol: str) -> dict[str, float]:
+    """docs (Inspect): the figures of one item's complete debates of one score."""
+    if protocol not in RECURSIVE:
+        return {"judge_accuracy": nan_mean([
+            float(same(t["meta"]["decision"], gold_of(t))) for t in ts
+            if t["meta"].get("decision") is not None and gold_of(t) is not None])}
+    return {
+        "honest_beats_dishonest": nan_mean([1.0 if h > d else 0.0 for _, h, d in pairs(ts)]),
+        "item_leaf_claim_accuracy": nan_mean(
+            [c for t in ts if (c := judgment_correct(t)) is not None]),
+        "item_payoff_honest": nan_mean(
+            [p for t in ts if side(t) == "honest" and (p := payoff(t)) is not None]),
+        "item_payoff_dishonest": nan_mean(
+            [p for t in ts if side(t) == "dishonest" and (p := payoff(t)) is not None]),
+    }
+
+
+def people_figures(ts: list[dict[str, Any]], protocol: str) -> dict[str, float]:
+    """docs (Inspect): people's verdicts on one item, the share judged correctly."""
+    key = "item_leaf_claim_accuracy" if protocol in RECURSIVE else "item_judge_accuracy"
+    return {key: nan_mean([c for t in ts if (c := judgment_correct(t)) is not None])}
+
+
+def inspect_samples(
+    ts: list[dict[str, Any]], judged: list[dict[str, Any]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per item (a sample): per score (``<group>``, ``<group> · human``) its figures, each
+    named ``<score> · <figure>``."""
+    items: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in ts:
+        items[item_of(t)].append(t)
+    debate_item = {t["id"]: item_of(t) for t in ts}
+    people: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for j in judged:
+        people[debate_item[j["id"].split("#")[0]]].append(j)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for i, mine in items.items():
+        scores: dict[str, dict[str, float]] = {}
+        for done, suffix, fig in ((mine, "", inspect_figures),
+                                  (people[i], " · human", people_figures)):
+            groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for t in done:
+                if t["status"] == "complete":
+                    groups[inspect_group(t)].append(t)
+            for g, gts in groups.items():
+                name = g + suffix
+                scores[name] = {f"{name} · {k}": v
+                                for k, v in fig(gts, gts[0]["protocol"]).items()}
+        out[i] = scores
+    return out
+
+
+def inspect_results(samples: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """docs (Inspect): the results block, per (score, figure): the mean over the samples
+    where the figure is not NaN, Inspect's stderr (sample sd / sqrt(n)) from two samples on,
+    the scored and unscored sample counts."""
+    per: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for scores in samples.values():
+        for name, figs in scores.items():
+            for key, v in figs.items():
+                if not np.isnan(v):
+                    per[(name, key)].append(v)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for k, vs in per.items():
+        metrics = {"mean": float(np.mean(vs))}
+        if len(vs) > 1:
+            metrics["stderr"] = float(np.std(vs, ddof=1) / np.sqrt(len(vs)))
+        out[k] = {"metrics": metrics, "scored": len(vs), "unscored": len(samples) - len(vs)}
+    return {"scores": out, "total_samples": len(samples),
+            "completed_samples": sum(1 for s in samples.values() if s)}

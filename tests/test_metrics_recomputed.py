@@ -1,6 +1,6 @@
-"""Every figure of comparison.json and summary.json, recomputed from transcripts.jsonl and
-judged.jsonl by tests/metrics_oracle.py (written from docs/metrics.md, importing nothing of
-llmdebate), equals what the report wrote.
+"""Every figure of comparison.json, summary.json and the Inspect export, recomputed from
+transcripts.jsonl and judged.jsonl by tests/metrics_oracle.py (written from docs/metrics.md,
+importing nothing of llmdebate), equals what the report and the export wrote.
 
 Two fixture runs of scripted models cover the ground: a tournament of two debaters over
 every answer-choosing protocol and prover-estimator debate, with the direct baseline blind and
@@ -18,10 +18,13 @@ from typing import Any
 import metrics_oracle as oracle
 import pytest
 import yaml
+from inspect_ai.log import read_eval_log
 from judging_study import SCRIPTED, assign, make_run, write_judges
 from sqlalchemy import select
 
 from llmdebate.cli import main
+from llmdebate.core.schemas import Transcript
+from llmdebate.inspect_ext.scores import figures
 from llmdebate.judging.complete import Submission, ask, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 
@@ -167,3 +170,98 @@ def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path)
     assert mixed == oracle.mixed_effects(judged, seed=0) and len(mixed) >= 2
     ts = oracle.lines(study_run / "transcripts.jsonl")
     assert comparison["n_transcripts"] == len(ts)
+
+
+# ------------------------------------------------------------------------ the Inspect export
+
+
+def _exported(run_dir: Path, tmp: Path) -> Any:
+    """The run exported as an Inspect log, read back with Inspect's own reader."""
+    out = tmp / f"{run_dir.parent.name}.eval"
+    assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(out)]) == 0
+    return read_eval_log(str(out))
+
+
+def _nan_safe(x: Any) -> Any:
+    """NaN as a marker, so that two unscored figures compare equal (NaN != NaN)."""
+    if isinstance(x, dict):
+        return {k: _nan_safe(v) for k, v in x.items()}
+    return "NaN" if isinstance(x, float) and x != x else x
+
+
+def _check_inspect(
+    log: Any, ts: list[dict[str, Any]], judged: list[dict[str, Any]]
+) -> dict[str, Any]:
+    want = oracle.inspect_samples(ts, judged)
+    got = {str(s.id): {n: dict(sc.value) for n, sc in (s.scores or {}).items()}
+           for s in log.samples or []}
+    assert _nan_safe(got) == _nan_safe(want)
+    res = oracle.inspect_results(want)
+    assert log.results.total_samples == res["total_samples"]
+    assert log.results.completed_samples == res["completed_samples"]
+    written = {(e.scorer, e.name): {"metrics": {m: v.value for m, v in e.metrics.items()},
+                                    "scored": e.scored_samples, "unscored": e.unscored_samples}
+               for e in log.results.scores}
+    assert written == res["scores"]
+    return res
+
+
+def _row_of(group: str) -> str:
+    """The report's row of an exported score on items that all have a passage."""
+    if group.startswith("direct "):
+        return f"direct ({group.split(' ')[1]})"
+    return group if group.endswith("(passage shown)") else f"{group} (passage hidden)"
+
+
+def test_the_inspect_export_of_a_tournament_equals_the_recomputation(
+    tournament_run: Path, tmp_path: Path
+) -> None:
+    ts = oracle.lines(tournament_run / "transcripts.jsonl")
+    res = _check_inspect(_exported(tournament_run, tmp_path), ts, [])
+    # each score's item-level figure averages to the report's row value over the same items
+    rows = {r["label"]: r for r in json.loads(
+        (tournament_run / "comparison.json").read_text())["rows"]}
+    shared = 0
+    for (group, name), e in res["scores"].items():
+        figure = name.rsplit(" · ", 1)[1]
+        if figure in ("judge_accuracy", "honest_beats_dishonest"):
+            row = rows[_row_of(group)]
+            assert (e["metrics"]["mean"], e["scored"]) == (row["value"], row["items"])
+            shared += 1
+    assert shared == 5  # direct blind and expert, consultancy, two-sided, prover-estimator
+    # several pairs of one item (the tournament's seats) are scored, not their mean payoffs
+    assert any(n.endswith("honest_beats_dishonest") for _, n in res["scores"])
+
+
+def test_the_inspect_export_of_a_study_equals_the_recomputation(
+    study_run: Path, tmp_path: Path
+) -> None:
+    ts = oracle.lines(study_run / "transcripts.jsonl")
+    judged = oracle.lines(study_run / "judged.jsonl")
+    res = _check_inspect(_exported(study_run, tmp_path), ts, judged)
+    human = {n for g, n in res["scores"] if g.endswith(" · human")}
+    assert {"consultancy · human · item_judge_accuracy",
+            "prover-estimator · human · item_leaf_claim_accuracy"} <= human
+    # people's verdicts are judged for correctness only: no pairing of two people's judgments
+    assert not any("payoff" in n or "honest_beats" in n for n in human)
+
+
+def test_inspect_honest_beats_dishonest_pairs_by_seats_and_counts_a_tie_as_zero(
+    tournament_run: Path,
+) -> None:
+    """The item's score is the report's: the share of its (same seats) pairs the honest
+    prover won outright; never a comparison of the two sides' mean payoffs, nor 1/2 a tie."""
+    ts = [Transcript.model_validate(t) for t in oracle.lines(tournament_run / "transcripts.jsonl")]
+    item = ts[0].meta["item_id"]
+    mine = [t for t in ts if t.protocol == "prover-estimator" and t.meta["item_id"] == item]
+    seatings = sorted({oracle.pairing(t.model_dump()) for t in mine})
+    assert len(seatings) == 2 and len(mine) == 4
+    r = (mine[0].config.epsilon * (1 - mine[0].config.rho) / 4) ** (mine[0].config.depth + 1)
+    payoffs = {(seatings[0], "honest"): 1.0, (seatings[0], "dishonest"): 1.0,  # a tie: 0
+               (seatings[1], "honest"): 3.0, (seatings[1], "dishonest"): -5.0}  # won: 1
+    for t in mine:
+        t.total = payoffs[(oracle.pairing(t.model_dump()), t.meta["variant"])] * r
+    got = figures("prover-estimator", mine)
+    assert got["honest_beats_dishonest"] == 0.5  # mean payoffs 2 > -2 would have said 1
+    assert got["item_payoff_honest"] == pytest.approx(2.0)
+    assert got["item_payoff_dishonest"] == pytest.approx(-2.0)
