@@ -153,6 +153,24 @@ def rows(ts: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[str, Any
     return out
 
 
+PASSAGE_OF_VIEW = {"blind": "hidden", "expert": "shown", "hidden": "hidden", "shown": "shown"}
+
+
+def by_passage(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs: a protocol's rows under ``hidden`` / ``shown`` (blind counts as hidden, expert as
+    shown), with the rows' own numbers, the value also under its figure's name."""
+    return {
+        PASSAGE_OF_VIEW[r["view"]]: {
+            "row": r["label"], "figure": r["figure"], "items": r["items"], "value": r["value"],
+            "accuracy": r["value"] if r["figure"] == "judge accuracy" else None,
+            "honest_beats_dishonest": r["value"] if r["figure"] == "honest beats dishonest"
+            else None,
+            "ci95": r["ci95"], "bootstrap_seed": r["bootstrap_seed"],
+        }
+        for r in rs if r["view"] in PASSAGE_OF_VIEW
+    }
+
+
 def comparisons(rs: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[str, Any]]:
     acc = [r for r in rs if r["figure"] == "judge accuracy"]
     out: list[dict[str, Any]] = []
@@ -164,7 +182,8 @@ def comparisons(rs: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[s
             diffs = [a["item_scores"][i] - b["item_scores"][i] for i in shared]
             out.append({"a": a["label"], "b": b["label"], "items": len(shared),
                         "difference": float(np.mean(diffs)),
-                        "ci95": interval(diffs, seed + 300 + len(out), n_boot)})
+                        "ci95": interval(diffs, seed + 300 + len(out), n_boot),
+                        "bootstrap_seed": seed + 300 + len(out)})
     return out
 
 
@@ -200,6 +219,7 @@ def payoffs(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
                   "mean_expected_normalized": float(np.mean(exp)) if exp else None,
                   "mean_expected_normalized_ci95": interval(exp, seed + 2 * j + 1, n_boot)}
     out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
+    out["soundness_threshold"] = 0.0 if out["completeness_bound"] is not None else None
     return out
 
 
@@ -240,8 +260,13 @@ def calibration(ts: list[dict[str, Any]]) -> dict[str, Any]:
         m = b == k
         if m.sum():
             ece += m.sum() / len(p) * abs(float(p[m].mean()) - float(y[m].mean()))
+    bins = [{"lo": k / 10, "hi": (k + 1) / 10, "n": int((b == k).sum()),
+             "mean_p": float(p[b == k].mean()) if (b == k).any() else None,
+             "frac_true": float(y[b == k].mean()) if (b == k).any() else None}
+            for k in range(10)]
     return {"n": len(pts), "brier": float(np.mean((p - y) ** 2)), "ece": float(ece),
-            "accuracy": float(np.mean((p > 0.5) == (y == 1)))}
+            "accuracy": float(np.mean((p > 0.5) == (y == 1))), "bins": bins,
+            "points": [[float(a), int(c)] for a, c in pts]}
 
 
 def metrics(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
@@ -253,11 +278,26 @@ def metrics(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
     for k, proto in enumerate(present):
         mine = [t for t in ts if t["protocol"] == proto]
         own = [r for r in rs if r["protocol"] == proto]
-        e: dict[str, Any] = {"rows": [r["label"] for r in own], "cost": cost[proto],
-                             "value": own[0]["value"] if len(own) == 1 else None}
+        one = own[0] if len(own) == 1 else None
+        value = one["value"] if one else None
+        fig = "honest beats dishonest" if proto in RECURSIVE else "judge accuracy"
+        e: dict[str, Any] = {
+            "figure": fig, "rows": [r["label"] for r in own], "cost": cost[proto],
+            "value": value, "items": one["items"] if one else None,
+            "accuracy": value if fig == "judge accuracy" else None,
+            "honest_beats_dishonest": value if fig == "honest beats dishonest" else None,
+            **{k: one[k] if one else None for k in ("ci95", "bootstrap_seed", "item_scores")},
+        }
+        views = by_passage(own)
+        if views:
+            e["by_passage"] = views
         if proto in RECURSIVE:
-            e["pairs"] = pair_stats(mine, seed + 100 + k, n_boot)
-            e["payoff"] = payoffs(mine, seed + 150 + k, n_boot)
+            e["pairs"] = {**pair_stats(mine, seed + 100 + k, n_boot),
+                          "bootstrap_seed": seed + 100 + k}
+            e["payoff"] = {**payoffs(mine, seed + 150 + k, n_boot),
+                           "bootstrap_seed": seed + 150 + k}
+            if e["pairs"]["n"] == 0:
+                del e["pairs"]["bootstrap_seed"]
         per[proto] = e
     return {"n_transcripts": len(ts), "rows": rs, "comparisons": comparisons(rs, seed, n_boot),
             "protocols": per, "calibration": calibration(ts)}
@@ -275,9 +315,25 @@ def usage(ts: list[dict[str, Any]]) -> dict[str, Any]:
     status: dict[str, int] = defaultdict(int)
     for t in ts:
         status[t["status"]] += 1
+    by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_role: dict[str, dict[str, Any]] = {}
+    for t in ts:
+        by_protocol[t["protocol"]][t["status"]] += 1
+    for c in calls:
+        r = by_role.setdefault(c["role"] or "?", {"calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                                  "cost": 0.0})
+        r["calls"] += 1
+        r["tokens_in"] += c["tokens_in"]
+        r["tokens_out"] += c["tokens_out"]
+        r["cost"] += c["cost"]
     return {"transcripts": len(ts), "status": dict(status), "calls": len(calls),
             "tokens_in": sum(c["tokens_in"] for c in calls),
-            "tokens_out": sum(c["tokens_out"] for c in calls)}
+            "tokens_out": sum(c["tokens_out"] for c in calls),
+            "cached_calls": sum(bool(c["cached"]) for c in calls),
+            "calls_per_debate": len(calls) / len(ts) if ts else None,
+            "cost": sum(c["cost"] for c in calls),
+            "by_role": dict(sorted(by_role.items())),
+            "by_protocol": {p: dict(v) for p, v in sorted(by_protocol.items())}}
 
 
 # ------------------------------------------------------------------------ people's verdicts

@@ -108,18 +108,21 @@ def _check_metrics(written: dict[str, Any], ts: list[dict[str, Any]], seed: int)
     keys = ["label", "protocol", "view", "figure", "items", "value", "ci95", "bootstrap_seed",
             "item_scores"]
     assert [_pick(r, keys) for r in written["rows"]] == [_pick(r, keys) for r in want["rows"]]
-    ckeys = ["a", "b", "items", "difference", "ci95"]
+    ckeys = ["a", "b", "items", "difference", "ci95", "bootstrap_seed"]
     assert [_pick(c, ckeys) for c in written["comparisons"]] == want["comparisons"]
     assert set(written["protocols"]) == set(want["protocols"])
     for proto, w in want["protocols"].items():
         got = written["protocols"][proto]
-        assert got["rows"] == w["rows"] and got["cost"] == w["cost"]
-        assert got["value"] == w["value"]
+        assert _pick(got, [k for k in w if k not in ("pairs", "payoff", "by_passage")]) == {
+            k: v for k, v in w.items() if k not in ("pairs", "payoff", "by_passage")}
+        assert {v: _pick(e, list(w["by_passage"][v])) for v, e in got["by_passage"].items()
+                } == w["by_passage"]
         if "pairs" in w:
             assert _pick(got["pairs"], list(w["pairs"])) == w["pairs"]
             for s in ("honest", "dishonest"):
                 assert _pick(got["payoff"][s], list(w["payoff"][s])) == w["payoff"][s]
-            assert got["payoff"]["completeness_bound"] == w["payoff"]["completeness_bound"]
+            top = ["completeness_bound", "soundness_threshold", "bootstrap_seed"]
+            assert _pick(got["payoff"], top) == _pick(w["payoff"], top)
     cal = want["calibration"]
     assert _pick(written["calibration"], list(cal)) == cal
 
@@ -138,9 +141,13 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
     _check_metrics(summary["metrics"], ts, seed=0)
     use = oracle.usage(ts)
     assert summary["transcripts"] == use["transcripts"] and summary["status"] == use["status"]
-    assert _pick(summary["usage"], ["calls", "tokens_in", "tokens_out"]) == _pick(
-        use, ["calls", "tokens_in", "tokens_out"]
-    )
+    assert summary["by_protocol"] == use["by_protocol"]
+    keys = ["calls", "tokens_in", "tokens_out", "cached_calls", "calls_per_debate", "cost",
+            "by_role"]
+    assert _pick(summary["usage"], keys) == _pick(use, keys)
+    run = comparison["run"]
+    assert (run["debates"], run["debates_complete"], run["items"]) == (
+        len(ts), use["status"].get("complete", 0), len({oracle.item_of(t) for t in ts}))
     assert _pick(summary["leaf_claim_accuracy"], ["n", "accuracy"]) == oracle.leaf_claims(ts)
     # the tournament: accuracy against rating and the prover x estimator grid
     tour = oracle.tournament(ts)
@@ -170,6 +177,7 @@ def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path)
     assert mixed == oracle.mixed_effects(judged, seed=0) and len(mixed) >= 2
     ts = oracle.lines(study_run / "transcripts.jsonl")
     assert comparison["n_transcripts"] == len(ts)
+    _check_metrics(comparison, ts, seed=0)
 
 
 # ------------------------------------------------------------------------ the Inspect export
@@ -244,6 +252,18 @@ def test_the_inspect_export_of_a_study_equals_the_recomputation(
             "prover-estimator · human · item_leaf_claim_accuracy"} <= human
     # people's verdicts are judged for correctness only: no pairing of two people's judgments
     assert not any("payoff" in n or "honest_beats" in n for n in human)
+
+
+def test_by_passage_gives_honest_beats_dishonest_under_its_name_never_as_accuracy(
+    tournament_run: Path,
+) -> None:
+    entry = json.loads((tournament_run / "comparison.json").read_text())["protocols"]
+    pe = entry["prover-estimator"]["by_passage"]["hidden"]
+    assert pe["figure"] == "honest beats dishonest" and pe["accuracy"] is None
+    assert pe["honest_beats_dishonest"] == pe["value"] == entry["prover-estimator"]["value"]
+    blind = entry["direct"]["by_passage"]["hidden"]
+    assert blind["row"] == "direct (blind)" and blind["accuracy"] == blind["value"]
+    assert blind["honest_beats_dishonest"] is None
 
 
 def test_inspect_honest_beats_dishonest_pairs_by_seats_and_counts_a_tie_as_zero(
