@@ -250,6 +250,11 @@ def calibration(ts: list[dict[str, Any]]) -> dict[str, Any]:
         if key not in seen:
             seen.add(key)
             pts.append((float(init["estimate"]["value"]), int(init["claim"]["truth"])))
+    return calibration_of(pts)
+
+
+def calibration_of(pts: list[tuple[float, int]]) -> dict[str, Any]:
+    """docs: 10 equal-width bins, Brier, ECE and the accuracy of p > 1/2."""
     if not pts:
         return {"n": 0}
     p = np.array([a for a, _ in pts])
@@ -354,6 +359,37 @@ def judgment_correct(t: dict[str, Any]) -> float | None:
     return float(same(t["meta"]["decision"], gold_of(t)))
 
 
+def given(t: dict[str, Any]) -> tuple[float, int] | None:
+    """docs: (the probability the judge gave to its proposition, the proposition's truth):
+    P[leaf claim true] against the leaf's truth, or P(first option) against whether it is
+    the gold answer; None where either is unknown."""
+    if judgment_correct(t) is None:
+        return None
+    if t.get("init") is not None or (t["rounds"] and t["protocol"] in RECURSIVE):
+        leaf = t["rounds"][-1]
+        p = leaf["verdict"].get("probability")
+        return None if p is None else (float(p), int(leaf["claim"]["truth"]))
+    p = (t["meta"].get("judge") or {}).get("p_first")
+    opts = t["meta"].get("options")
+    if p is None or not opts:
+        return None
+    return float(p), int(same(opts[0], gold_of(t)))
+
+
+def log_score(t: dict[str, Any]) -> float | None:
+    """docs: ln of the probability the judge gave to the truth (none at p = 0 or 1)."""
+    g = given(t)
+    if g is None or not 0.0 < g[0] < 1.0:
+        return None
+    return float(np.log(g[0] if g[1] else 1.0 - g[0]))
+
+
+def brier_of(t: dict[str, Any]) -> float | None:
+    """docs: (p − truth)² of the probability the judge gave."""
+    g = given(t)
+    return None if g is None else float((g[0] - g[1]) ** 2)
+
+
 def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
     """Per judge and per row of people: judgments, items, accuracy and its clustered
     interval (seeds: judge i: seed + 10·i; row i: seed + 1000 + 10·i, both in sorted order)."""
@@ -364,16 +400,26 @@ def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, An
         return str((t["meta"].get("judgment") or {}).get("judge", "?"))
 
     def stats(ts: list[dict[str, Any]], s: int) -> dict[str, Any]:
-        kept = [(c, t) for t in ts if (c := judgment_correct(t)) is not None]
-        vals = [c for c, _ in kept]
-        return {"judgments": len(ts), "items": len({item_of(t) for t in ts}),
-                "accuracy": float(np.mean(vals)) if vals else None,
-                "accuracy_ci95": clustered(vals, [item_of(t) for _, t in kept],
-                                           [who(t) for _, t in kept], s, n_boot)
-                if vals else None,
-                "figure": "leaf-claim accuracy" if all(t["protocol"] in RECURSIVE for t in ts)
-                else "judge accuracy" if not any(t["protocol"] in RECURSIVE for t in ts)
-                else "mixed"}
+        out: dict[str, Any] = {
+            "judgments": len(ts), "items": len({item_of(t) for t in ts}),
+            "figure": "leaf-claim accuracy" if all(t["protocol"] in RECURSIVE for t in ts)
+            else "judge accuracy" if not any(t["protocol"] in RECURSIVE for t in ts)
+            else "mixed"}
+        for k, (key, f) in enumerate((("accuracy", judgment_correct), ("log_score", log_score),
+                                      ("brier", brier_of))):
+            kept = [(c, t) for t in ts if (c := f(t)) is not None]
+            vals = [c for c, _ in kept]
+            out[key] = float(np.mean(vals)) if vals else None
+            out[f"{key}_ci95"] = clustered(vals, [item_of(t) for _, t in kept],
+                                           [who(t) for _, t in kept], s + k, n_boot) \
+                if vals else None
+            out[f"{key}_n"] = len(vals)
+        secs = [float(a) for t in ts
+                if (a := (t["meta"].get("judgment") or {}).get("active_s")) is not None]
+        out["mean_active_s"] = float(np.mean(secs)) if secs else None
+        out["median_active_s"] = float(np.median(secs)) if secs else None
+        out["stepped"] = sum(bool((t["meta"].get("judgment") or {}).get("reveal")) for t in ts)
+        return out
 
     by_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
     by_row: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -385,11 +431,38 @@ def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, An
         by_judge[who(t) if len(leafy[who(t)]) == 1 else f"{who(t)} · {fig}"].append(t)
         if kind(t) == "human":
             by_row[label(t["protocol"], view(t))].append(t)
+    people = [t for t in judged if kind(t) == "human"]
+    per_judge_cal = {}
+    for j in sorted({who(t) for t in judged}):
+        mine = [t for t in judged if who(t) == j]
+        pts = [g for t in mine if (g := given(t)) is not None]
+        if pts:
+            cal = calibration_of(pts)
+            del cal["points"]
+            per_judge_cal[j] = {"kind": kind(mine[0]), **cal}
+    kinds: dict[str, int] = defaultdict(int)
+    for t in judged:
+        kinds[kind(t)] += 1
+    answers: dict[str, list[Any]] = defaultdict(list)
+    for t in people:
+        leafy = t.get("init") is not None or (t["rounds"] and t["protocol"] in RECURSIVE)
+        answers[str(t["meta"].get("debate_id", t["id"]))].append(
+            (t["rounds"][-1].get("verdict") or {}).get("value") if leafy
+            else str(t["meta"].get("decision", "")).strip().lower())
+    multi = [a for a in answers.values() if len(a) > 1]
+    n_pairs = sum(len(a) * (len(a) - 1) // 2 for a in multi)
+    agree = sum(a[x] == a[y] for a in multi for x in range(len(a)) for y in range(x + 1, len(a)))
     return {
+        "judgments": len(judged),
+        "by_kind": dict(kinds),
         "per_judge": {j: stats(ts, seed + 10 * i)
                       for i, (j, ts) in enumerate(sorted(by_judge.items()))},
         "per_protocol": {r: stats(ts, seed + 1000 + 10 * i)
                          for i, (r, ts) in enumerate(sorted(by_row.items()))},
+        "calibration": calibration_of([g for t in people if (g := given(t)) is not None]),
+        "calibration_per_judge": per_judge_cal,
+        "agreement": {"debates": len(multi), "pairs": n_pairs,
+                      "agreement": agree / n_pairs if n_pairs else None},
     }
 
 
@@ -479,11 +552,18 @@ def mixed_effects(judged: list[dict[str, Any]], seed: int) -> dict[str, float]:
         "y ~ row", {"judge": "0 + C(judge)", "item": "0 + C(item)"}, frame
     )
     fit = model.fit_vb(rng=seed + 2000)
-    return {
-        n[len("row[T."):-1]: float(fit.fe_mean[k])
-        for k, n in enumerate(model.exog_names)
-        if n.startswith("row[T.")
-    }
+    effects = [
+        {"row": n[len("row[T."):-1], "log_odds": float(fit.fe_mean[k]),
+         "sd": float(fit.fe_sd[k]),
+         "ci95": [float(fit.fe_mean[k]) - 1.96 * float(fit.fe_sd[k]),
+                  float(fit.fe_mean[k]) + 1.96 * float(fit.fe_sd[k])]}
+        for k, n in enumerate(model.exog_names) if n.startswith("row[T.")
+    ]
+    return {"reference": names[0], "judgments": len(data),
+            "judges": len({j for _, _, j, _ in data}), "items": len({i for _, _, _, i in data}),
+            "effects": effects,
+            "random_effect_sd": {n: float(np.exp(m))
+                                 for n, m in zip(model.vcp_names, fit.vcp_mean, strict=True)}}
 
 
 # ------------------------------------------------------------------------ the Inspect export
@@ -575,3 +655,27 @@ def inspect_results(samples: dict[str, dict[str, dict[str, float]]]) -> dict[str
         out[k] = {"metrics": metrics, "scored": len(vs), "unscored": len(samples) - len(vs)}
     return {"scores": out, "total_samples": len(samples),
             "completed_samples": sum(1 for s in samples.values() if s)}
+
+
+def asking(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs: a judge who asks and stops, per row over the complete debates (model judges')
+    and judgments (people's) that record ``meta.judge_turns``."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in ts:
+        if t["status"] == "complete" and isinstance(t["meta"].get("judge_turns"), dict):
+            by[label(t["protocol"], view(t))].append(t)
+    out: dict[str, Any] = {}
+    for row, mine in sorted(by.items()):
+        recs = [t["meta"]["judge_turns"] for t in mine]
+        scores = [r["score"] for r in recs if r.get("score") is not None]
+        correct = [float(same(t["meta"]["decision"], gold_of(t))) for t in mine
+                   if t["meta"].get("decision") is not None and gold_of(t) is not None]
+        out[row] = {"debates": len(mine),
+                    "rounds_heard": float(np.mean([len(r["turns"]) for r in recs])),
+                    "max_rounds": max(int(r["max_rounds"]) for r in recs),
+                    "questions": float(np.mean([r["asked"] for r in recs])),
+                    "accuracy": float(np.mean(correct)) if correct else None,
+                    "score": float(np.mean(scores)) if scores else None,
+                    "minus_infinity": len(recs) - len(scores),
+                    "turn_cost": recs[0]["turn_cost"], "log_base": recs[0]["log_base"]}
+    return out

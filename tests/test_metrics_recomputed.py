@@ -167,14 +167,21 @@ def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path)
                     for x in t["turns"])]
     assert len(asked) == 1 and asked[0]["protocol"] == "consultancy"
     want = oracle.judges(judged, seed=0, n_boot=BOOT)
-    keys = ["judgments", "items", "accuracy", "accuracy_ci95", "figure"]
+    keys = ["judgments", "items", "figure", "mean_active_s", "median_active_s", "stepped"]
+    keys += [f"{f}{x}" for f in ("accuracy", "log_score", "brier") for x in ("", "_ci95", "_n")]
     for part in ("per_judge", "per_protocol"):
         assert {k: _pick(v, keys) for k, v in sec[part].items()} == want[part]
+    for part in ("judgments", "by_kind", "calibration_per_judge", "agreement"):
+        assert sec[part] == want[part], part
+    assert _pick(sec["calibration"], list(want["calibration"])) == want["calibration"]
     # blind and expert, hidden and shown: separate rows in the study too
     assert any(r.startswith("direct (") for r in sec["per_protocol"])
     assert "direct" not in sec["per_protocol"]
-    mixed = {e["row"]: e["log_odds"] for e in sec["mixed_effects"]["effects"]}
-    assert mixed == oracle.mixed_effects(judged, seed=0) and len(mixed) >= 2
+    mixed = oracle.mixed_effects(judged, seed=0)
+    assert _pick(sec["mixed_effects"], list(mixed)) == mixed and len(mixed["effects"]) >= 2
+    # the judge who asked: its row, over the people's judgments that record their turns
+    ts_all = oracle.lines(study_run / "transcripts.jsonl") + judged
+    assert comparison["asking_judge"] == oracle.asking(ts_all)
     ts = oracle.lines(study_run / "transcripts.jsonl")
     assert comparison["n_transcripts"] == len(ts)
     _check_metrics(comparison, ts, seed=0)
