@@ -469,7 +469,7 @@ def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, An
 # ------------------------------------------------------------------------ the tournament
 
 
-def tournament(ts: list[dict[str, Any]]) -> dict[str, Any]:
+def tournament(ts: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """Self-play accuracy per model and protocol (docs: tournament figures), the matches per
     model, and the prover x estimator grid."""
     matches: dict[str, list[tuple[str | None, str | None, float]]] = defaultdict(list)
@@ -489,15 +489,20 @@ def tournament(ts: list[dict[str, Any]]) -> dict[str, Any]:
         matches[t["protocol"]].append((sides.get("correct"), sides.get("incorrect"), score))
     points = []
     for proto, ms in sorted(matches.items()):
+        rng = np.random.default_rng(seed)  # docs: one generator per protocol, in point order
         models = sorted({m for c, i, _ in ms for m in (c, i) if m})
         consult = all(c is None or i is None for c, i, _ in ms)
         for model in models:
             mine = ([s for c, i, s in ms if model in (c, i)] if consult
                     else [s for c, i, s in ms if c == i == model])
             if mine:
+                x = np.asarray(mine, dtype=float)
+                boot = x[rng.integers(0, len(x), (1000, len(x)))].mean(axis=1)
                 points.append({"protocol": proto, "model": model,
                                "kind": "consultant" if consult else "self-play",
-                               "accuracy": float(np.mean(mine)), "n": len(mine)})
+                               "accuracy": float(np.mean(mine)), "n": len(mine),
+                               "accuracy_ci": [float(np.percentile(boot, 2.5)),
+                                               float(np.percentile(boot, 97.5))]})
     cells = []
     for (p, e), rs in sorted(grid.items()):
         hon = [payoff(t) for t in rs if side(t) == "honest"]

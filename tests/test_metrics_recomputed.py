@@ -151,7 +151,7 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
     assert _pick(summary["leaf_claim_accuracy"], ["n", "accuracy"]) == oracle.leaf_claims(ts)
     # the tournament: accuracy against rating and the prover x estimator grid
     tour = oracle.tournament(ts)
-    got = [_pick(p, ["protocol", "model", "kind", "accuracy", "n"])
+    got = [_pick(p, ["protocol", "model", "kind", "accuracy", "n", "accuracy_ci"])
            for p in comparison["tournament"]["accuracy_vs_rating"]]
     assert got == tour["points"] and {p["kind"] for p in got} == {"self-play", "consultant"}
     assert comparison["tournament"]["prover_estimator_grid"] == tour["grid"]
