@@ -684,3 +684,44 @@ def asking(ts: list[dict[str, Any]]) -> dict[str, Any]:
                     "minus_infinity": len(recs) - len(scores),
                     "turn_cost": recs[0]["turn_cost"], "log_base": recs[0]["log_base"]}
     return out
+
+
+def run_facts(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs (summary.json): retries, failures by kind, debate wall times and the estimator's
+    graded probabilities."""
+    walls = [float(w) for t in ts if isinstance(w := t["meta"].get("wall_s"), int | float)]
+    kinds: dict[str, int] = defaultdict(int)
+    for t in ts:
+        if t["status"] == "failed":
+            head = (t.get("failure") or "").split(":", 1)[0].strip()
+            kinds[head if head.isidentifier() else "other"] += 1
+    pts: list[tuple[float, int]] = []
+    for t in ts:
+        init = t.get("init")
+        if not init or init["estimate"].get("method") in ("strategy", "oracle"):
+            continue
+        if init["claim"].get("truth") is not None:
+            pts.append((init["estimate"]["value"], int(init["claim"]["truth"])))
+        for rd in t["rounds"]:
+            if not rd.get("decomposition"):
+                continue
+            truths = [c.get("truth") for c in rd["decomposition"]["subclaims"]]
+            probs = ([(p, i) for i, level in enumerate(rd["table"]) for p in level]
+                     if rd.get("table") is not None else [(p, i) for i, p in enumerate(rd["b"])])
+            pts += [(p, int(v)) for p, i in probs if (v := truths[i]) is not None]
+    estimates: dict[str, Any] = {"graded": len(pts)}
+    if pts:
+        share = sum(v for _, v in pts) / len(pts)
+        estimates.update({"true_share": share,
+                          "brier": sum((p - v) ** 2 for p, v in pts) / len(pts),
+                          "brier_base_rate": share * (1 - share)})
+    return {
+        "retries": sum(int(c.get("retries") or 0) for t in ts for c in t["calls"]),
+        "failures": {"by_kind": dict(sorted(kinds.items())),
+                     "debates": [{"id": t["id"], "reason": t.get("failure")}
+                                 for t in ts if t["status"] == "failed"]},
+        "debate_wall_s": {"mean": float(np.mean(walls)) if walls else None,
+                          "median": float(np.median(walls)) if walls else None,
+                          "max": max(walls) if walls else None},
+        "estimates": estimates,
+    }

@@ -145,6 +145,11 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
     keys = ["calls", "tokens_in", "tokens_out", "cached_calls", "calls_per_debate", "cost",
             "by_role"]
     assert _pick(summary["usage"], keys) == _pick(use, keys)
+    facts = oracle.run_facts(ts)
+    assert _pick(summary, ["retries", "failures", "debate_wall_s"]) == _pick(
+        facts, ["retries", "failures", "debate_wall_s"])
+    assert _pick(summary["estimates"], list(facts["estimates"])) == facts["estimates"]
+    assert facts["estimates"]["graded"] > 0
     run = comparison["run"]
     assert (run["debates"], run["debates_complete"], run["items"]) == (
         len(ts), use["status"].get("complete", 0), len({oracle.item_of(t) for t in ts}))
