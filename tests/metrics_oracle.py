@@ -725,3 +725,143 @@ def run_facts(ts: list[dict[str, Any]]) -> dict[str, Any]:
                           "max": max(walls) if walls else None},
         "estimates": estimates,
     }
+
+
+# ------------------------------------------------------------------------ tournament ratings
+
+PRIOR = 0.01
+JUDGE = "(judge)"
+
+
+def matches_of(ts: list[dict[str, Any]]) -> dict[str, list[tuple[str | None, str | None, float,
+                                                                  str]]]:
+    """docs (tournament): per protocol, (correct model, incorrect model, score, item) of every
+    match, in transcript order."""
+    out: dict[str, list[tuple[str | None, str | None, float, str]]] = defaultdict(list)
+    for t in ts:
+        seats = t["meta"].get("seats") or {}
+        if t["status"] != "complete" or not seats or t["protocol"] in RECURSIVE:
+            continue
+        sides = {v["side"]: v["name"] for v in seats.values() if v.get("side")}
+        dec, g = t["meta"].get("decision"), gold_of(t)
+        if not sides or dec is None or g is None:
+            continue
+        score = 0.5 if (t["meta"].get("judge") or {}).get("p_first") == 0.5 else float(same(dec, g))
+        out[t["protocol"]].append((sides.get("correct"), sides.get("incorrect"), score,
+                                   item_of(t)))
+    return out
+
+
+def bt_fit(games: list[tuple[str, str, float]], anchor: str | None) -> dict[str, float]:
+    """docs: the maximum of Σ s·ln σ(θ_i − θ_j) + (1 − s)·ln σ(θ_j − θ_i) − (prior/2)·Σ θ²
+    (the anchor, when given, fixed at 0 and out of the prior), by scipy's trust-region
+    Newton method from its exact gradient and Hessian."""
+    from scipy.optimize import minimize
+
+    names = sorted({n for i, j, _ in games for n in (i, j)} | ({anchor} if anchor else set()))
+    free = [n for n in names if n != anchor]
+    pos = {n: k for k, n in enumerate(free)}
+    rows = [(i, j, s) for i, j, s in games if i != j]
+    if not rows:
+        return dict.fromkeys(names, 0.0)
+
+    def theta(x: np.ndarray, n: str) -> float:
+        return 0.0 if n == anchor else float(x[pos[n]])
+
+    def f(x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = 0.5 * PRIOR * float(x @ x), PRIOR * x.copy()
+        for i, j, s in rows:
+            d = theta(x, i) - theta(x, j)
+            value -= s * -np.logaddexp(0.0, -d) + (1 - s) * -np.logaddexp(0.0, d)
+            r = s - 1.0 / (1.0 + np.exp(-d))
+            if i in pos:
+                grad[pos[i]] -= r
+            if j in pos:
+                grad[pos[j]] += r
+        return value, grad
+
+    def hess(x: np.ndarray) -> np.ndarray:
+        h = PRIOR * np.eye(len(free))
+        for i, j, _ in rows:
+            p = 1.0 / (1.0 + np.exp(-(theta(x, i) - theta(x, j))))
+            w = p * (1 - p)
+            for a, b, sign in ((i, i, 1), (j, j, 1), (i, j, -1), (j, i, -1)):
+                if a in pos and b in pos:
+                    h[pos[a], pos[b]] += sign * w
+        return h
+
+    res = minimize(f, np.zeros(len(free)), jac=True, hess=hess, method="trust-exact",
+                   options={"gtol": 1e-12})
+    return {n: theta(res.x, n) for n in names}
+
+
+def _ratings_of(ms: list[tuple[str | None, str | None, float, str]]) -> dict[tuple[str, str],
+                                                                             float]:
+    consult = any(c is None or i is None for c, i, _, _ in ms)
+    out: dict[tuple[str, str], float] = {}
+    for by_side in (False, True):
+        games = []
+        for c, i, s, _ in ms:
+            pc = None if c is None else (f"{c}@correct" if by_side else c)
+            pi = None if i is None else (f"{i}@incorrect" if by_side else i)
+            if pc and pi:
+                games.append((pc, pi, s))
+            elif pc:
+                games.append((pc, JUDGE, s))
+            elif pi:
+                games.append((pi, JUDGE, 1.0 - s))
+        for name, v in bt_fit(games, JUDGE if consult else None).items():
+            if name == JUDGE:
+                continue
+            model, _, side = name.rpartition("@") if by_side else (name, "", "overall")
+            out[(model, side)] = v
+    return out
+
+
+def _seat_scores(ms: list[tuple[str | None, str | None, float, str]]
+                 ) -> dict[tuple[str, str], list[float]]:
+    seats: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for c, i, s, _ in ms:
+        for model, side, score in ((c, "correct", s), (i, "incorrect", 1.0 - s)):
+            if model is None:
+                continue
+            seats[(model, side)].append(score)
+            if c != i:
+                seats[(model, "overall")].append(score)
+    return seats
+
+
+def ratings(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, list[dict[str, Any]]]:
+    """docs (tournament, ratings): per protocol, every (model, side) rating with its item
+    bootstrap interval, sd, matches, win rate and prior bound."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for proto, ms in matches_of(ts).items():
+        point = _ratings_of(ms)
+        groups: dict[str, list[Any]] = defaultdict(list)
+        for m in ms:
+            groups[m[3]].append(m)
+        units = list(groups.values())
+        rng = np.random.default_rng(seed)
+        boots: dict[tuple[str, str], list[float]] = defaultdict(list)
+        swept: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for _ in range(n_boot):
+            sample = [m for k in rng.integers(0, len(units), len(units)) for m in units[int(k)]]
+            for key, v in _ratings_of(sample).items():
+                boots[key].append(v)
+            for key, sc in _seat_scores(sample).items():
+                swept[key][0] += min(sc) == 1.0
+                swept[key][1] += max(sc) == 0.0
+        seats = _seat_scores(ms)
+        rows = []
+        for (model, side), value in sorted(point.items()):
+            xs = np.array(boots[(model, side)] or [value])
+            sc = seats.get((model, side), [])
+            won, lost = swept[(model, side)]
+            bound = ("upper" if (sc and min(sc) == 1.0) or won > 0.025 * n_boot
+                     else "lower" if (sc and max(sc) == 0.0) or lost > 0.025 * n_boot else None)
+            rows.append({"model": model, "side": side, "value": value,
+                         "ci95": [float(np.percentile(xs, 2.5)), float(np.percentile(xs, 97.5))],
+                         "sd": float(np.std(xs)), "matches": len(sc),
+                         "win_rate": float(np.mean(sc)) if sc else None, "prior_bound": bound})
+        out[proto] = rows
+    return out

@@ -102,6 +102,12 @@ def _pick(d: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {k: d.get(k) for k in keys}
 
 
+def _flat(rating: dict[str, Any]) -> dict[str, Any]:
+    """A rating's interval as two numbers (pytest.approx compares flat dicts only)."""
+    lo, hi = rating["ci95"]
+    return {**{k: v for k, v in rating.items() if k != "ci95"}, "lo": lo, "hi": hi}
+
+
 def _check_metrics(written: dict[str, Any], ts: list[dict[str, Any]], seed: int) -> None:
     want = oracle.metrics(ts, seed, BOOT)
     assert written["n_transcripts"] == want["n_transcripts"]
@@ -160,6 +166,25 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
            for p in comparison["tournament"]["accuracy_vs_rating"]]
     assert got == tour["points"] and {p["kind"] for p in got} == {"self-play", "consultant"}
     assert comparison["tournament"]["prover_estimator_grid"] == tour["grid"]
+    # the ratings: an independent Bradley-Terry fit (scipy) of every resample of the items;
+    # two optimisers agree to 1e-7, the rest exactly
+    rated = oracle.ratings(ts, seed=0, n_boot=BOOT)
+    tables = comparison["tournament"]["ratings"]
+    assert set(tables) == set(rated)
+    for proto, want in rated.items():
+        assert (tables[proto]["resample"], tables[proto]["n_boot"]) == ("item", BOOT)
+        got = [_pick(r, list(want[0])) for r in tables[proto]["ratings"]]
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert _flat(g) == pytest.approx(_flat(w), abs=1e-7), (proto, w)
+        overall = {w["model"]: w for w in want if w["side"] == "overall"}
+        for p in comparison["tournament"]["accuracy_vs_rating"]:
+            if p["protocol"] == proto:
+                x = overall[p["model"]]
+                assert [p["rating"], *p["rating_ci"]] == pytest.approx(
+                    [x["value"], *x["ci95"]], abs=1e-7)
+    assert comparison["tournament"]["matches"] == sum(
+        len(m) for m in oracle.matches_of(ts).values())
 
 
 def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path) -> None:
