@@ -185,6 +185,8 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
                     [x["value"], *x["ci95"]], abs=1e-7)
     assert comparison["tournament"]["matches"] == sum(
         len(m) for m in oracle.matches_of(ts).values())
+    assert comparison["tournament"]["models"] == sorted(
+        {n for ms in oracle.matches_of(ts).values() for m in ms for n in m[:2] if n})
 
 
 def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path) -> None:
