@@ -2,7 +2,9 @@
 
 It reads ``transcripts.jsonl`` and ``judged.jsonl`` as plain JSON (no llmdebate import at all)
 and follows the definitions of docs/metrics.md step by step; tests compare what it finds with
-``comparison.json`` and ``summary.json``.
+``comparison.json``, ``summary.json`` and the run's Inspect export (every sample's scores and
+the results block). Only statsmodels (the mixed model) and scipy (the Bradley–Terry fit) are
+borrowed.
 """
 
 from __future__ import annotations
