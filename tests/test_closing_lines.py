@@ -57,3 +57,14 @@ def test_closing_lines_say_too_few_items_instead_of_an_interval() -> None:
 def test_a_verdict_needs_its_interval_to_clear_chance() -> None:
     assert verdict(0.6, [0.45, 0.75], 20).startswith("not established")
     assert verdict(None, None, 0).startswith("not measured")
+
+
+def test_closing_lines_do_not_call_ties_a_win_for_the_false_answer() -> None:
+    summary = _summary(0.25, [0.1, 0.4], 0.5, 0.5)
+    summary["metrics"]["protocols"]["prover-estimator"]["pairs"]["ties"] = 7  # 3 won, 2 lost
+    text = "\n".join(closing_lines(summary))
+    assert "the false answer was favoured" not in text
+    assert "not established: the true answer's prover earned more in under half" in text
+    assert "in 3 of 12 pairs" in text and "7 ties (a tie is not a win), 2 earned less" in text
+    summary["metrics"]["protocols"]["prover-estimator"]["pairs"]["ties"] = 1  # 3 won, 8 lost
+    assert "the false answer was favoured" in "\n".join(closing_lines(summary))

@@ -89,7 +89,7 @@ def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
     # the protocol's figures under their names as Inspect metrics
     metrics = {s.name: s.metrics for s in back.results.scores} if back.results else {}
     rewarded = PROTOCOLS.get(protocol).reward_scheme is not None
-    key = "leaf_claim_accuracy" if rewarded else "judge_accuracy"
+    key = "item_leaf_claim_accuracy" if rewarded else "judge_accuracy"
     assert set(metrics[key]) == {"accuracy", "stderr"}
     assert ("honest_beats_dishonest" in metrics) is rewarded
     assert "correct" not in metrics and "payoff" not in metrics
@@ -348,14 +348,14 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     assert sample.scores is not None
     assert "consultancy" not in sample.scores  # no debate of the item completed by a model
     human = sample.scores["consultancy · human"]
-    assert human.value == {"consultancy · human · judge_accuracy": 0.5}
+    assert human.value == {"consultancy · human · item_judge_accuracy": 0.5}
     assert (human.metadata or {})["judge"] == "human"
     ids = sorted(t.id for t in transcripts_of(out))
     assert ids == sorted([w.id for w in waiting] + [f"{first.id}#1", f"{first.id}#2"])
     assert log.results is not None and log.results.total_samples == 1
     assert log.results.completed_samples == 1
     [score] = log.results.scores
-    assert score.name == "consultancy · human · judge_accuracy"
+    assert score.name == "consultancy · human · item_judge_accuracy"
     assert score.metrics["mean"].value == 0.5
     assert main(["score", str(out)]) == 0  # every judgment re-scores from the log
 
@@ -396,11 +396,11 @@ def test_leaf_claim_accuracy_is_unscored_where_the_leaves_have_no_truth(tmp_path
     )
     assert log.status == "success", log.error
     values = [next(iter((s.scores or {}).values())).value for s in log.samples or []]
-    assert values and all(isinstance(v, dict) and math.isnan(v["leaf_claim_accuracy"])
+    assert values and all(isinstance(v, dict) and math.isnan(v["item_leaf_claim_accuracy"])
                           for v in values)
-    assert all(v["honest_beats_dishonest"] in (0.0, 0.5, 1.0) for v in values)  # type: ignore[index]
+    assert all(v["honest_beats_dishonest"] in (0.0, 1.0) for v in values)  # type: ignore[index]
     scores = {s.name: s for s in (log.results.scores if log.results else [])}
-    assert scores["leaf_claim_accuracy"].unscored_samples == len(values)
+    assert scores["item_leaf_claim_accuracy"].unscored_samples == len(values)
 
 
 def test_prover_estimator_scores_every_sample_when_an_items_debates_all_stop_early(
@@ -432,13 +432,13 @@ def test_prover_estimator_scores_every_sample_when_an_items_debates_all_stop_ear
     scored = {i: next(iter((s.scores or {}).values())).value for i, s in samples.items()}
     assert all(isinstance(v, dict) for v in scored.values())
     early = scored["divisors-000"]
-    assert isinstance(early, dict) and early["honest_beats_dishonest"] in (0.0, 0.5, 1.0)
-    assert math.isnan(early["leaf_claim_accuracy"])  # no leaf was judged, so unscored
-    assert any(isinstance(v, dict) and not math.isnan(v["leaf_claim_accuracy"])
+    assert isinstance(early, dict) and early["honest_beats_dishonest"] in (0.0, 1.0)
+    assert math.isnan(early["item_leaf_claim_accuracy"])  # no leaf was judged, so unscored
+    assert any(isinstance(v, dict) and not math.isnan(v["item_leaf_claim_accuracy"])
                for v in scored.values())
     names = {s.name for s in log.results.scores} if log.results else set()
-    assert names == {"honest_beats_dishonest", "leaf_claim_accuracy", "payoff_honest",
-                     "payoff_dishonest"}
+    assert names == {"honest_beats_dishonest", "item_leaf_claim_accuracy", "item_payoff_honest",
+                     "item_payoff_dishonest"}
 
 
 def test_the_exported_log_has_a_results_block_per_protocol_and_is_listed_by_inspect(
@@ -469,7 +469,7 @@ def test_the_exported_log_has_a_results_block_per_protocol_and_is_listed_by_insp
     names = {s.name for s in log.results.scores}
     assert {"direct · judge_accuracy", "consultancy · judge_accuracy",
             "prover-estimator · honest_beats_dishonest",
-            "prover-estimator · leaf_claim_accuracy"} <= names
+            "prover-estimator · item_leaf_claim_accuracy"} <= names
     assert not any("correct" in n for n in names)
     assert log.stats.started_at and log.stats.completed_at
     sample = (log.samples or [])[0]
@@ -499,3 +499,19 @@ def test_the_direct_baselines_are_scored_apart_in_inspect(tmp_path: Path) -> Non
     for s in log.samples or []:
         value = next(iter((s.scores or {}).values())).value
         assert isinstance(value, dict) and set(value) == names
+
+
+def test_the_exported_results_give_no_standard_error_from_one_sample() -> None:
+    from inspect_ai.log import EvalSample
+    from inspect_ai.scorer import Score
+
+    from llmdebate.inspect_ext.logs import results
+
+    def sample(n: int, value: dict[str, float]) -> EvalSample:
+        return EvalSample(id=n, epoch=1, input="q", target="a", scores={"s": Score(value=value)})
+
+    block = results([sample(1, {"a": 1.0, "b": 1.0}), sample(2, {"a": 0.0, "b": math.nan})])
+    by = {e.name: e for e in block.scores}
+    assert set(by["a"].metrics) == {"mean", "stderr"} and by["a"].metrics["stderr"].value == 0.5
+    assert set(by["b"].metrics) == {"mean"}  # Inspect's stderr of one sample is 0: left out
+    assert (by["b"].scored_samples, by["b"].unscored_samples) == (1, 1)

@@ -94,7 +94,8 @@ def _scores(ts: list[Transcript], people: list[Transcript]) -> dict[str, Any]:
     for group, (protocol, done) in by_protocol(ts).items():  # awaiting or failed: no score
         scores[group] = _named(group, sample_score([_json(t) for t in done], protocol))
     for group, (protocol, done) in by_protocol(people).items():
-        human = _named(group + HUMAN, sample_score([_json(t) for t in done], protocol))
+        human = _named(group + HUMAN, sample_score([_json(t) for t in done], protocol,
+                                                   judgments=True))
         human.metadata = {**(human.metadata or {}), "judge": "human",
                           "judgments": [t.id for t in done]}
         scores[group + HUMAN] = human
@@ -239,7 +240,8 @@ def _slug(name: str) -> str:
 
 def results(samples: list[Any]) -> Any:
     """The log's results block: every score of the samples with, per figure, Inspect's own
-    ``mean`` and ``stderr`` over the samples that have it (NaN: not scored)."""
+    ``mean`` and ``stderr`` over the samples that have it (NaN: not scored; no ``stderr``
+    from a single sample)."""
     from inspect_ai.log import EvalMetric, EvalResults, EvalScore
     from inspect_ai.scorer import SampleScore, Score, mean, stderr
 
@@ -257,9 +259,9 @@ def results(samples: list[Any]) -> Any:
                         SampleScore(score=Score(value=float(v)), sample_id=s.id)
                     )
         for key, got in per.items():
-            metrics = {
+            metrics = {  # no stderr from one sample (Inspect would print 0)
                 m: EvalMetric(name=m, value=float(cast(float, f()(got))))
-                for m, f in (("mean", mean), ("stderr", stderr))
+                for m, f in (("mean", mean), ("stderr", stderr)) if m == "mean" or len(got) > 1
             }
             out.append(EvalScore(name=key, scorer=name, metrics=metrics,
                                  scored_samples=len(got),

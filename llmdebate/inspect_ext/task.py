@@ -13,9 +13,10 @@ model (``get_model(role=...)``; a role not given uses ``--model``) as an llmdeba
 The full transcripts ride in the sample's metadata (``llmdebate.records.transcripts``), so that
 ``llmdebate score LOG`` re-scores them exactly; the debate is also written into the sample's
 log as readable events (:mod:`llmdebate.inspect_ext.events`). The scorer reports the
-protocol's figures under their names (:mod:`llmdebate.inspect_ext.scores`): the judge's
-accuracy for speech protocols; for protocols with rewards whether the honest prover's payoff
-beat the dishonest one's, the leaf-claim accuracy and both payoffs, early stops included.
+protocol's figures under their names (:mod:`llmdebate.inspect_ext.scores`; ``docs/metrics.md``
+defines them): the judge's accuracy for speech protocols; for protocols with rewards whether
+the honest prover's payoff beat the dishonest one's, the item's leaf-claim accuracy and both
+payoffs, early stops included.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from llmdebate.inspect_ext.scores import (
     figures,
     group_for,
     grouped_figures,
+    judgment_figures,
     score_metadata,
 )
 from llmdebate.models import Model
@@ -193,18 +195,23 @@ def answer_text(ts: list[Transcript]) -> str:
 
 def sample_score(
     transcripts: list[dict[str, Any]], protocol: str | None = None,
-    groups: list[str] | None = None,
+    groups: list[str] | None = None, judgments: bool = False,
 ) -> Score:
     """The score of the item's debates of one protocol (``protocol``, else the debates'
     own): its figures under their names (:mod:`llmdebate.inspect_ext.scores`); with
-    ``groups`` (the direct baselines, a shown passage) each group's figures apart."""
+    ``groups`` (the direct baselines, a shown passage) each group's figures apart; with
+    ``judgments`` (people's verdicts) the share judged correctly."""
     ts = [Transcript.model_validate(d) for d in transcripts]
     name = protocol or (ts[0].protocol if ts else "")
     complete = [t for t in ts if t.status == "complete" and t.protocol == name]
     if not complete:
         reasons = "; ".join(f"{t.id}: {t.failure or t.status}" for t in ts)
         raise RuntimeError(f"no debate of the item completed ({reasons})")
-    value = grouped_figures(complete, groups) if groups else dict(figures(name, complete))
+    value = (
+        grouped_figures(complete, groups) if groups
+        else judgment_figures(name, complete) if judgments
+        else dict(figures(name, complete))
+    )
     return Score(
         value=value,
         answer=answer_text(complete),
@@ -216,9 +223,9 @@ def sample_score(
 _SPEECH_METRICS: dict[str, list[Any]] = {"judge_accuracy": [accuracy(), stderr()]}
 _REWARD_METRICS: dict[str, list[Any]] = {
     "honest_beats_dishonest": [mean(), stderr()],
-    "leaf_claim_accuracy": [accuracy(), stderr()],
-    "payoff_honest": [mean(), stderr()],
-    "payoff_dishonest": [mean(), stderr()],
+    "item_leaf_claim_accuracy": [accuracy(), stderr()],
+    "item_payoff_honest": [mean(), stderr()],
+    "item_payoff_dishonest": [mean(), stderr()],
 }
 
 

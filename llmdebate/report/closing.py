@@ -57,15 +57,19 @@ def payoff_lines(proto: str, e: dict[str, Any]) -> list[str]:
     if not n:
         return [f"{proto}: no item has both an honest and a dishonest debate complete yet"]
     value = pairs.get("discrimination")
-    head = f"{proto}: did the debate favour the truth? "
-    head += verdict(value, pairs.get("discrimination_ci95"), n)
-    out = [head]
+    ties = int(pairs.get("ties") or 0)
+    wins = round(value * n) if value is not None else 0
+    said = verdict(value, pairs.get("discrimination_ci95"), n)
+    if said.startswith("no:") and n - wins - ties <= wins:  # below 1/2 through ties alone
+        said = (f"not established: the true answer's prover earned more in under half the "
+                f"pairs, but {ties} were ties and it earned less in no more than it won")
+    out = [f"{proto}: did the debate favour the truth? {said}"]
     if value is not None:
-        wins = round(value * n)
         out.append(
             f"  honest beats dishonest: in {wins} of {n} pairs (same item, same seats) the prover "
             f"of the true answer earned more than the prover of the false one ({value:.3f}; "
-            f"{_ci(pairs.get('discrimination_ci95'), pairs.get('discrimination_note'))})"
+            f"{_ci(pairs.get('discrimination_ci95'), pairs.get('discrimination_note'))}); "
+            f"{ties} ties (a tie is not a win), {n - wins - ties} earned less"
         )
     pay = e.get("payoff") or {}
     bound = pay.get("completeness_bound")

@@ -12,8 +12,8 @@ Conventions written by :mod:`llmdebate.protocols` into ``Transcript.meta``:
 * ``decision`` — the answer text the judge chose (direct, consultancy, two-sided);
 * ``gold`` — the gold answer text;
 * ``passage`` — the judge's view of the item's passage, ``hidden`` or ``shown`` (None: the
-  item has none); accuracy is also given per view (``by_passage``), and the share of verified
-  quotes per protocol, side and model (``quotes``).
+  item has none); each row's figure is also given per view (``by_passage``), and the share
+  of verified quotes per protocol, side and model (``quotes``).
 """
 
 from __future__ import annotations
@@ -406,13 +406,18 @@ PASSAGE_OF_VIEW = {"blind": "hidden", "expert": "shown", "hidden": "hidden", "sh
 def _by_passage(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A protocol's rows by the judge's view of the passage (``hidden`` / ``shown``; the
     direct baseline's blind row is its hidden one, expert its shown one): the same numbers
-    as the rows."""
+    as the rows, the value under its figure's name as in a protocol's entry (``accuracy``
+    only for judge accuracy, ``honest_beats_dishonest`` for the recursive protocols)."""
     return {
         PASSAGE_OF_VIEW[r["view"]]: {
             "row": r["label"],
             "figure": r["figure"],
             "items": r["items"],
-            "accuracy": r["value"],
+            "value": r["value"],
+            "accuracy": r["value"] if r["figure"] == JUDGE_ACCURACY else None,
+            "honest_beats_dishonest": (
+                r["value"] if r["figure"] == HONEST_BEATS_DISHONEST else None
+            ),
             "ci95": r["ci95"],
             "interval_note": r["interval_note"],
             "bootstrap_seed": r["bootstrap_seed"],
