@@ -34,7 +34,7 @@ from llmdebate.elicit.prompts import (
     TRUE_VARIANTS,
     VERBALISED_INSTRUCTION,
     ChatMessage,
-    parse_bool,
+    parse_bool_then_reason,
     parse_probability,
     with_instruction,
 )
@@ -118,8 +118,12 @@ def estimate_from_logprobs(output: ModelOutput) -> Estimate:
 
 
 def estimate_from_samples(samples: list[str], temperature: float) -> Estimate:
-    """Laplace-smoothed frequency of True among the parsable samples."""
-    parsed = [parse_bool(s) for s in samples]
+    """Laplace-smoothed frequency of True among the parsable samples.
+
+    A sample is cut at a few tokens (:class:`Sampling`), so it answers when it begins with a
+    True/False/Yes/No word (:func:`parse_bool_then_reason`); no word is searched for further in.
+    """
+    parsed = [parse_bool_then_reason(s) for s in samples]
     valid = [p for p in parsed if p is not None]
     if not valid:
         raise InvalidOutputError(
