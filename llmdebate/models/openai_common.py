@@ -68,7 +68,10 @@ class OpenAIServer(Backend):
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.key_variable = api_key_env or "OPENAI_API_KEY"
-        self._secret = api_key(self.key_variable, "OpenAI", self.base_url, LOCAL_DUMMY_KEY)
+        self._secret = api_key(
+            self.key_variable, "OpenAI", self.base_url, LOCAL_DUMMY_KEY,
+            named=api_key_env is not None,
+        )
         if structured not in STRUCTURED_MODES:
             raise UserError(
                 f"{name}: structured must be one of {', '.join(STRUCTURED_MODES)} "
