@@ -243,7 +243,7 @@ def test_missing_key_names_role_and_field(monkeypatch: pytest.MonkeyPatch):
     named = ModelSettings(model="openai/x", base_url="http://127.0.0.1:9/v1", api_key_env="K9")
     with pytest.raises(MissingAPIKeyError, match=r"^estimator\.api_key_env: the estimator's"):
         build_models({"prover": ModelSettings(model="scripted"), "estimator": named})
-    with pytest.raises(MissingAPIKeyError, match=r"^seats\.debater_b: .*seats\.debater_b\.api_key_env"):
+    with pytest.raises(MissingAPIKeyError, match=r"^seats\.debater_b: .*in seats\.debater_b\."):
         build_models({"seat/debater_b": ModelSettings(model="openai/x")})
 
 

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from llmdebate.agents.factory import SEAT_ROLES, seat_key
 from llmdebate.agents.judge_registry import ASKS, JUDGES, USES_MODEL, WHOLE_DEBATES
 from llmdebate.agents.settings import (
     EstimatorSettings,
@@ -34,6 +35,7 @@ from llmdebate.tournament.roster import (
     TournamentSettings,
     check_roster,
     check_seats,
+    rostered,
     seat_models,
 )
 
@@ -222,9 +224,29 @@ class ExperimentConfig(_Section):
                 f"the run has {', '.join(self.protocols)}"
             )
 
+    def used_roles(self) -> set[str]:
+        """``prover`` / ``estimator`` where some debate of the run plays that role's own model:
+        a seat of one of its protocols that neither ``seats`` nor a tournament's roster fills
+        (``estimator`` also for a best-of-n prover, which asks it)."""
+        static = {seat_key(s) for s in self.seats}
+        used: set[str] = set()
+        for name in self.protocols:
+            if self.tournament.active and rostered(name):
+                continue
+            used |= {SEAT_ROLES[s] for s in get_protocol(name).seats if seat_key(s) not in static}
+            if can(name, RECURSIVE):  # naive debate's challenger is the estimator's model
+                used |= {"prover", "estimator"} - static
+        if "prover" in used and self.prover.best_of > 1:
+            used.add("estimator")
+        return used
+
     def role_settings(self) -> dict[str, ModelSettings]:
-        """The model settings of every role that calls a model in this run."""
-        roles: dict[str, ModelSettings] = {"prover": self.prover, "estimator": self.estimator}
+        """The model settings of every role that calls a model in this run (nothing is made,
+        or loaded, for a role its protocols do not play)."""
+        used = self.used_roles()
+        roles: dict[str, ModelSettings] = {
+            r: s for r, s in (("prover", self.prover), ("estimator", self.estimator)) if r in used
+        }
         if self.judge.kind in ("llm", "oracle-or-llm"):
             roles["judge"] = self.judge
         roles.update(seat_models(self.seats, self.tournament))

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from llmdebate.agents.settings import ModelSettings
 from llmdebate.errors import ConfigError
-from llmdebate.models.backends import BACKENDS
 from llmdebate.experiment.config import RESUMABLE_FIELDS, ExperimentConfig
+from llmdebate.models.backends import BACKENDS
 
 
 def flag_name(dotted: str) -> str:

@@ -329,7 +329,7 @@ class ReplayTeam(Team):
         swapped: tuple[str, ...] = (),
     ) -> None:
         models = dict(team.models)
-        if protocol_of(t).can(SPEECHES):
+        if protocol_of(t).can(SPEECHES) and "prover" in models:  # absent: every seat seated
             models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
         super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
         self.base, self.t, self.point, self.inject = team, t, point, inject
