@@ -31,6 +31,9 @@ step() {  # step "what it does" command...: run it, then say how long it took
 local_model=0
 case ",$extras," in *,local,*|*,all,*) local_model=1 ;; esac
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+# setuptools' notice that an editable install of a package with a mapped folder (prompts/ as
+# llmdebate._prompts) uses an import finder: information, not a problem; only it is silenced
+editable=(env PYTHONWARNINGS="ignore:Editable installation" "${pip[@]}" install -e)
 
 [ -x "$venv/bin/python" ] && echo "using $venv" || step "created $venv" "$python" -m venv "$venv"
 step "pip upgraded" "${pip[@]}" install --upgrade pip
@@ -43,10 +46,10 @@ if [ "$local_model" = 1 ]; then
   fi
   # xgrammar's dependencies but triton (the rest are the local extra's own)
   step "llmdebate[$extras] installed (editable)" \
-    "${pip[@]}" install -e ".[$extras]" "apache-tvm-ffi>=0.1.11"
+    "${editable[@]}" ".[$extras]" "apache-tvm-ffi>=0.1.11"
   step "xgrammar installed (without triton)" "${pip[@]}" install --no-deps "xgrammar>=0.2.8"
 else
-  step "llmdebate[$extras] installed (editable)" "${pip[@]}" install -e ".[$extras]"
+  step "llmdebate[$extras] installed (editable)" "${editable[@]}" ".[$extras]"
 fi
 case ",$extras," in
   *,dev,*)  # the report's browser test drives Debian's headless Chromium
