@@ -8,6 +8,7 @@ Field descriptions (the attribute docstrings below) are what ``--help`` shows.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -231,11 +232,8 @@ class ExperimentConfig(_Section):
         static = {seat_key(s) for s in self.seats}
         used: set[str] = set()
         for name in self.protocols:
-            if self.tournament.active and rostered(name):
-                continue
-            used |= {SEAT_ROLES[s] for s in get_protocol(name).seats if seat_key(s) not in static}
-            if can(name, RECURSIVE):  # naive debate's challenger is the estimator's model
-                used |= {"prover", "estimator"} - static
+            if not (self.tournament.active and rostered(name)):
+                used |= protocol_roles(name, filled=static)
         if "prover" in used and self.prover.best_of > 1:
             used.add("estimator")
         return used
@@ -251,6 +249,16 @@ class ExperimentConfig(_Section):
             roles["judge"] = self.judge
         roles.update(seat_models(self.seats, self.tournament))
         return roles
+
+
+def protocol_roles(protocol: str, filled: Collection[str] = ()) -> set[str]:
+    """The role sections (``prover``, ``estimator``) whose models a debate of ``protocol``
+    asks for: the roles of its seats but those ``filled`` (seat keys with a model of their
+    own), and what the protocol declares beyond them (:attr:`Protocol.models`; both when it
+    does not say)."""
+    p = get_protocol(protocol)
+    roles = {SEAT_ROLES.get(s, s) for s in p.seats if seat_key(s) not in filled}
+    return roles | set(p.models if p.models is not None else ("prover", "estimator"))
 
 
 # Fields that may change between a first run and its resume without changing any debate.

@@ -89,6 +89,7 @@ class RecursiveProtocol(Protocol):
 
     capabilities = frozenset({RECURSIVE, ASSIGNED, OPEN_ROLES, JUDGE_DEFERRABLE})
     seats = ("prover", "estimator")
+    models = frozenset[str]()  # naive debate's challenger sits as the estimator
 
     def complete(
         self,

@@ -35,6 +35,7 @@ class Consultancy(ChoiceProtocol):
     capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED, OPEN_ROLES}
     title = "Consultancy"
     seats = ("consultant",)
+    models = frozenset[str]()
     rank = 1
     judge_act = "consultancy_judge"
 

@@ -116,6 +116,11 @@ class Protocol(ABC):
     seats: ClassVar[tuple[str, ...]] = ()
     """The debater seats of a debate (roles of its transcript), each of which may hold its own
     model (``seats`` and ``tournament.roster`` in the config); the judge is not among them."""
+    models: ClassVar[frozenset[str] | None] = None
+    """The role sections (``prover``, ``estimator``) whose models a debate asks for beyond
+    its seats' (a seat plays its role's model unless ``seats`` or a roster fills it); a run
+    makes and loads no model for a role none of its protocols asks for. None: both, as for a
+    protocol that does not say."""
     reward_scheme: ClassVar[str | None] = None
     """The rewards its transcripts record (:func:`llmdebate.core.scoring.reward_scheme`): None (the
     judge's choice only), ``discounted`` or ``plus-minus-one``."""

@@ -73,6 +73,7 @@ class TwoSided(ChoiceProtocol):
     capabilities = ChoiceProtocol.capabilities | {SPEECHES, OPEN_ROLES}
     title = "Two-sided debate"
     seats = ("debater A", "debater B")
+    models = frozenset[str]()
     rank = 2
     judge_act = JUDGE_ACT
 
