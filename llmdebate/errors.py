@@ -44,9 +44,21 @@ class MissingExtraError(UserError):
 class MissingAPIKeyError(UserError):
     """A provider's API key is not set; the message names the environment variable."""
 
-    def __init__(self, variable: str, provider: str) -> None:
-        super().__init__(f"{provider} needs an API key: set the environment variable {variable}")
+    def __init__(
+        self, variable: str, provider: str, *, named: bool = False, field: str | None = None
+    ) -> None:
+        if named:  # the settings named the variable: say which field did
+            where = f"{field}.api_key_env: " if field else ""
+            text = f"{where}{provider} needs an API key: the variable {variable} is not set"
+        else:
+            where = f"{field}: " if field else ""
+            also = f" (or name another in {field}.api_key_env)" if field else ""
+            text = f"{where}{provider} needs an API key: set the environment variable {variable}"
+            text += also
+        super().__init__(text)
         self.variable = variable
+        self.provider = provider
+        self.named = named
 
 
 class ModelError(LLMDebateError):

@@ -228,6 +228,23 @@ def test_missing_keys(monkeypatch: pytest.MonkeyPatch):
         get_model("openai/gpt-4o", api_key_env="MY_KEY")
     with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
         get_model("openai/x", base_url="https://api.example.com/v1")
+    # a variable the settings name must be set, whatever the URL: no dummy key
+    with pytest.raises(MissingAPIKeyError, match="the variable MY_KEY is not set"):
+        get_model("openai/x", base_url="http://127.0.0.1:9/v1", api_key_env="MY_KEY")
+    with pytest.raises(MissingAPIKeyError, match="MY_KEY"):
+        get_model("anthropic/x", base_url="http://localhost:9", api_key_env="MY_KEY")
+
+
+def test_missing_key_names_role_and_field(monkeypatch: pytest.MonkeyPatch):
+    from llmdebate.agents.factory import build_models
+    from llmdebate.agents.settings import ModelSettings
+
+    monkeypatch.delenv("OPENAI_API_KEY")
+    named = ModelSettings(model="openai/x", base_url="http://127.0.0.1:9/v1", api_key_env="K9")
+    with pytest.raises(MissingAPIKeyError, match=r"^estimator\.api_key_env: the estimator's"):
+        build_models({"prover": ModelSettings(model="scripted"), "estimator": named})
+    with pytest.raises(MissingAPIKeyError, match=r"^seats\.debater_b: .*in seats\.debater_b\."):
+        build_models({"seat/debater_b": ModelSettings(model="openai/x")})
 
 
 async def test_local_server_needs_no_key(server: FakeServer, monkeypatch: pytest.MonkeyPatch):

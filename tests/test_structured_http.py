@@ -124,6 +124,33 @@ async def test_rejected_schema_field_falls_back_to_prompt_and_parse(server: Fake
     assert len(server.bodies) == 3 and "response_format" not in server.bodies[2]
 
 
+async def test_a_server_error_naming_the_schema_field_is_a_refusal_not_a_retry_storm(
+    server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.reject_fields = {"response_format"}
+    server.reject_status = 500  # llama-cpp-python's chat endpoint
+    server.responder = lambda body: json.dumps(GOOD)
+    model = openai(server)
+    c = ctx()
+    with caplog.at_level("WARNING", logger="llmdebate.models"):
+        await LLMProver(model).decompose(PARENT, 2, c)
+        await LLMProver(model).decompose(Claim(text="91 has a divisor d with 2 <= d < 10."), 2, c)
+    assert server.requests == 3  # one refusal, then plain prompts: no retries
+    assert "response_format" not in server.bodies[1] and "response_format" not in server.bodies[2]
+    assert [x.constrained for x in c.calls] == [False, False]
+    assert all(x.error is None and x.retries == 0 for x in c.calls)
+    lines = [r.getMessage() for r in caplog.records if "structured" in r.getMessage()]
+    assert len(lines) == 1 and "fails (HTTP 500) on structured: response_format" in lines[0]
+
+
+async def test_a_server_error_not_naming_the_field_is_retried(server: FakeServer) -> None:
+    server.faults.append({"status": 500})
+    server.responder = lambda body: json.dumps(GOOD)
+    c = ctx()
+    await LLMProver(openai(server)).decompose(PARENT, 2, c)
+    assert server.requests == 2 and "response_format" in server.bodies[1]
+
+
 async def test_anthropic_forces_a_tool_whose_input_schema_is_the_schema(
     server: FakeServer,
 ) -> None:

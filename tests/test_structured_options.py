@@ -100,7 +100,7 @@ def test_flag_options_are_checked_too(tmp_path: Path, capsys: pytest.CaptureFixt
     argv = ["run", "--config", str(cfg), "--quiet", "--estimator-options", flag]
     assert main([*argv, "--run-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: --estimator-options: must be one of"), err
+    assert err.startswith("error: --estimator-options: structured: must be one of"), err
 
 
 def test_good_options_pass_validation() -> None:

@@ -162,6 +162,26 @@ async def test_prover_audits_model_decompositions_into_the_debate() -> None:
     assert ctx.calls[0].constrained is False  # the scripted double cannot constrain
 
 
+def test_summary_names_calls_that_were_never_answered() -> None:
+    from llmdebate.core.schemas import ModelCallRecord
+
+    def call(**kw: object) -> ModelCallRecord:
+        return ModelCallRecord(role="prover", act="decompose", model="m", **kw)  # type: ignore
+
+    failed = call(error="RetriesExhaustedError: HTTP 500: response_format")
+    t = Transcript(id="t", config=DebateConfig(), seed=0, calls=[failed, failed, failed])
+    s = decomposition_summary([t])
+    assert s["unanswered_calls"] == 3
+    assert s["assessment"].startswith("no decomposition was ever answered: all 3 calls failed")
+    assert "HTTP 500" in s["assessment"] and "valid decomposition" not in s["assessment"]
+    t2 = Transcript(id="t", config=DebateConfig(), seed=0,
+                    calls=[failed, call(completion="no", invalid="not JSON")])
+    assert decomposition_summary([t2])["assessment"] == (
+        "the model produced no valid decomposition in 1 answered attempt (1 more call failed "
+        "before a reply)"
+    )
+
+
 def test_decompose_prompt_has_examples_split_to_the_width() -> None:
     text = Prompts().render(
         "decompose", claim="C", width=3, k=1, depth=1, top_claim="C", context=None

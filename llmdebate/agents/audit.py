@@ -78,6 +78,8 @@ class DecompositionTally:
         "asked",
         "attempts",
         "constrained",
+        "failed",
+        "first_error",
         "first_valid",
         "graded",
         "invalid",
@@ -94,6 +96,8 @@ class DecompositionTally:
         self.attempts = self.invalid = self.constrained = self.asked = self.first_valid = 0
         self.played_invalid = self.graded = self.right = self.subs_true = self.subs_known = 0
         self.unknown = self.splits = self.splits_exact = 0
+        self.failed = 0  # calls the model never answered (the request failed)
+        self.first_error: str | None = None
 
     def add(self, t: Transcript) -> None:
         for c in t.calls:
@@ -101,6 +105,9 @@ class DecompositionTally:
                 self.attempts += 1
                 self.invalid += c.invalid is not None or c.error is not None
                 self.constrained += bool(c.constrained)
+                if c.error is not None and c.completion is None:
+                    self.failed += 1
+                    self.first_error = self.first_error or c.error
         for a in t.meta.get("decompositions", []):
             if a.get("source") != "model":
                 continue
@@ -125,6 +132,7 @@ class DecompositionTally:
             "model_decompositions": self.asked,
             "calls": self.attempts,
             "invalid_replies": self.invalid,
+            "unanswered_calls": self.failed,
             "constrained_calls": self.constrained,
             "valid_at_first_attempt": _share(self.first_valid, self.asked),
             "played_invalid": self.played_invalid,
@@ -134,7 +142,7 @@ class DecompositionTally:
             "subclaims_true": _share(self.subs_true, self.subs_known),
             "subclaims_ungradable": self.unknown,
         }
-        out["assessment"] = _assessment(out, self.splits, self.splits_exact)
+        out["assessment"] = _assessment(out, self.splits, self.splits_exact, self.first_error)
         return out
 
 
@@ -153,11 +161,24 @@ def decomposition_summary(transcripts: Iterable[Transcript]) -> dict[str, Any]:
     return tally.summary()
 
 
-def _assessment(s: dict[str, Any], n_splits: int, n_exact: int) -> str:
+def _assessment(
+    s: dict[str, Any], n_splits: int, n_exact: int, first_error: str | None = None
+) -> str:
     if not s["model_decompositions"] and not s["calls"]:
         return "the model wrote no decomposition in this run"
+    if not s["model_decompositions"] and s["unanswered_calls"] == s["calls"]:
+        return (
+            f"no decomposition was ever answered: all {s['calls']} calls failed before a "
+            f"reply (first: {first_error})"
+        )
     if not s["model_decompositions"]:
-        return f"the model produced no valid decomposition in {s['calls']} attempts"
+        answered, failed = s["calls"] - s["unanswered_calls"], s["unanswered_calls"]
+        text = f"the model produced no valid decomposition in {answered} " + (
+            "answered attempt" if answered == 1 else "answered attempts"
+        )
+        if failed:
+            text += f" ({failed} more {'call' if failed == 1 else 'calls'} failed before a reply)"
+        return text
     parts = [f"{s['model_decompositions']} decompositions by the model"]
     if s["played_invalid"]:
         parts.append(

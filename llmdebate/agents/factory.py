@@ -29,7 +29,7 @@ from llmdebate.agents.text_prompts import TextPrompts, wants_text_prompts
 from llmdebate.core.roles import Judge
 from llmdebate.core.schemas import Claim, CombinationRule, Decomposition
 from llmdebate.data.problems import formal_decomposition
-from llmdebate.errors import ConfigError
+from llmdebate.errors import ConfigError, MissingAPIKeyError
 from llmdebate.models import GenerateConfig, Model, get_model
 from llmdebate.prompts import Prompts
 from llmdebate.records.paths import resolve_path
@@ -64,6 +64,14 @@ def _model_options(settings: ModelSettings) -> dict[str, Any]:
     return opts
 
 
+def role_field(role: str) -> str:
+    """The config section of a role's model key: ``prover``, ``seats.debater_a``,
+    ``tournament.roster.<name>``."""
+    kind, _, name = role.partition("/")
+    sections = {"seat": f"seats.{name}", "roster": f"tournament.roster.{name}"}
+    return sections.get(kind, role) if name else role
+
+
 def build_models(
     roles: dict[str, ModelSettings],
     *,
@@ -81,16 +89,24 @@ def build_models(
             [s.model, s.base_url, s.api_key_env, s.options, s.context_length], sort_keys=True
         )
         if key not in shared:
-            shared[key] = get_model(
-                s.model,
-                base_url=s.base_url,
-                api_key_env=s.api_key_env,
-                cache_dir=folder,
-                use_cache=use_cache,
-                max_concurrency=model_concurrency,
-                max_retries=max_retries,
-                **_model_options(s),
-            )
+            try:
+                shared[key] = get_model(
+                    s.model,
+                    base_url=s.base_url,
+                    api_key_env=s.api_key_env,
+                    cache_dir=folder,
+                    use_cache=use_cache,
+                    max_concurrency=model_concurrency,
+                    max_retries=max_retries,
+                    **_model_options(s),
+                )
+            except MissingAPIKeyError as exc:
+                raise MissingAPIKeyError(
+                    exc.variable,
+                    f"the {role}'s model {s.model}",
+                    named=exc.named,
+                    field=role_field(role),
+                ) from None
             if s.context_length is not None:
                 shared[key].context_length = s.context_length
         out[role] = shared[key]

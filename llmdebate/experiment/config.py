@@ -8,6 +8,7 @@ Field descriptions (the attribute docstrings below) are what ``--help`` shows.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -19,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from llmdebate.agents.factory import SEAT_ROLES, seat_key
 from llmdebate.agents.judge_registry import ASKS, JUDGES, USES_MODEL, WHOLE_DEBATES
 from llmdebate.agents.settings import (
     EstimatorSettings,
@@ -33,6 +35,7 @@ from llmdebate.tournament.roster import (
     TournamentSettings,
     check_roster,
     check_seats,
+    rostered,
     seat_models,
 )
 
@@ -223,13 +226,40 @@ class ExperimentConfig(_Section):
                 f"the run has {', '.join(self.protocols)}"
             )
 
+    def used_roles(self) -> set[str]:
+        """``prover`` / ``estimator`` where some debate of the run plays that role's own model:
+        a seat of one of its protocols that neither ``seats`` nor a tournament's roster fills
+        (``estimator`` also for a best-of-n prover, which asks it)."""
+        static = {seat_key(s) for s in self.seats}
+        used: set[str] = set()
+        for name in self.protocols:
+            if not (self.tournament.active and rostered(name)):
+                used |= protocol_roles(name, filled=static)
+        if "prover" in used and self.prover.best_of > 1:
+            used.add("estimator")
+        return used
+
     def role_settings(self) -> dict[str, ModelSettings]:
-        """The model settings of every role that calls a model in this run."""
-        roles: dict[str, ModelSettings] = {"prover": self.prover, "estimator": self.estimator}
+        """The model settings of every role that calls a model in this run (nothing is made,
+        or loaded, for a role its protocols do not play)."""
+        used = self.used_roles()
+        roles: dict[str, ModelSettings] = {
+            r: s for r, s in (("prover", self.prover), ("estimator", self.estimator)) if r in used
+        }
         if JUDGES.entry(self.judge.kind).can(USES_MODEL):
             roles["judge"] = self.judge
         roles.update(seat_models(self.seats, self.tournament))
         return roles
+
+
+def protocol_roles(protocol: str, filled: Collection[str] = ()) -> set[str]:
+    """The role sections (``prover``, ``estimator``) whose models a debate of ``protocol``
+    asks for: the roles of its seats but those ``filled`` (seat keys with a model of their
+    own), and what the protocol declares beyond them (:attr:`Protocol.models`; both when it
+    does not say)."""
+    p = get_protocol(protocol)
+    roles = {SEAT_ROLES.get(s, s) for s in p.seats if seat_key(s) not in filled}
+    return roles | set(p.models if p.models is not None else ("prover", "estimator"))
 
 
 # Fields that may change between a first run and its resume without changing any debate.

@@ -23,6 +23,7 @@ from llmdebate.errors import (
     RuleError,
     UserError,
 )
+from llmdebate.experiment.config import protocol_roles
 from llmdebate.experiment.jobs import Job
 from llmdebate.protocols.registry import get_protocol
 from llmdebate.protocols.spec import ProtocolSettings
@@ -118,8 +119,10 @@ async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Tra
 
 
 def finished(t: Transcript, servers: dict[str, str | None], server_failure: bool) -> Finished:
-    """What the driver gets for a transcript: its line (redacted, with the servers)."""
-    t.meta["servers"] = servers
+    """What the driver gets for a transcript: its line (redacted, with the servers of the
+    roles its protocol plays, whichever other protocols share the run)."""
+    plays = protocol_roles(t.protocol) | {"judge"}
+    t.meta["servers"] = {k: v for k, v in servers.items() if "/" in k or k in plays}
     return Finished(t.id, transcript_line(t), t.status, len(t.calls), t.failure, server_failure)
 
 

@@ -7,14 +7,18 @@ column of the key (``configs/x.yaml:7:3: debate.epsilon: ...``).
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from llmdebate.agents.settings import ModelSettings
 from llmdebate.errors import ConfigError
 from llmdebate.experiment.config import RESUMABLE_FIELDS, ExperimentConfig
+from llmdebate.models.backends import BACKENDS
 
 
 def flag_name(dotted: str) -> str:
@@ -119,7 +123,9 @@ def validate(
         dotted = ".".join(loc)
         for n in range(len(loc), 0, -1):  # the flag that set this field or a parent of it
             if ".".join(loc[:n]) in (overrides or {}):
-                raise ConfigError(f"{flag_name('.'.join(loc[:n]))}: {_message(err)}") from None
+                inner = ".".join(loc[n:])  # the field inside the flag's JSON value, if any
+                where = flag_name(".".join(loc[:n])) + (f": {inner}" if inner else "")
+                raise ConfigError(f"{where}: {_message(err)}") from None
         if file is not None:
             marks = _key_marks(file)
             for n in range(len(loc), 0, -1):
@@ -131,12 +137,67 @@ def validate(
         raise ConfigError(f"{dotted or 'config'}: {_message(err)}") from None
 
 
-def load(path: str | Path | None, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
-    """The config in ``path`` (None: all defaults) with dotted ``overrides`` applied."""
+# The fields of a role's section that belong to the model it names: a flag that names another
+# model starts from that model's backend defaults rather than keep them.
+MODEL_BOUND = ("options", "base_url", "api_key_env", "context_length")
+DEFAULT_MODEL = ModelSettings.model_fields["model"].default
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def rebind_models(
+    data: dict[str, Any],
+    overrides: dict[str, Any],
+    say: Callable[[str], None] = _say,
+) -> None:
+    """Drop from ``data`` the model-bound fields (:data:`MODEL_BOUND`) of every section whose
+    model a flag changes, unless a flag sets them too; one line says what was dropped."""
+    for dotted, value in overrides.items():
+        section, _, leaf = dotted.rpartition(".")
+        if leaf != "model" or not section:
+            continue
+        node: Any = data
+        for key in section.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or node.get("model", DEFAULT_MODEL) == value:
+            continue
+        if str(value).partition("/")[0] not in BACKENDS:  # reported as an unknown model
+            continue
+        dropped = [
+            f"{section}.{f}"
+            for f in MODEL_BOUND
+            if node.get(f) not in (None, {}, []) and f"{section}.{f}" not in overrides
+        ]
+        for field in dropped:
+            del node[field.rpartition(".")[2]]
+        if dropped:
+            say(
+                f"{flag_name(dotted)} {value}: starting from its backend's defaults "
+                f"(dropped {', '.join(dropped)}, written for "
+                f"{node.get('model', DEFAULT_MODEL)}; set them "
+                "with their own flags to keep them)"
+            )
+
+
+def load(
+    path: str | Path | None,
+    overrides: dict[str, Any] | None = None,
+    say: Callable[[str], None] = _say,
+) -> ExperimentConfig:
+    """The config in ``path`` (None: all defaults) with dotted ``overrides`` applied; a flag
+    that names another model for a role drops the options written for the old one
+    (:func:`rebind_models`)."""
     data = read_yaml(path) if path is not None else {}
+    notes: list[str] = []
+    rebind_models(data, overrides or {}, notes.append)
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
-    return validate(data, file=Path(path) if path is not None else None, overrides=overrides)
+    config = validate(data, file=Path(path) if path is not None else None, overrides=overrides)
+    for note in notes:  # said once the config is valid: an error stays the only line
+        say(note)
+    return config
 
 
 def dump(config: ExperimentConfig) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
+from llmdebate.experiment.warnings_log import warnings_to_log
 from llmdebate.models import Model
 from llmdebate.models.wrapper import requests_sent
 from llmdebate.prompts import Prompts
@@ -302,17 +303,18 @@ def run(
     invocation = Invocation()
     sent_before = requests_sent(models.values())
     if todo:
-        if executor.in_process:
-            _prepare_models(models, say)
-        say(
-            f"{run_dir}: {_count(len(todo), 'debate')} to run ({len(jobs) - len(todo)} done"
-            + (f", {retried} failed ones retried" if retried else "")
-            + f"), {config.max_concurrency} at a time{executor.executor.where}"
-        )
-        invocation = _execute_plan(
-            plan, jobs, todo, executor, context, out, progress, models if own_models else {}
-        )
-        jobs = plan.jobs(out)
+        with warnings_to_log(run_dir):
+            if executor.in_process:
+                _prepare_models(models, say)
+            say(
+                f"{run_dir}: {_count(len(todo), 'debate')} to run ({len(jobs) - len(todo)} done"
+                + (f", {retried} failed ones retried" if retried else "")
+                + f"), {config.max_concurrency} at a time{executor.executor.where}"
+            )
+            invocation = _execute_plan(
+                plan, jobs, todo, executor, context, out, progress, models if own_models else {}
+            )
+            jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
     summary["last_invocation"].update(
         debates_run=invocation.finished,

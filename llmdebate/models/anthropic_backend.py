@@ -70,7 +70,10 @@ class AnthropicBackend(Backend):
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.key_variable = api_key_env or "ANTHROPIC_API_KEY"
-        self._secret = api_key(self.key_variable, "Anthropic", self.base_url, LOCAL_DUMMY_KEY)
+        self._secret = api_key(
+            self.key_variable, "Anthropic", self.base_url, LOCAL_DUMMY_KEY,
+            named=api_key_env is not None,
+        )
         self.send_temperature = send_temperature
         if structured not in ("tool", "none"):
             raise UserError(f"{name}: structured must be tool or none (got {structured!r})")

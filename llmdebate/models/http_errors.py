@@ -219,8 +219,12 @@ def check_key(variable: str, key: str) -> None:
             )
 
 
-def api_key(variable: str, provider: str, base_url: str | None, dummy: str) -> str:
-    """The key in ``variable``; a server on this machine may do without one (``dummy`` is sent).
+def api_key(
+    variable: str, provider: str, base_url: str | None, dummy: str, *, named: bool = False
+) -> str:
+    """The key in ``variable``; a server on this machine may do without one (``dummy`` is sent)
+    unless the variable was ``named`` in the settings (``api_key_env``): a named variable that
+    is unset is an error whatever the URL.
 
     Raises :class:`~llmdebate.errors.MissingAPIKeyError` naming the variable when it is not
     set, and a :class:`~llmdebate.errors.UserError` when its value cannot be sent.
@@ -229,6 +233,6 @@ def api_key(variable: str, provider: str, base_url: str | None, dummy: str) -> s
     if key:
         check_key(variable, key)
         return key
-    if is_local_url(base_url):
+    if is_local_url(base_url) and not named:
         return dummy
-    raise MissingAPIKeyError(variable, provider)
+    raise MissingAPIKeyError(variable, provider, named=named)

@@ -246,8 +246,9 @@ def _inspect_model(
             f"unknown model {name!r}: use inspect/<provider>/<model> "
             "(an Inspect model name, e.g. inspect/openai/gpt-4o-mini)"
         )
-    key = api_key(api_key_env, f"Inspect's {model_id}", base_url, "local-no-key") \
-        if api_key_env else None  # else the provider's own variable, as Inspect reads it
+    key = None  # without api_key_env: the provider's own variable, as Inspect reads it
+    if api_key_env:
+        key = api_key(api_key_env, f"Inspect's {model_id}", base_url, "local-no-key", named=True)
     args = dict(model_args or {})
     if model_id.split("/", 1)[0] in SDK_RETRY_PROVIDERS:
         args.setdefault("max_retries", 0)  # the provider SDK's own retries: llmdebate retries

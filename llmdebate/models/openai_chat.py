@@ -96,7 +96,7 @@ class OpenAIChatBackend(OpenAIServer):
         fields = self.structured_fields(config.json_schema)
         try:
             out = await self._chat(messages, config, fields)
-        except RequestRejectedError as exc:
+        except (RequestRejectedError, TransientError) as exc:
             if not self.refuses(exc, fields):
                 raise
             fields = None  # prompt-and-parse from now on

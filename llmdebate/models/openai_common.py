@@ -8,7 +8,8 @@ Requests go through one :class:`~llmdebate.models.transport.Transport` (raw HTTP
 ``http://``, ``httpx`` for ``https://``); retries are the wrapper's.
 
 Structured outputs (``structured``: :data:`~llmdebate.models.structured.STRUCTURED_MODES`):
-the server shows whether it applies the field. A 400 naming it (it does not know the field),
+the server shows whether it applies the field. A 400 or a 5xx naming it (it does not know
+the field, or fails on it: retrying would fail again),
 or a reply that no JSON constraint could have written (it ignored the field:
 llama-cpp-python answers 200 and drops ``response_format`` and ``json_schema``), removes
 the mode from the backend's profile: later calls send the plain prompt (the reply is
@@ -68,7 +69,10 @@ class OpenAIServer(Backend):
         self.model_id = model_id
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.key_variable = api_key_env or "OPENAI_API_KEY"
-        self._secret = api_key(self.key_variable, "OpenAI", self.base_url, LOCAL_DUMMY_KEY)
+        self._secret = api_key(
+            self.key_variable, "OpenAI", self.base_url, LOCAL_DUMMY_KEY,
+            named=api_key_env is not None,
+        )
         if structured not in STRUCTURED_MODES:
             raise UserError(
                 f"{name}: structured must be one of {', '.join(STRUCTURED_MODES)} "
@@ -116,13 +120,19 @@ class OpenAIServer(Backend):
         return server_fields(self.structured, schema, self.grammars)
 
     def refuses(self, exc: Exception, fields: dict[str, Any] | None) -> bool:
-        """``exc`` is the server refusing the structured field (then the mode is dropped)."""
-        if not fields or not isinstance(exc, RequestRejectedError):
+        """``exc`` is the server refusing the structured field (then the mode is dropped): a
+        400 naming it, or a 5xx naming it (llama-cpp-python's chat endpoint answers HTTP 500
+        to ``response_format: json_schema``), which would fail the same way on every retry."""
+        if not fields:
+            return False
+        status = exc.status if isinstance(exc, TransientError) else None
+        crashed = status is not None and status >= 500
+        if not (crashed or isinstance(exc, RequestRejectedError)):
             return False
         low = str(exc).lower()
         if not any(word in low for word in _STRUCTURED_WORDS):
             return False
-        self.drop_structured("rejects")
+        self.drop_structured(f"fails (HTTP {status}) on" if crashed else "rejects")
         return True
 
     def drop_structured(self, how: str) -> None:

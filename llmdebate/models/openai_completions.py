@@ -178,7 +178,7 @@ class OpenAICompletionsBackend(OpenAIServer):
         fields = self.structured_fields(config.json_schema)
         try:
             outs = await self._post(prompts, config, fields)
-        except RequestRejectedError as exc:
+        except (RequestRejectedError, TransientError) as exc:
             if not self.refuses(exc, fields):
                 raise
             fields = None

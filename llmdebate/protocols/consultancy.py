@@ -37,6 +37,7 @@ class Consultancy(ChoiceProtocol):
     fork_records = ("rounds",)
     title = "Consultancy"
     seats = ("consultant",)
+    models = frozenset[str]()
     rank = 1
     judge_act = "consultancy_judge"
 

@@ -31,6 +31,7 @@ class Direct(ChoiceProtocol):
     rank = 0
     judge_act = "direct_judge"
     shows_transcript = False
+    models = frozenset[str]()  # the judge alone
 
     def passage_variants(
         self, variants: tuple[str, ...], views: Sequence[str]

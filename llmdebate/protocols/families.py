@@ -34,6 +34,7 @@ class RecursiveProtocol(Protocol):
     open_roles = True
     judge_deferrable = True
     seats = ("prover", "estimator")
+    models = frozenset[str]()  # naive debate's challenger sits as the estimator
 
     def complete(
         self,

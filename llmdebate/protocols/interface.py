@@ -151,6 +151,11 @@ class Protocol(ABC):
     or a replay can run it again with the same settings (the speech family: ``rounds``, read
     back by :func:`llmdebate.rl.replay_protocols.settings_of`). Enforced: a transcript
     missing one is a :class:`~llmdebate.errors.ProtocolViolation` when the debate is run."""
+    models: ClassVar[frozenset[str] | None] = None
+    """The role sections (``prover``, ``estimator``) whose models a debate asks for beyond
+    its seats' (a seat plays its role's model unless ``seats`` or a roster fills it); a run
+    makes and loads no model for a role none of its protocols asks for. None: both, as for a
+    protocol that does not say."""
     reward_scheme: ClassVar[str | None] = None
     """The rewards its transcripts record (:func:`llmdebate.core.scoring.reward_scheme`): None (the
     judge's choice only), ``discounted`` or ``plus-minus-one``."""

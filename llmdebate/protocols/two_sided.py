@@ -75,6 +75,7 @@ class TwoSided(ChoiceProtocol):
     fork_records = ("rounds", "mode")
     title = "Two-sided debate"
     seats = ("debater A", "debater B")
+    models = frozenset[str]()
     rank = 2
     judge_act = JUDGE_ACT
 

@@ -1,0 +1,128 @@
+"""The main job against a real llama-cpp-python server: every structured mode, and the prover
+alone on the chat endpoint. Needs ``pip install 'llama-cpp-python[server]'`` (no wheel on
+PyPI: it builds llama.cpp from source, longer than CI allows on 2 cores) and
+``llmdebate[openai,local]``.
+
+    PYTHONPATH=. python benchmarks/bench_llama_cpp.py                 # serve the embedded GGUF
+    PYTHONPATH=. python benchmarks/bench_llama_cpp.py --base-url http://127.0.0.1:8080/v1
+
+For each case it runs ``configs/local-divisors.yaml`` with every role on the server
+(``openai-completions/gemma``; the chat case puts the prover on ``openai/gemma``) and prints
+one line: debates complete and failed, the failures' kinds, the decomposition calls recorded
+``constrained``, the HTTP requests sent, the summary's assessment of the decompositions and
+the log lines about structured outputs. What to look for:
+
+* ``json_schema`` and ``response_format`` on ``/v1/completions``: the server answers 200 and
+  drops the field; replies that do not open as JSON make the backend stop sending it (one
+  log line);
+* ``grammar``: applied; every decomposition call constrained;
+* the prover on the chat endpoint with ``response_format``: the server answers HTTP 500
+  naming the field; the backend takes it as a refusal (one log line, no retries) and the
+  debates complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = {  # name: (the prover's model, its options); the other roles: completions, grammar
+    "completions json_schema": ("openai-completions/gemma", {"structured": "json_schema"}),
+    "completions response_format": ("openai-completions/gemma", {"structured": "response_format"}),
+    "completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
+    "prover on chat (response_format)": ("openai/gemma", {"structured": "response_format"}),
+}
+COMMON = {"batch_prompts": False}  # llama-cpp-python answers a list of prompts with HTTP 500
+
+
+def gguf_path() -> Path:
+    from llmdebate.models.hf_backend import HFBackend
+
+    return HFBackend("local")._gguf_path()
+
+
+def start_server(port: int) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
+           "--port", str(port), "--n_ctx", "4096", "--logits_all", "true"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+            return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("error: llama_cpp.server did not answer within 2 minutes")
+
+
+def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
+    prover, prover_opts = CASES[name]
+    others = json.dumps({**COMMON, "structured": "grammar"})
+    cmd = [
+        sys.executable, "-m", "llmdebate.cli", "run", "--config",
+        str(REPO / "configs" / "local-divisors.yaml"), "--run-dir", str(out), "--no-cache",
+        "--quiet", "--prover-model", prover, "--prover-base-url", base_url,
+        "--prover-options", json.dumps(
+            {**(COMMON if prover.startswith("openai-completions/") else {}), **prover_opts}
+        ),
+        "--estimator-model", "openai-completions/gemma", "--estimator-base-url", base_url,
+        "--estimator-options", others,
+        "--judge-model", "openai-completions/gemma", "--judge-base-url", base_url,
+        "--judge-options", others,
+    ]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
+    summary = json.loads((out / "summary.json").read_text()) if out.exists() else {}
+    dec = summary.get("decompositions", {})
+    return {
+        "case": name,
+        "exit": proc.returncode,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "status": summary.get("status"),
+        "failures": summary.get("failures", {}).get("by_kind"),
+        "constrained_calls": f"{dec.get('constrained_calls')} of {dec.get('calls')}",
+        "http_requests": summary.get("last_invocation", {}).get("http_requests"),
+        "assessment": dec.get("assessment"),
+        "log_lines": [ln for ln in proc.stderr.splitlines() if "structured" in ln],
+        "error": proc.stderr.strip().splitlines()[-1] if proc.returncode == 2 else None,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base-url", help="a llama-cpp-python server already running")
+    ap.add_argument("--port", type=int, default=8089)
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    args = ap.parse_args()
+    proc = None
+    if args.base_url is None:
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            print("error: llama-cpp-python is not installed: pip install "
+                  "'llama-cpp-python[server]' (it builds llama.cpp), or pass --base-url",
+                  file=sys.stderr)
+            return 2
+        proc = start_server(args.port)
+    base_url = args.base_url or f"http://127.0.0.1:{args.port}/v1"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, name in enumerate(n.strip() for n in args.cases.split(",")):
+                print(json.dumps(run_case(name, base_url, Path(tmp) / f"r{i}")), flush=True)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""Every command line in README.md and docs/*.md runs as written, with its documented status.
+
+The test reads every fenced block of the docs. Blocks tagged ``bash``, ``sh``, ``shell`` or
+``console`` hold commands (one per line, ``\\`` continues a line, ``#`` starts a comment, ``&&``
+chains); in an untagged block, only lines starting with ``$ `` are commands (the rest is their
+output). An HTML comment on the line before a block's opening fence says how the block is
+checked; without one, every command runs as written and must exit 0:
+
+    <!-- commands: run exit=2 -->                 run, expecting exit status 2
+    <!-- commands: parse — REASON -->             don't run: check the verb, every flag, and for
+                                                  run/compare the config with these flags
+                                                  (a scripts/install.sh line: its extras exist)
+    <!-- commands: fake-server — REASON -->       run as written with OPENAI_BASE_URL and
+                                                  ANTHROPIC_BASE_URL on tests/fixtures' fake
+                                                  server and dummy keys (for API models)
+    <!-- commands: skip — REASON -->              not run (another program, a GPU server, ...)
+
+``exit=N`` may follow any mode that runs. Every mode but ``run`` states its reason. The
+commands of a block run in order in one fresh folder holding links to the repository's
+configs/ and datasets/, so a block's later commands see what its earlier ones wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmdebate.cli import cli, main
+
+try:
+    from tests.fixtures import llm_fixtures
+    from tests.fixtures.fake_server import FakeServer
+except ImportError:  # pytest run from inside tests/
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fixtures import llm_fixtures  # type: ignore[no-redef]
+    from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+SHELL_TAGS = {"bash", "sh", "shell", "console", "zsh"}
+FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
+MARKER = re.compile(r"^<!--\s*commands:\s*(.*?)\s*-->$")
+MODE = re.compile(r"^(run|parse|fake-server|skip)(?:\s+exit=(\d+))?\s*(?:[—:-]+\s*(.*))?$")
+LLMDEBATE = {"llmdebate", ".venv/bin/llmdebate"}
+
+
+@dataclass(frozen=True)
+class Block:
+    where: str  # file:line of the opening fence
+    mode: str
+    status: int
+    reason: str
+    commands: tuple[tuple[str, ...], ...]
+
+
+def _commands(lines: list[str], console_only: bool) -> Iterator[tuple[str, ...]]:
+    joined: list[str] = []
+    current = ""
+    for raw in lines:
+        line = raw.rstrip()
+        if console_only and not current and not line.startswith("$ "):
+            continue  # a console transcript's output
+        if not current and line.startswith("$ "):
+            line = line[2:]
+        current = f"{current} {line.strip()}" if current else line.strip()
+        if current.endswith("\\"):
+            current = current[:-1].rstrip()
+            continue
+        joined.append(current)
+        current = ""
+    for text in joined:
+        words = shlex.split(text, comments=True)
+        part: list[str] = []
+        for w in [*words, "&&"]:
+            if w == "&&":
+                if part:
+                    yield tuple(part)
+                part = []
+            else:
+                part.append(w)
+
+
+def _block(where: str, marker: str | None, tag: str, body: list[str]) -> Block | None:
+    console_only = tag not in SHELL_TAGS
+    commands = tuple(_commands(body, console_only))
+    if not commands:
+        return None
+    mode, status, reason = "run", 0, ""
+    if marker is not None:
+        found = MODE.match(marker)
+        if not found:
+            raise AssertionError(f"{where}: cannot read the marker {marker!r}")
+        mode, status, reason = found.group(1), int(found.group(2) or 0), found.group(3) or ""
+        if mode != "run" and not reason.strip():
+            raise AssertionError(f"{where}: a {mode!r} marker states its reason")
+    return Block(where, mode, status, reason, commands)
+
+
+def doc_blocks(path: Path, root: Path = REPO) -> list[Block]:
+    """The command blocks of one Markdown file (named relative to ``root``)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        found = FENCE.match(lines[i])
+        if not found:
+            i += 1
+            continue
+        fence, tag, start = found.group(1), found.group(2).lower(), i
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith(fence):
+            j += 1
+        prev = next((lines[k].strip() for k in range(start - 1, -1, -1) if lines[k].strip()), "")
+        marked = MARKER.match(prev)
+        where = f"{path.relative_to(root)}:{start + 1}"
+        block = _block(where, marked.group(1) if marked else None, tag, lines[start + 1 : j])
+        if block is not None:
+            out.append(block)
+        i = j + 1
+    return out
+
+
+BLOCKS = [b for path in DOCS for b in doc_blocks(path)]
+CHECKED = [b for b in BLOCKS if b.mode != "skip"]  # a skip block only states its reason
+
+
+# -- parse mode: the verb, its flags and its config, without running
+def _parse_llmdebate(args: tuple[str, ...]) -> None:
+    from llmdebate.commands.config_flags import PREFIX, config_from
+
+    verb, rest = args[0], list(args[1:])
+    command = cli.commands.get(verb)
+    assert command is not None, f"unknown verb {verb!r}"
+    flags = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    unknown = [w for w in rest if w.startswith("--") and w.split("=")[0] not in flags]
+    assert not unknown, f"{verb}: unknown flags {unknown}"
+    if verb in ("run", "compare"):
+        ctx = command.make_context(verb, rest)
+        fields = {k: v for k, v in ctx.params.items() if k.startswith(PREFIX)}
+        extra = {"dataset.limit": ctx.params["limit"]} if ctx.params.get("limit") else {}
+        config_from(ctx.params["config_path"], fields, extra)
+
+
+def _parse_install(args: tuple[str, ...]) -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"])
+    asked = set((args[1] if len(args) > 1 else "local").split(","))
+    assert asked <= extras, f"scripts/install.sh: no extras {sorted(asked - extras)}"
+
+
+def parse_check(args: tuple[str, ...]) -> None:
+    if args[0] in LLMDEBATE:
+        _parse_llmdebate(args[1:])
+    elif args[0] == "scripts/install.sh":
+        _parse_install(args)
+    elif args[0] == ".venv/bin/pytest":
+        assert (REPO / "tests").is_dir()
+    else:
+        raise AssertionError(f"cannot check {args[0]!r}: mark the block skip, with its reason")
+
+
+# -- running a block
+def _responder(body: dict[str, Any]) -> str:
+    """Plays every act of a debate on the fake server: the prover's generative acts (the
+    scripted fixtures' replies), and a verbalised probability where one is asked for."""
+    messages = [
+        {"role": m.get("role", "user"), "content": _text(m.get("content"))}
+        for m in body.get("messages", [])
+    ]
+    if body.get("system"):
+        messages.insert(0, {"role": "system", "content": _text(body["system"])})
+    if not messages:
+        return "True"
+    asked = messages[-1]["content"].lower()
+    if "probability" in asked and "break a claim" not in messages[0]["content"]:
+        return '{"probability": 0.7}' if "json" in asked else "0.7"
+    return llm_fixtures.responder(messages)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return str(content or "")
+
+
+def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("configs", "datasets"):
+        (folder / name).symlink_to(REPO / name)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("LLMDEBATE_CACHE_DIR", str(folder / "cache"))
+    for args in block.commands:
+        assert args[0] in LLMDEBATE, (
+            f"{block.where}: cannot run {args[0]!r} here: mark the block (parse, fake-server "
+            "or skip) with its reason"
+        )
+        code = main(list(args[1:]))
+        assert code == block.status, f"{block.where}: {shlex.join(args)} exited {code}"
+
+
+@pytest.mark.parametrize("block", CHECKED, ids=[b.where for b in CHECKED])
+def test_documented_commands(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if block.mode == "parse":
+        for args in block.commands:
+            parse_check(args)
+        return
+    if block.mode == "fake-server":
+        with FakeServer() as server:
+            server.responder = _responder
+            server.top_logprobs = {"True": -0.3, "False": -1.4}
+            for env, value in (
+                ("OPENAI_BASE_URL", server.url),
+                ("ANTHROPIC_BASE_URL", server.root),
+                ("OPENAI_API_KEY", "sk-docs"),
+                ("ANTHROPIC_API_KEY", "sk-ant-docs"),
+            ):
+                monkeypatch.setenv(env, value)
+            _run_block(block, tmp_path, monkeypatch)
+            assert server.requests > 0, f"{block.where}: no request reached the fake server"
+        return
+    _run_block(block, tmp_path, monkeypatch)
+
+
+def test_the_docs_hold_commands_and_the_reader_sees_them() -> None:
+    modes = {b.mode for b in BLOCKS}
+    assert {"run", "parse", "fake-server"} <= modes, modes
+    readme = [b for b in BLOCKS if b.where.startswith("README.md")]
+    assert any(a[0] in LLMDEBATE and "openai/gpt-4o-mini" in a for b in readme for a in b.commands)
+
+
+def test_a_marker_without_reason_is_refused(tmp_path: Path) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text("<!-- commands: skip -->\n```bash\nllmdebate run\n```\n")
+    with pytest.raises(AssertionError, match="states its reason"):
+        doc_blocks(doc, tmp_path)
+    doc.write_text("text\n```\n$ llmdebate report a \\\n   b  # two runs\nerror: x\n```\n")
+    (block,) = doc_blocks(doc, tmp_path)
+    assert block.commands == (("llmdebate", "report", "a", "b"),)
+
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "--prover-modle", "x"),
+         "unknown flags"),
+        (("llmdebate", "rn", "--config", "c.yaml"), "unknown verb"),
+        (("scripts/install.sh", "local,gpu"), "no extras"),
+        (("vllm", "serve"), "mark the block skip"),
+    ],
+)
+def test_parse_check_catches_what_a_reader_would_hit(
+    args: tuple[str, ...], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(AssertionError, match=message):
+        parse_check(args)
+
+
+def test_parse_check_reads_the_config_with_its_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmdebate.errors import ConfigError
+
+    monkeypatch.chdir(REPO)
+    with pytest.raises(ConfigError, match="--debate-epsilon"):
+        parse_check(("llmdebate", "run", "--config", "configs/local-divisors.yaml",
+                     "--debate-epsilon", "0.7"))
