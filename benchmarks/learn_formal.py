@@ -23,9 +23,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from llmdebate.core import scoring
+from llmdebate.formal.learning.curves import Point, joint_summary, soundness_threshold
 from llmdebate.formal.learning.estimator import LearnedEstimator
 from llmdebate.formal.learning.experiments import EXPERIMENTS, FULL, TINY, Arm, arms
-from llmdebate.formal.learning.metrics import Point, joint_summary, soundness_threshold
 from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
 from llmdebate.formal.learning.stackelberg import Run, train
 

@@ -12,7 +12,7 @@ from llmdebate.formal.game import NaiveGame
 from llmdebate.formal.learning.es import ESConfig, Learner
 from llmdebate.formal.learning.estimator import LearnedEstimator, estimator_dim
 from llmdebate.formal.learning.experiments import TINY, arms, majority
-from llmdebate.formal.learning.naive import LearnedNaiveProver, exact_learned_naive
+from llmdebate.formal.learning.naive_prover import LearnedNaiveProver, exact_learned_naive
 from llmdebate.formal.learning.naive_train import NaiveRun, train_naive
 from llmdebate.formal.learning.prover import ANSWER, LEAF, PROVER_DIM, LearnedProver
 from llmdebate.formal.learning.replicas import per_member, replicate

@@ -97,8 +97,8 @@ def judgment_figures(protocol: str, ts: list[Transcript]) -> dict[str, float]:
 def group_for(protocol: str, variant: str, has_passage: bool, passage: str | None) -> str:
     """The score a debate counts in: its protocol, the direct baselines apart (``direct
     blind``, ``direct expert``), and a judge shown the passage apart from a blind one."""
-    if protocol == "direct" and variant in VIEW_VARIANTS:
-        return f"direct {variant}"
+    if variant in VIEW_VARIANTS:  # the direct baselines' variants, blind and expert
+        return f"{protocol} {variant}"
     if has_passage and passage == SHOWN:
         return f"{protocol} (passage shown)"
     return protocol

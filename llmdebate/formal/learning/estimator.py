@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from llmdebate.core.rules import outcome_bits
+from llmdebate.formal.learning.replicas import Parametrised, sigmoid, softmax
 from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.tables import Levels, levels_from_joint
-
-from .replicas import Parametrised, sigmoid, softmax
 
 STATE_FEATURES = 4
 OUTCOME_FEATURES = 4

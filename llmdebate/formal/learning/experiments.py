@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llmdebate.formal.learning.es import ESConfig
+from llmdebate.formal.learning.naive_train import NaiveRun
+from llmdebate.formal.learning.stackelberg import Run
 from llmdebate.formal.problems.interval import make_interval
 from llmdebate.formal.problems.majority import make_majority
 from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.stable import stable_problem
-
-from .es import ESConfig
-from .naive_train import NaiveRun
-from .stackelberg import Run
 
 EPSILON, RHO = 0.2, 0.5
 EXPERIMENTS = ("a", "b", "c", "d")

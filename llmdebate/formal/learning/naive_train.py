@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from llmdebate.formal.learning.es import ESConfig, Learner
+from llmdebate.formal.learning.naive_prover import LearnedNaiveProver, exact_learned_naive, mean
+from llmdebate.formal.learning.replicas import per_member, replicate
 from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies import make_estimator
 from llmdebate.formal.strategies.naive import EstimatorChallenger
-
-from .es import ESConfig, Learner
-from .naive import LearnedNaiveProver, exact_learned_naive, mean
-from .replicas import per_member, replicate
 
 
 @dataclass

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from llmdebate.formal.learning.replicas import Parametrised, sigmoid, softmax
 from llmdebate.formal.problems.problem import TreeProblem, believed_values
 from llmdebate.formal.strategies.alternatives import Alternatives, deterministic
 from llmdebate.formal.strategies.provers import ProverPolicy
-
-from .replicas import Parametrised, sigmoid, softmax
 
 ANSWER = slice(0, 2)
 ROUND = slice(2, 8)

@@ -18,6 +18,11 @@ import numpy as np
 from llmdebate.core import scoring
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
+from llmdebate.formal.learning.curves import Point, evaluate
+from llmdebate.formal.learning.es import ESConfig, Learner
+from llmdebate.formal.learning.estimator import LearnedEstimator
+from llmdebate.formal.learning.prover import ANSWER, LearnedProver
+from llmdebate.formal.learning.replicas import Parametrised, per_member, replicate
 from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies import (
     EstimatorPolicy,
@@ -26,12 +31,6 @@ from llmdebate.formal.strategies import (
     make_estimator,
     make_prover,
 )
-
-from .es import ESConfig, Learner
-from .estimator import LearnedEstimator
-from .metrics import Point, evaluate
-from .prover import ANSWER, LearnedProver
-from .replicas import Parametrised, per_member, replicate
 
 
 @dataclass

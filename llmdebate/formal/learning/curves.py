@@ -23,10 +23,9 @@ from llmdebate.core import scoring
 from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.exact import exact_prover_estimator
 from llmdebate.formal.game import Game
+from llmdebate.formal.learning.estimator import LearnedEstimator
 from llmdebate.formal.tables import expected_rule
 from llmdebate.formal.variants import RoundView
-
-from .estimator import LearnedEstimator
 
 
 @dataclass

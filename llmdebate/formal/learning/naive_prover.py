@@ -22,11 +22,10 @@ import numpy as np
 from llmdebate.core import scoring
 from llmdebate.core.rules import outcome_bits
 from llmdebate.formal.exact import _merge
+from llmdebate.formal.learning.replicas import Parametrised, sigmoid
 from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.judges import OracleJudge
 from llmdebate.formal.strategies.naive import EstimatorChallenger
-
-from .replicas import Parametrised, sigmoid
 
 NAIVE_DIM = 5
 RULE_BROKEN = -1.0  # the payoff of a round whose stated values break the rule
