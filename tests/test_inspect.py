@@ -27,6 +27,7 @@ from llmdebate.core.scoring import score_transcript
 from llmdebate.errors import UserError
 from llmdebate.inspect_ext.task import METADATA_KEY, debate
 from llmdebate.models import GenerateConfig, get_model
+from llmdebate.protocols.interface import FirstOption
 from llmdebate.protocols.registry import PROTOCOLS
 
 try:
@@ -336,7 +337,7 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     # two people judge the first debate, as the judging app records them: <debate>#<judgment>
     for n, right in ((1, True), (2, False)):
         done = protocol_of(first).complete(
-            first, judge="human", p_first=0.9 if gold_first == right else 0.1
+            first, FirstOption(0.9 if gold_first == right else 0.1), judge="human"
         )
         done.id = f"{first.id}#{n}"
         assert append_judged(run_dir, done)

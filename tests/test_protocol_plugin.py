@@ -28,7 +28,7 @@ from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSe
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
 from llmdebate.core.schemas import Evidence, Transcript, Turn
-from llmdebate.errors import ConfigError
+from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.experiment.loading import validate
 from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
@@ -36,7 +36,7 @@ from llmdebate.judging.view import build_view
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import decided, judge_choice, options_text
 from llmdebate.protocols.families import ChoiceProtocol
-from llmdebate.protocols.interface import Protocol
+from llmdebate.protocols.interface import Protocol, Ruling
 from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -333,10 +333,10 @@ def test_a_protocol_must_subclass_a_family() -> None:
         async def run(
             self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
         ) -> Transcript:
-            raise NotImplementedError
+            raise ProtocolViolation("a bare protocol runs nothing")
 
-        def complete(self, t: Transcript, **kw: Any) -> Transcript:  # type: ignore[override]
-            raise NotImplementedError
+        def complete(self, t: Transcript, ruling: Ruling, **kw: Any) -> Transcript:  # type: ignore[override]
+            raise ProtocolViolation("a bare protocol completes nothing")
 
     with pytest.raises(TypeError, match="subclass a family"):
         register("bare")(Bare)

@@ -37,6 +37,7 @@ from llmdebate.judging.asking import (
 )
 from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
+from llmdebate.protocols.interface import FirstOption, LeafVerdict, Ruling
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.records.rundir import append_judged, load_transcripts
 
@@ -324,14 +325,18 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     kind = j.kind or "human"
     who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
     protocol = protocol_of(t)
-    if protocol.recursive and j.verdict is None:
-        raise ValueError(f"judgment {j.id} has no verdict")
-    if protocol.two_answer and j.p_first is None:
-        raise ValueError(f"judgment {j.id} has no probability")
+    ruling: Ruling
+    if protocol.recursive:
+        if j.verdict is None:
+            raise ValueError(f"judgment {j.id} has no verdict")
+        ruling = LeafVerdict(j.verdict, j.probability)
+    else:
+        if j.p_first is None:
+            raise ValueError(f"judgment {j.id} has no probability")
+        ruling = FirstOption(j.p_first)
     method = "human" if kind == "human" else str(j.settings.get("method", kind))
     done = protocol.complete(
-        t, judge=who, verdict=j.verdict, probability=j.probability, p_first=j.p_first,
-        rationale=j.explanation or None, method=method,
+        t, ruling, judge=who, method=method, rationale=j.explanation or None
     )
     if j.calls:
         done.calls = [*done.calls, *(ModelCallRecord.model_validate(c) for c in j.calls)]

@@ -23,7 +23,14 @@ from llmdebate.core.engine import complete_with_verdict
 from llmdebate.core.schemas import Transcript, Verdict
 from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.common import complete_choice, judge_variables, recorded_view
-from llmdebate.protocols.interface import DecisionRow, Family, Protocol
+from llmdebate.protocols.interface import (
+    DecisionRow,
+    Family,
+    FirstOption,
+    LeafVerdict,
+    Protocol,
+    Ruling,
+)
 
 
 class RecursiveProtocol(Protocol):
@@ -39,17 +46,17 @@ class RecursiveProtocol(Protocol):
     def complete(
         self,
         t: Transcript,
+        ruling: Ruling,
         *,
         judge: str,
-        verdict: int | None = None,
-        probability: float | None = None,
-        p_first: float | None = None,
-        rationale: str | None = None,
         method: str = "human",
+        rationale: str | None = None,
     ) -> Transcript:
-        if verdict is None:
+        if not isinstance(ruling, LeafVerdict):
             raise ProtocolViolation(f"debate {t.id}: a verdict on the leaf claim is needed")
-        v = Verdict(value=verdict, probability=probability, judge=judge, rationale=rationale)
+        v = Verdict(
+            value=ruling.verdict, probability=ruling.probability, judge=judge, rationale=rationale
+        )
         return complete_with_verdict(t, v)
 
 
@@ -78,17 +85,15 @@ class ChoiceProtocol(Protocol):
     def complete(
         self,
         t: Transcript,
+        ruling: Ruling,
         *,
         judge: str,
-        verdict: int | None = None,
-        probability: float | None = None,
-        p_first: float | None = None,
-        rationale: str | None = None,
         method: str = "human",
+        rationale: str | None = None,
     ) -> Transcript:
-        if p_first is None:
+        if not isinstance(ruling, FirstOption):
             raise ProtocolViolation(f"debate {t.id}: P(first option) is needed")
-        return complete_choice(t, p_first, judge, method=method)
+        return complete_choice(t, ruling.p_first, judge, method=method)
 
     def injectable(self, d: DecisionRow) -> bool:
         """A debater's speech (protocols with speeches)."""

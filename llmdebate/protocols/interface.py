@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -91,6 +92,27 @@ def assignment_variants(assignment: str, index: int) -> tuple[str, ...]:
     if assignment == "choose":
         return ("chosen",)
     return (assignment,)
+
+
+@dataclass(frozen=True)
+class LeafVerdict:
+    """A judge's ruling on the leaf claim of a recursive debate: its verdict (0/1) and, where
+    the judge gave one, its probability that the claim is true."""
+
+    verdict: int
+    probability: float | None = None
+
+
+@dataclass(frozen=True)
+class FirstOption:
+    """A judge's ruling between two answers: its probability that the first option shown is
+    the right one."""
+
+    p_first: float
+
+
+Ruling = LeafVerdict | FirstOption
+"""What completes a waiting debate; each family takes its own kind."""
 
 
 class Protocol(ABC):
@@ -236,16 +258,16 @@ class Protocol(ABC):
     def complete(
         self,
         t: Transcript,
+        ruling: Ruling,
         *,
         judge: str,
-        verdict: int | None = None,
-        probability: float | None = None,
-        p_first: float | None = None,
-        rationale: str | None = None,
         method: str = "human",
+        rationale: str | None = None,
     ) -> Transcript:
-        """Waiting debate ``t`` finished with a judge's ruling: a verdict on the leaf claim
-        (``recursive``) or P(first option) (``two-answer``)."""
+        """Waiting debate ``t`` finished with a judge's ``ruling``: the family's own kind of
+        ruling (a :class:`LeafVerdict` for a recursive protocol, a :class:`FirstOption` for a
+        choice between two answers); another kind is a
+        :class:`~llmdebate.errors.ProtocolViolation`."""
 
     # -- scoring --------------------------------------------------------------------------
     def rescore(self, t: Transcript) -> scoring.Score:
