@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,8 @@ def test_an_exported_run_in_inspects_log_viewer(tmp_path: Path) -> None:
             page.get_by_text("divisors-001", exact=True).first.wait_for(timeout=30_000)
             page.get_by_text("logs", exact=True).first.click()
             page.get_by_text("llmdebate/run").first.wait_for(timeout=30_000)
+            # the list fills its columns as it reads each log's header: wait for the duration
+            page.get_by_text(re.compile(r"\d sec")).first.wait_for(timeout=30_000)
             page.screenshot(path=str(tmp_path / "viewer-export-list.png"))
             row = page.inner_text("body")
             assert "NaN" not in row and " sec" in row, row  # a duration, not "NaN days"

@@ -229,7 +229,13 @@ def test_the_shipped_adapter_is_package_data_small_and_documented() -> None:
     root = Path(__file__).resolve().parent.parent
     folder = adapter_path("divisors-prover")
     data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    shipped = {p for g in data["package-data"]["llmdebate"] for p in (root / "llmdebate").glob(g)}
+    shipped = {
+        p
+        for package, globs in data["package-data"].items()
+        if package.startswith("llmdebate") and not package.startswith("llmdebate._")
+        for g in globs
+        for p in (root / package.replace(".", "/")).glob(g)
+    }
     assert {folder / "adapter_config.json", folder / "adapter_model.safetensors"} <= shipped
     assert sum(p.stat().st_size for p in folder.iterdir()) < 5_000_000
     prov = json.loads((folder / "provenance.json").read_text())
