@@ -85,3 +85,18 @@ def test_vf_eval_scores_each_reply_by_the_debate_reward(tmp_path: Path) -> None:
             assert -1.0 <= score <= 1.0
         else:  # "{garbage ]]" names no subclaim: the invalid reward
             assert score == reward.invalid() < -1.0
+
+
+def test_a_bad_row_is_named_by_its_file_and_line(tmp_path: Path) -> None:
+    from llmdebate.rl.verifiers_env import read_rows
+
+    state = {"speaker": "prover", "act": "direction"}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"prompt": "p", "state": json.dumps(state)}) + "\n\n"
+                    + json.dumps({"prompt": "p", "state": {**state, "speaker": "estimator"}})
+                    + "\n{garbage\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{path}:4: not a trl-prompt-only row"):
+        read_rows(path)
+    path.write_text(path.read_text().rsplit("{garbage", 1)[0], encoding="utf-8")
+    assert [r["state"]["speaker"] for r in read_rows(path)] == ["prover", "estimator"]
+    assert [r["state"]["speaker"] for r in read_rows(path, "estimator")] == ["estimator"]
