@@ -40,7 +40,8 @@ def main() -> None:
     )
     print(
         f"{'target':>12} {'variant':>9} {'d':>2} {'q':>2} {'inst':>4} {'states':>6} "
-        f"{'tables':>8} {'seconds':>8} {'normalized':>11} {'bound':>7}"
+        f"{'tables':>8} {'seconds':>8} {'normalized':>11} {'worst':>11} {'bound':>7} "
+        f"{'exact break':>11}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for variant in args.variants.split(","):
@@ -62,14 +63,15 @@ def main() -> None:
                     except ConfigError:  # no stable instance (q = 3): time it on all of them
                         spec.stable_only = False
                         res = run_attack(spec, Path(tmp) / "s.json")
-                    s = res["search"]
+                    s, ex = res["search"], res["exact"]  # ex: rational, no tolerance
                     states, tables = s.get("states_searched", "-"), s.get("tables_evaluated", "-")
                     print(
                         f"{target:>12} {variant:>9} {d:>2} {q:>2} {res['instances_used']:>3}"
                         f"{'s' if res['stable_only'] else 'a'} "
                         f"{states!s:>6} {tables!s:>8} "
-                        f"{res['seconds']:>8.2f} {res['normalized_payoff']:>11.4g} "
-                        f"{res['bound']:>7.3g}"
+                        f"{res['seconds']:>8.2f} {ex['normalized_payoff']:>11.4g} "
+                        f"{ex['min_instance_normalized']:>11.4g} {res['bound']:>7.3g} "
+                        f"{'yes' if ex['breaks'] else 'no':>11}"
                     )
 
 

@@ -3,7 +3,8 @@
 For every online row (``trl-prompt-only``) of a scripted run (prover-estimator, depth 2,
 width 3, model-written decompositions, model directions and recursion), the reward function
 is called as TRL's GRPOTrainer calls it: 4 completions for one prompt. Each group holds the
-recorded completion, valid alternatives for the act, and invalid ones (unparseable; for the
+recorded completion, valid alternatives for the act, and invalid ones (a valid answer inside
+junk: 200 kB then " lower" or " no", symbols then an index; a JSON fragment; for the
 free-text evidence: empty and 240 kB). A group counts when any invalid completion scores at
 least as high as any valid one. Run:
 ``PYTHONPATH=. .venv/bin/python benchmarks/bench_grpo_groups.py``.
@@ -26,13 +27,15 @@ from llmdebate.records.rundir import load_transcripts, read_run_config  # noqa: 
 from llmdebate.rl import DebateReward  # noqa: E402
 from tests.export_fixtures import pe_config  # noqa: E402
 
-GARBAGE = "{garbage"
-# act -> (valid alternatives, invalid completions); the recorded completion is added as valid
+GARBAGE = "{garbage ]]"
+PADDED = "x" * 200_000
+# act -> (valid alternatives, invalid completions); the recorded completion is added as valid.
+# The invalid ones hold a valid answer somewhere inside junk: only a whole reply counts.
 GROUPS = {
-    "direction": (["higher", "lower"], [GARBAGE]),
+    "direction": (["higher", "lower"], [PADDED + " lower"]),
     "decompose": (["{recorded}"], [GARBAGE, ""]),
-    "recurse": (["1", "3"], [GARBAGE]),
-    "estimate": (["True", "False"], [GARBAGE]),
+    "recurse": (["1", "3"], ["#$%^&*()_+ qwpoeiru 1"]),
+    "estimate": (["True", "False"], [PADDED + " no"]),
     "evidence": (["Each candidate divisor fails, so the claim holds."], ["", "x" * 240_000]),
 }
 

@@ -5,7 +5,10 @@ repository (found next to the package in a source checkout or an editable instal
 installed wheel carries the same files as ``llmdebate/_prompts/`` (pyproject maps the
 folder). A user points at their own folder (``prompts_dir`` in a run config,
 ``--prompts-dir`` on the command line); a file there overrides the default of the same
-name, and acts it does not define keep the defaults.
+name, and acts it does not define keep the defaults. A protocol ships its own templates in its
+package (``prompts_package`` on the protocol class, added at registration by
+:func:`add_prompts_package`): they come after the shipped ones, so they add acts and never
+override one.
 
 A template defines ``{% block system %}`` and ``{% block user %}`` (either may be absent);
 each block becomes one chat message. Dataset text is only ever passed as a *variable*: it is
@@ -17,10 +20,20 @@ its per-access checks, a third faster). Each template is compiled once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined, TemplateError
+from jinja2 import (
+    BaseLoader,
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    StrictUndefined,
+    TemplateError,
+    TemplateNotFound,
+)
 from jinja2.sandbox import SandboxedEnvironment
 
 from llmdebate.core.schemas import CombinationRule
@@ -34,6 +47,34 @@ BLOCKS = ("system", "user")
 
 class PromptError(UserError):
     """A prompt folder or template that cannot be used (missing file, syntax, undefined name)."""
+
+
+PACKAGE_FOLDERS: list[Path] = []
+"""The prompt folders of registered protocols' packages, in registration order."""
+
+
+def add_prompts_package(package: str) -> None:
+    """Add the templates in the folder of ``package`` (a protocol's own) to every
+    :class:`Prompts`, after the shipped ones."""
+    folder = Path(str(files(package)))
+    if not folder.is_dir():
+        raise PromptError(f"prompts package {package}: {folder} is not a folder")
+    if folder not in PACKAGE_FOLDERS:
+        PACKAGE_FOLDERS.append(folder)
+
+
+class _PackageLoader(BaseLoader):
+    """Templates of :data:`PACKAGE_FOLDERS`, read at lookup (a protocol registered after a
+    :class:`Prompts` was made still finds its templates)."""
+
+    def get_source(
+        self, environment: Environment, template: str
+    ) -> tuple[str, str | None, Callable[[], bool] | None]:
+        for folder in PACKAGE_FOLDERS:
+            path = folder / template
+            if path.is_file():
+                return path.read_text(encoding="utf-8"), str(path), lambda: True
+        raise TemplateNotFound(template)
 
 
 def default_prompts_dir() -> Path:
@@ -52,7 +93,7 @@ class Prompts:
     """Renders acts into chat messages from a folder of templates (plus the defaults)."""
 
     def __init__(self, folder: str | Path | None = None) -> None:
-        loaders = []
+        loaders: list[BaseLoader] = []
         if folder is not None:
             path = Path(folder).expanduser()
             if not path.is_dir():
@@ -63,6 +104,7 @@ class Prompts:
             self.folder = None
         self.default_folder = default_prompts_dir()
         loaders.append(FileSystemLoader(str(self.default_folder)))
+        loaders.append(_PackageLoader())
         env_class = SandboxedEnvironment if self.folder is not None else Environment
         self.env = env_class(
             loader=ChoiceLoader(loaders),

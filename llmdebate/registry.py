@@ -66,6 +66,9 @@ class Registry(Generic[T]):
         self.group = group
         self._builtins = tuple(builtins)
         self._entries: dict[str, Entry[T]] = {}
+        self._added: set[str] = set()
+        """Names added by a plugin's entry point, or after loading (a test's, a script's)."""
+        self._in_plugins = False
         self._loaded = False
         self._loading = False
         self._lock = threading.RLock()
@@ -91,6 +94,8 @@ class Registry(Generic[T]):
             doc = summary or _first_line(getattr(value, "__doc__", None))
             entry = Entry(name, value, options, frozenset(capabilities), doc)
             self._entries[name] = entry
+            if self._in_plugins or self._loaded:
+                self._added.add(name)
             return entry
 
     def register(
@@ -136,6 +141,7 @@ class Registry(Generic[T]):
                 for module in self._builtins:
                     importlib.import_module(module)
                 if self.group:
+                    self._in_plugins = True
                     for ep in entry_points(group=self.group):
                         try:
                             ep.load()
@@ -146,12 +152,18 @@ class Registry(Generic[T]):
                             ) from exc
                 self._loaded = True
             finally:
-                self._loading = False
+                self._loading = self._in_plugins = False
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, in registration order (built-ins first)."""
         self.load()
         return tuple(self._entries)
+
+    def builtin_names(self) -> tuple[str, ...]:
+        """The names the package itself registers (its built-in modules), without any a
+        plugin or a test added: what the package's own tests range over."""
+        self.load()
+        return tuple(n for n in self._entries if n not in self._added)
 
     def entries(self) -> tuple[Entry[T], ...]:
         self.load()
@@ -193,6 +205,14 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._entries)} entries)"
+
+
+@dataclass(frozen=True)
+class LateHelp:
+    """Metadata on a config field (``Annotated[str, LateHelp(...)]``): more of its
+    ``--help`` text, written when help is shown (so it names what plugins registered)."""
+
+    text: Callable[[], str]
 
 
 def _first_line(doc: str | None) -> str:

@@ -4,6 +4,7 @@ with its options checked by the options model it registered."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from llmdebate.models import (
     TransientError,
     get_model,
 )
-from llmdebate.models.backends import BACKENDS, BackendSpec, construct
+from llmdebate.models.backends import BACKENDS, BackendSpec, construct, inner_spec, own_options
+from llmdebate.models.get_model import create_backend
 from llmdebate.models.http1 import Reply
 from llmdebate.models.http_errors import failure_error, reply_error
 from llmdebate.models.profile import BackendProfile
@@ -166,3 +168,62 @@ async def test_its_failures_are_mapped_like_the_built_in_backends(
         await m.generate([{"role": "user", "content": "q"}])
     assert isinstance(info.value.__cause__, TransientError) and "HTTP 503" in str(info.value)
     await m.aclose()
+
+
+class LoggedOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tag: str = ""
+    """A tag this wrapping backend puts on the name of every reply."""
+
+
+class Logged(Backend):
+    """Wraps another backend (the rest of its model string), tagging its replies."""
+
+    provider = "logged"
+
+    def __init__(self, name: str, inner: Backend, tag: str = "") -> None:
+        self.name, self.inner, self.tag = name, inner, tag
+
+    async def generate(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
+    ) -> ModelOutput:
+        out = await self.inner.generate(messages, config, sample_index)
+        return ModelOutput(f"[{self.tag}] {out.text}", self.name)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def logged(spec: BackendSpec) -> Backend:
+    inner = inner_spec(spec)
+    built = create_backend(inner.model, base_url=inner.base_url, **inner.options)
+    return construct(spec, Logged, spec.model, built, **own_options(spec))
+
+
+def test_a_wrapping_backend_takes_and_forwards_its_inner_backends_options(
+    registered: None, server: FakeServer, tmp_path: Path
+) -> None:
+    BACKENDS.add("logged", logged, options=LoggedOptions, capabilities={"wraps"})
+    try:
+        cfg = run_config(server, tmp_path, "wrapped", 1, {"depth": 1, "width": 2})
+        cfg["judge"] |= {"model": "logged/tiny/fake", "options": {"tag": "j", "system": "S"}}
+        validate(cfg)  # its own option and the inner backend's, both known
+        cfg["judge"]["options"] = {"tag": "j", "sytem": "S"}
+        with pytest.raises(UserError, match=r"judge\.options\.sytem"):
+            validate(cfg)
+        m = get_model("logged/tiny/fake", base_url=server.url, use_cache=False, tag="t",
+                      system="You are wrapped.")
+        assert isinstance(m.backend, Logged) and m.backend.tag == "t"
+        assert isinstance(m.backend.inner, TinyBackend)
+        assert m.backend.inner.system == "You are wrapped."
+
+        async def ask() -> str:
+            try:
+                return (await m.generate([{"role": "user", "content": "q"}])).text
+            finally:
+                await m.aclose()
+
+        assert asyncio.run(ask()).startswith("[t] ")
+        assert server.bodies[-1]["messages"][0] == {"role": "system", "content": "You are wrapped."}
+    finally:
+        BACKENDS.remove("logged")

@@ -40,7 +40,7 @@ def scripted(**kw: typing.Any):
 
 
 def test_the_registry_is_the_one_name_list():
-    assert METHODS.names() == ("logprobs", "sampling", "verbalised")
+    assert METHODS.builtin_names() == ("logprobs", "sampling", "verbalised")
     for name in METHODS:  # Estimate.method accepts every registered name
         assert Estimate(value=0.5, method=name).method == name
     for name in METHODS:
@@ -153,13 +153,13 @@ async def test_one_record_per_estimate_with_what_was_sent_and_received():
 
 
 async def test_verbalised_reask_record_holds_the_last_messages_sent():
-    replies = iter(["dunno", "maybe 0.4"])
+    replies = iter(["dunno", "0.4"])
     m = get_model("scripted", responder=lambda msgs: next(replies))
     log: list[ModelCallRecord] = []
     m.backend.generate = _responder_only(m.backend)  # type: ignore[method-assign]
     est = await estimate(m, QS[0], "verbalised", log=log)
     assert est.value == pytest.approx(0.4) and est.evidence["attempts"] == 2
-    assert len(log) == 1 and len(log[0].messages) == 3 and log[0].completion == "maybe 0.4"
+    assert len(log) == 1 and len(log[0].messages) == 3 and log[0].completion == "0.4"
 
 
 def _responder_only(backend: ScriptedBackend):

@@ -43,7 +43,7 @@ class Serial(LocalExecutor):
 
 
 def test_the_builtin_executors_and_what_they_can_do() -> None:
-    assert set(EXECUTORS.names()) == {"local", "processes", "ray"}
+    assert set(EXECUTORS.builtin_names()) == {"local", "processes", "ray"}
     assert EXECUTORS.get("local") is LocalExecutor
     assert set(EXECUTORS.with_capability("workers")) == {"processes", "ray"}
     assert EXECUTORS.with_capability("address") == ("ray",)

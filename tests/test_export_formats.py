@@ -47,7 +47,8 @@ def load(path: Path, kind: str) -> Any:
 
 @pytest.mark.parametrize("kind", ["jsonl", "parquet", "hf"])
 @pytest.mark.parametrize(
-    "fmt", [f for f in FORMATS if not FORMATS.entry(f).can(WHOLE_RUN)]  # rows, not a whole run
+    "fmt",  # rows, not a whole run
+    [f for f in FORMATS.builtin_names() if not FORMATS.entry(f).can(WHOLE_RUN)],
 )
 def test_every_format_loads_with_datasets(run_dir: Path, tmp_path: Path, fmt: str,
                                           kind: str) -> None:

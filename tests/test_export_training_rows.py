@@ -177,7 +177,25 @@ def row(**over: Any) -> Row:
 
 def worse(r: Row) -> Row:
     return replace(r, completion=[{"role": "assistant", "content": "b"}], reward=-0.2,
-                   expected_reward=-0.2)
+                   expected_reward=-0.2, return_to_go=-0.2, expected_return_to_go=-0.2)
+
+
+def test_kto_labels_are_the_decisions_advantage_not_a_draws_luck() -> None:
+    from llmdebate.export.formats import unpaired
+
+    # a good decision whose draw was unlucky (sampled below expected) and a bad one that was
+    # lucky: the advantage labels the good one good, the luck of the draw the other way
+    good = row(reward=-0.5, expected_reward=0.3, return_to_go=-0.5, expected_return_to_go=0.3)
+    bad = worse(row(reward=0.4, expected_reward=-0.6))
+    bad = replace(bad, reward=0.4, expected_reward=-0.6, return_to_go=0.4,
+                  expected_return_to_go=-0.6)
+    other_kind = row(act="direction", expected_return_to_go=-5.0)
+    got = unpaired([good, bad, other_kind], text=False)
+    assert [r["label"] for r in got] == [True, False, False]
+    assert got[0]["baseline"] == pytest.approx(-0.15)
+    assert got[2]["baseline"] == -5.0  # its own kind: no advantage
+    luck = unpaired([good, bad], text=False, baseline="expected")
+    assert [r["label"] for r in luck] == [False, True]
 
 
 def test_preference_pairs_only_within_one_protocol_round_decision_and_state() -> None:

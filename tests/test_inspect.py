@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def transcripts_of(path: Path) -> list[Transcript]:
     ]
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS.names())
+@pytest.mark.parametrize("protocol", PROTOCOLS.builtin_names())  # not an installed plugin's
 def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
     protocol: str, tmp_path: Path
 ) -> None:
@@ -85,19 +86,22 @@ def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
     assert all(not score_transcript(t).mismatches for t in ts)
     res = score_file(path)  # what `llmdebate score LOG.eval` runs
     assert res.ok and res.scored == len(ts) and not res.mismatches
-    # the judge's correctness (and the payoff of rewarded protocols) as Inspect metrics
+    # the protocol's figures under their names as Inspect metrics
     metrics = {s.name: s.metrics for s in back.results.scores} if back.results else {}
-    assert set(metrics["correct"]) == {"accuracy", "stderr"}
     rewarded = PROTOCOLS.get(protocol).reward_scheme is not None
-    assert ("payoff" in metrics) is rewarded
+    key = "item_leaf_claim_accuracy" if rewarded else "judge_accuracy"
+    assert set(metrics[key]) == {"accuracy", "stderr"}
+    assert ("honest_beats_dishonest" in metrics) is rewarded
+    assert "correct" not in metrics and "payoff" not in metrics
     sample = (back.samples or [])[0]
     score = next(iter((sample.scores or {}).values()))
-    assert isinstance(score.value, dict) and 0.0 <= score.value["correct"] <= 1.0
+    assert isinstance(score.value, dict) and 0.0 <= score.value[key] <= 1.0
     # the debate as readable events, the model calls inside the debate's span
     infos = [e for e in sample.events if e.event == "info"]
     assert infos and any("**Outcome**: complete" in str(e.data) for e in infos)
     spans = [e.name for e in sample.events if e.event == "span_begin"]
     assert f"{protocol} · divisors-000 · {variants[0]}" in spans
+    assert "model call" not in spans  # every call's span is named by its act
     models = [e for e in sample.events if e.event == "model"]
     calls = sum(len(t.calls) for t in ts if t.meta["item_id"] == "divisors-000")
     assert len(models) == calls > 0
@@ -179,6 +183,39 @@ def test_inspect_eval_on_the_command_line(server: FakeServer, tmp_path: Path) ->
     assert main(["score", str(path)]) == 0
 
 
+def test_every_role_on_an_openai_compatible_server_through_inspects_openai_provider(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    """docs/inspect.md: `responses_api: false` per role, for a server without /v1/responses."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "OPENAI_BASE_URL": server.url,
+        "OPENAI_API_KEY": "sk-test",
+    }
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump({"prover": {"decomposer": "formal"}}))
+    role = "{model: openai/fake-model, model_args: {responses_api: false}}"
+    inspect = Path(sys.executable).with_name("inspect")
+    argv = [
+        str(inspect), "eval", str(REPO / "llmdebate" / "inspect_ext" / "task.py@debate"),
+        "-T", "protocol=prover-estimator", "-T", f"dataset={DIVISORS}", "-T", "limit=1",
+        "-T", f"config={config}", "-T", "depth=1", "-T", "width=2",
+        "--model-role", f"prover={role}", "--model-role", f"estimator={role}",
+        "--model-role", f"judge={role}", "--display", "plain", "--log-dir", str(tmp_path),
+    ]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    [path] = list(tmp_path.glob("*.eval"))
+    log = read_eval_log(str(path))
+    assert log.status == "success", log.error
+    assert server.requests > 0 and all("messages" in b for b in server.bodies)
+    ts = transcripts_of(path)
+    assert ts and all(t.status == "complete" for t in ts)
+    assert "estimator" in {c.role for t in ts for c in t.calls}  # (a sure estimator: early stops)
+    assert all(isinstance(s.scores, dict) for s in log.samples or [])
+
+
 def test_inspect_backend_in_llmdebate_run(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -252,7 +289,7 @@ def test_a_run_exported_as_an_inspect_log(
     assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
     out = tmp_path / "run.eval"
     assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(out)]) == 0
-    assert "2 samples (8 debates, 0 judged by a person)" in capsys.readouterr().out
+    assert "run.eval: 2 samples (8 debates, 0 judgments by a person)" in capsys.readouterr().out
     log = read_eval_log(str(out))
     assert log.status == "success" and [s.id for s in log.samples or []] == [
         "divisors-000", "divisors-001"]
@@ -262,11 +299,13 @@ def test_a_run_exported_as_an_inspect_log(
     assert main(["score", str(out)]) == 0
     assert "8 transcripts, 8 scored, 0 mismatches" in capsys.readouterr().out
     sample = (log.samples or [])[0]
-    assert sample.scores and "llmdebate" in sample.scores
+    assert sample.scores and set(sample.scores) == {"prover-estimator", "consultancy"}
     assert any(e.event == "info" for e in sample.events)
-    json_out = tmp_path / "run.json"  # Inspect's JSON log format too
+    json_out = tmp_path / "run.json"  # Inspect's JSON log format too, named as Inspect names
     assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(json_out)]) == 0
-    assert len(transcripts_of(json_out)) == 8
+    [written] = tmp_path.glob("*_run.json")
+    assert f"{written}: 2 samples" in capsys.readouterr().out
+    assert len(transcripts_of(written)) == 8
     assert main(["export", str(run_dir), "--format", "trl-prompt-completion", "--out",
                  str(tmp_path / "x.jsonl")]) == 2  # a row format still needs --role
     assert "--role is required for --format trl-prompt-completion" in capsys.readouterr().err
@@ -294,18 +333,31 @@ def test_a_persons_judgments_are_scores_of_the_exported_log(
     assert [t.status for t in waiting] == ["awaiting_verdict"] * 2
     first = waiting[0]
     gold_first = first.meta["options"][0] == first.meta["gold"]
-    done = protocol_of(first).complete(first, judge="human", p_first=0.9 if gold_first else 0.1)
-    assert append_judged(run_dir, done)
+    # two people judge the first debate, as the judging app records them: <debate>#<judgment>
+    for n, right in ((1, True), (2, False)):
+        done = protocol_of(first).complete(
+            first, judge="human", p_first=0.9 if gold_first == right else 0.1
+        )
+        done.id = f"{first.id}#{n}"
+        assert append_judged(run_dir, done)
     out = tmp_path / "people.eval"
     assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(out)]) == 0
-    assert "1 samples (2 debates, 1 judged by a person)" in capsys.readouterr().out
-    [sample] = read_eval_log(str(out)).samples or []
+    assert "1 samples (2 debates, 2 judgments by a person)" in capsys.readouterr().out
+    log = read_eval_log(str(out))
+    [sample] = log.samples or []
     assert sample.scores is not None
-    assert "llmdebate" not in sample.scores  # no debate of the item completed by a model
-    human = sample.scores["human"]
-    assert human.value == {"correct": 1.0} and (human.metadata or {})["judge"] == "human"
-    statuses = sorted(t.status for t in transcripts_of(out))
-    assert statuses == ["awaiting_verdict", "complete"]
+    assert "consultancy" not in sample.scores  # no debate of the item completed by a model
+    human = sample.scores["consultancy · human"]
+    assert human.value == {"consultancy · human · item_judge_accuracy": 0.5}
+    assert (human.metadata or {})["judge"] == "human"
+    ids = sorted(t.id for t in transcripts_of(out))
+    assert ids == sorted([w.id for w in waiting] + [f"{first.id}#1", f"{first.id}#2"])
+    assert log.results is not None and log.results.total_samples == 1
+    assert log.results.completed_samples == 1
+    [score] = log.results.scores
+    assert score.name == "consultancy · human · item_judge_accuracy"
+    assert score.metrics["mean"].value == 0.5
+    assert main(["score", str(out)]) == 0  # every judgment re-scores from the log
 
 
 def test_inspect_backend_errors_are_llmdebates(
@@ -334,7 +386,7 @@ def test_inspect_backend_errors_are_llmdebates(
         asyncio.run(m.generate([{"role": "user", "content": "y"}]))
 
 
-def test_correctness_is_left_out_where_the_leaves_have_no_truth(tmp_path: Path) -> None:
+def test_leaf_claim_accuracy_is_unscored_where_the_leaves_have_no_truth(tmp_path: Path) -> None:
 
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(it) + "\n" for it in ITEMS))
@@ -344,5 +396,122 @@ def test_correctness_is_left_out_where_the_leaves_have_no_truth(tmp_path: Path) 
     )
     assert log.status == "success", log.error
     values = [next(iter((s.scores or {}).values())).value for s in log.samples or []]
-    assert values and all(isinstance(v, dict) and set(v) == {"payoff"} for v in values)
-    assert log.results is not None and [s.name for s in log.results.scores] == ["payoff"]
+    assert values and all(isinstance(v, dict) and math.isnan(v["item_leaf_claim_accuracy"])
+                          for v in values)
+    assert all(v["honest_beats_dishonest"] in (0.0, 1.0) for v in values)  # type: ignore[index]
+    scores = {s.name: s for s in (log.results.scores if log.results else [])}
+    assert scores["item_leaf_claim_accuracy"].unscored_samples == len(values)
+
+
+def test_prover_estimator_scores_every_sample_when_an_items_debates_all_stop_early(
+    tmp_path: Path,
+) -> None:
+    from inspect_mock import mock_role
+
+    from llmdebate.models import ScriptedBackend
+
+    top = "Statement: 2647 has"  # divisors-000's claims: the estimator is sure of each, so
+    # both of its debates stop early (the prover agrees within epsilon)
+
+    def sure(messages: list[dict[str, str]]) -> float:
+        return 0.999 if messages[-1]["content"].startswith(top) else 0.6
+
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump({"prover": {"decomposer": "formal"}}))
+    roles = {**mock_roles(), "estimator": mock_role(ScriptedBackend(probabilities=sure))}
+    [log] = inspect_ai.eval(
+        debate(protocol="prover-estimator", dataset=DIVISORS, config=str(config), limit=3,
+               depth=1, width=2),
+        model=None, model_roles=roles, log_dir=str(tmp_path), display="none",
+    )
+    assert log.status == "success", log.error
+    samples = {s.id: s for s in log.samples or []}
+    stopped = [Transcript.model_validate(d) for d in samples["divisors-000"].metadata[
+        METADATA_KEY]["transcripts"]]
+    assert stopped and all(t.stopped_early for t in stopped)
+    scored = {i: next(iter((s.scores or {}).values())).value for i, s in samples.items()}
+    assert all(isinstance(v, dict) for v in scored.values())
+    early = scored["divisors-000"]
+    assert isinstance(early, dict) and early["honest_beats_dishonest"] in (0.0, 1.0)
+    assert math.isnan(early["item_leaf_claim_accuracy"])  # no leaf was judged, so unscored
+    assert any(isinstance(v, dict) and not math.isnan(v["item_leaf_claim_accuracy"])
+               for v in scored.values())
+    names = {s.name for s in log.results.scores} if log.results else set()
+    assert names == {"honest_beats_dishonest", "item_leaf_claim_accuracy", "item_payoff_honest",
+                     "item_payoff_dishonest"}
+
+
+def test_the_exported_log_has_a_results_block_per_protocol_and_is_listed_by_inspect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inspect_ai.log import list_eval_logs
+
+    cfg = {
+        "name": "mixed", "protocols": ["direct", "consultancy", "prover-estimator"],
+        "dataset": {"path": DIVISORS, "limit": 2}, "debate": {"depth": 1, "width": 2},
+        "prover": {**SCRIPTED, "decomposer": "formal"}, "estimator": SCRIPTED, "judge": SCRIPTED,
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    run_dir = tmp_path / "r"
+    assert main(["run", "--config", str(path), "--run-dir", str(run_dir), "--quiet"]) == 0
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for out in ("my-run.json", "my-run.eval", ""):  # a file of either kind, or a folder
+        assert main(["export", str(run_dir), "--format", "inspect-log", "--out",
+                     str(logs / out) if out else str(logs)]) == 0
+    capsys.readouterr()
+    listed = list_eval_logs(str(logs))
+    assert len(listed) == 3, [x.name for x in listed]
+    log = read_eval_log(listed[0].name, resolve_attachments=True)
+    assert log.results is not None and log.results.total_samples == 2
+    assert log.results.completed_samples == 2
+    names = {s.name for s in log.results.scores}
+    assert {"direct · judge_accuracy", "consultancy · judge_accuracy",
+            "prover-estimator · honest_beats_dishonest",
+            "prover-estimator · item_leaf_claim_accuracy"} <= names
+    assert not any("correct" in n for n in names)
+    assert log.stats.started_at and log.stats.completed_at
+    sample = (log.samples or [])[0]
+    assert set(sample.scores or {}) == {"direct", "consultancy", "prover-estimator"}
+    # the card reads as a description of the debate, not as an answer key
+    infos = [str(e.data) for e in sample.events if e.event == "info"]
+    assert not any("correct answer is" in x.lower() or "assigned None" in x for x in infos)
+    assert any("for scoring only" in x for x in infos)
+    spans = [e.name for e in sample.events if e.event == "span_begin"]
+    assert "model call" not in spans and any(x.startswith("consultant · ") for x in spans)
+    inspect = Path(sys.executable).with_name("inspect")
+    done = subprocess.run([str(inspect), "log", "list", "--log-dir", str(logs), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(json.loads(done.stdout)) == 3
+
+
+def test_the_direct_baselines_are_scored_apart_in_inspect(tmp_path: Path) -> None:
+    quality = str(REPO / "datasets" / "quality" / "sample.jsonl")
+    [log] = inspect_ai.eval(
+        debate(protocol="direct", dataset=quality, limit=2),
+        model=None, model_roles=mock_roles(), log_dir=str(tmp_path), display="none",
+    )
+    assert log.status == "success", log.error
+    names = {s.name for s in log.results.scores} if log.results else set()
+    assert names == {"judge_accuracy (direct blind)", "judge_accuracy (direct expert)"}
+    for s in log.samples or []:
+        value = next(iter((s.scores or {}).values())).value
+        assert isinstance(value, dict) and set(value) == names
+
+
+def test_the_exported_results_give_no_standard_error_from_one_sample() -> None:
+    from inspect_ai.log import EvalSample
+    from inspect_ai.scorer import Score
+
+    from llmdebate.inspect_ext.logs import results
+
+    def sample(n: int, value: dict[str, float]) -> EvalSample:
+        return EvalSample(id=n, epoch=1, input="q", target="a", scores={"s": Score(value=value)})
+
+    block = results([sample(1, {"a": 1.0, "b": 1.0}), sample(2, {"a": 0.0, "b": math.nan})])
+    by = {e.name: e for e in block.scores}
+    assert set(by["a"].metrics) == {"mean", "stderr"} and by["a"].metrics["stderr"].value == 0.5
+    assert set(by["b"].metrics) == {"mean"}  # Inspect's stderr of one sample is 0: left out
+    assert (by["b"].scored_samples, by["b"].unscored_samples) == (1, 1)

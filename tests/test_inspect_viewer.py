@@ -78,3 +78,56 @@ def test_a_debate_in_inspects_log_viewer(bundle: str, tmp_path: Path) -> None:
         body = page.inner_text("body")
         assert "Round 1" in body and "decomposition (and)" in body and "estimates b =" in body
         browser.close()
+
+
+def test_an_exported_run_in_inspects_log_viewer(tmp_path: Path) -> None:
+    """The list shows score, samples, completed and duration; a sample shows one score per
+    protocol, named, and each model call's span named by its act."""
+    import yaml
+
+    from llmdebate.cli import main
+
+    fixture = str(REPO / "tests" / "fixtures" / "llm_fixtures.py")
+    scripted = {"model": "scripted", "options": {"responder": f"{fixture}:responder",
+                                                 "probabilities": f"{fixture}:probabilities"}}
+    cfg = {"name": "mixed", "protocols": ["direct", "consultancy", "prover-estimator"],
+           "dataset": {"path": str(REPO / "datasets" / "divisors.jsonl"), "limit": 2},
+           "debate": {"depth": 1, "width": 2},
+           "prover": {**scripted, "decomposer": "formal"}, "estimator": scripted,
+           "judge": scripted}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    run_dir, logs, out = tmp_path / "run", tmp_path / "logs", tmp_path / "bundle"
+    assert main(["run", "--config", str(tmp_path / "c.yaml"), "--run-dir", str(run_dir),
+                 "--quiet"]) == 0
+    logs.mkdir()
+    assert main(["export", str(run_dir), "--format", "inspect-log", "--out", str(logs)]) == 0
+    inspect = Path(sys.executable).with_name("inspect")
+    subprocess.run([str(inspect), "view", "bundle", "--log-dir", str(logs), "--output-dir",
+                    str(out)], check=True, capture_output=True, timeout=120)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/")
+            page.get_by_text("divisors-001", exact=True).first.wait_for(timeout=30_000)
+            page.get_by_text("logs", exact=True).first.click()
+            page.get_by_text("llmdebate/run").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(tmp_path / "viewer-export-list.png"))
+            row = page.inner_text("body")
+            assert "NaN" not in row and " sec" in row, row  # a duration, not "NaN days"
+            page.go_back()
+            page.get_by_text("divisors-001", exact=True).first.click()
+            page.get_by_text("consultancy · divisors-001 · honest").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(tmp_path / "viewer-export-sample.png"))
+            body = page.inner_text("body")
+            for shown in ("direct · judge_accuracy", "consultancy · judge_accuracy",
+                          "prover-estimator · honest_beats_dishonest", "consultant · argue round 1",
+                          "judge · consultancy_judge", "for scoring only"):
+                assert shown in body, shown
+            assert "The correct answer is" not in body and "assigned None" not in body
+            browser.close()
+    finally:
+        httpd.shutdown()

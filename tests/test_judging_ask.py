@@ -101,3 +101,46 @@ def test_each_judge_gets_their_own_continued_debate_up_to_the_last_round(
     with pytest.raises(Invalid, match="no rounds left"):
         ask(sessions, run_dir, waiting, "a", mine["a"], "again")
     assert (run_dir / TRANSCRIPTS_FILE).read_bytes() == before
+
+
+def test_the_clock_survives_asking_and_waiting_and_end_and_decide_is_a_post(
+    study: tuple[Path, dict[str, str], dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llmdebate.judging.db import Judgment
+
+    run_dir, links, mine = study
+    aid = mine["a"]
+    with TestClient(create_app(run_dir)) as c:
+        c.get(links["a"])
+        page = c.get(f"/a/{aid}").text
+        csrf = _csrf(page)
+        assert f'href="/a/{aid}?decide=1"' not in page  # no GET link: a button of the form
+        assert 'name="action" value="decide" id="end"' in page
+        r = c.post(f"/a/{aid}", data={"action": "ask", "question": "why?", "csrf": csrf,
+                                      "active_s": "30.0"}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/a/{aid}"
+        page = c.get(f"/a/{aid}").text  # the page after the redirect keeps the clock
+        assert 'id="active_s" value="30.0"' in page and 'data-wait="/a/' in page
+        wait = c.post(f"/a/{aid}/wait", data={"csrf": csrf, "active_s": "55.5"})
+        assert wait.status_code == 200 and wait.json() == {"pending": True}
+        assert c.post(f"/a/{aid}/wait", data={"active_s": "1"}).status_code == 403  # token
+        assert c.post(f"/a/{mine['b']}/wait", data={"csrf": csrf}).status_code == 404
+        assert main(["answer", str(run_dir)]) == 0
+        capsys.readouterr()
+        assert c.post(f"/a/{aid}/wait", data={"csrf": csrf, "active_s": "80"}).json() == {
+            "pending": False
+        }
+        page = c.get(f"/a/{aid}").text
+        assert 'id="active_s" value="80.0"' in page and "round 2" in page
+        r = c.post(f"/a/{aid}", data={"action": "decide", "csrf": csrf, "active_s": "95"},
+                   follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/a/{aid}?decide=1"
+        page = c.get(r.headers["location"]).text
+        assert 'id="submit"' in page and 'id="active_s" value="95.0"' in page
+        # a page that reports less (a stale tab) does not shrink the count
+        r = c.post(f"/a/{aid}", data={"decide": "1", "p": "70", "explanation": "settled",
+                                      "csrf": csrf, "active_s": "3.5"})
+        assert r.status_code in (200, 303)
+    with connect(run_dir)() as s:
+        [j] = list(s.scalars(select(Judgment).where(Judgment.assignment_id == aid)))
+        assert j.active_s == 95.0

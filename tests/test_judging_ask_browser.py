@@ -1,8 +1,8 @@
 """A person who asks and stops, end to end in a real headless Chromium (Debian's chromium):
 an interactive consultancy and two-sided debate with the passage hidden; each judge types a
-question, ``llmdebate answer`` runs the debaters' next round, the judge reloads, reads the
-answer, ends and decides. Screenshots go to $LLMDEBATE_SCREENSHOTS when set, else to the
-test's tmp dir."""
+question, ``llmdebate answer`` runs the debaters' next round, the judge's page shows the
+answer by itself (no reload), the judge ends and decides, and the clock counted the waiting.
+Screenshots go to $LLMDEBATE_SCREENSHOTS when set, else to the test's tmp dir."""
 
 from __future__ import annotations
 
@@ -68,14 +68,17 @@ def test_a_person_asks_a_question_and_ends_early_in_chromium(
                 page.wait_for_load_state()
                 assert page.locator("#waiting").is_visible()
                 assert page.locator("#ask-question").count() == 0
+                if n == 0:
+                    page.screenshot(path=str(shots / "ask-waiting.png"), full_page=True)
                 pages[name] = page
+            page.wait_for_timeout(3000)  # the pages wait (and poll) a while: the clock runs
             assert main(["answer", str(run_dir)]) == 0
             assert "answered 4 question(s)" in capsys.readouterr().out
             assert main(["answer", str(run_dir)]) == 0  # nothing waits any more
             assert "answered 0 question(s)" in capsys.readouterr().out
             for n, name in enumerate(names):
                 page = pages[name]
-                page.reload()
+                page.locator("article.asked").wait_for(timeout=30_000)  # no reload by hand
                 asked = page.locator("article.asked")
                 assert asked.count() == 1
                 assert f"supports your answer, {name}?" in asked.inner_text()
@@ -112,6 +115,7 @@ def test_a_person_asks_a_question_and_ends_early_in_chromium(
         assert rec["score"] == pytest.approx(math.log2(p) - 0.1)
         assert t.meta["judgment"]["interactive_score"] == rec["score"]
         assert t.id.split("#")[1].isdigit() and "#ask" not in t.id
+        assert t.meta["judgment"]["active_s"] >= 3.0  # the waiting counted, not reset
     res = score_file(run_dir / JUDGED_FILE)
     assert res.ok and res.scored == 4 and not res.mismatches
     capsys.readouterr()

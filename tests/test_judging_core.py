@@ -259,14 +259,20 @@ def test_report_has_a_judges_section(tmp_path: Path) -> None:
     sec = m["judges"]
     judged = load_transcripts(run_dir, judged=True)
     assert sec["judgments"] == len(judged)
-    for judge, stats in sec["per_judge"].items():
-        mine = [t for t in judged if t.meta["judgment"]["judge"] == judge]
+    for stats in sec["per_judge"].values():
+        leafy = stats["figure"] == "leaf-claim accuracy"
+        mine = [t for t in judged if t.meta["judgment"]["judge"] == stats["judge"]
+                and (t.protocol == "prover-estimator") == leafy]
         correct = [judgment_scores(t)["correct"] for t in mine]
         assert stats["judgments"] == len(mine)
         assert stats["accuracy"] == pytest.approx(sum(correct) / len(correct))
-        lo, hi = stats["accuracy_ci95"]
-        assert lo <= stats["accuracy"] <= hi
+        # four items: too few for an interval, and the table says so
+        assert stats["accuracy_ci95"] is None and "too few" in stats["accuracy_note"]
+    # a judge of leaf claims and of answer choices: one line per figure, never pooled
+    assert all(s["figure"] != "mixed" for s in sec["per_judge"].values())
     assert set(sec["per_protocol"]) == {"prover-estimator", "two-sided"}
+    assert sec["per_protocol"]["prover-estimator"]["figure"] == "leaf-claim accuracy"
+    assert sec["per_protocol"]["two-sided"]["figure"] == "judge accuracy"
     assert sec["agreement"]["debates"] > 0 and 0 <= sec["agreement"]["agreement"] <= 1
     page = (run_dir / "report.html").read_text()
     assert "Human judges" in page and "Agreement between judges" in page

@@ -155,7 +155,10 @@ def test_report_sets_people_model_and_oracle_side_by_side(judged_study: Path) ->
         pts = [p for p in map(report_judges._p_true, mine) if p is not None]
         assert cal["n"] == len(pts) and sum(b["n"] for b in cal["bins"]) == len(pts)
     assert per["oracle"]["brier"] == 0.0
-    assert sec["per_judge"]["llm:scripted"]["kind"] == "llm"
+    model_lines = [s for s in sec["per_judge"].values() if s["judge"] == "llm:scripted"]
+    assert model_lines and all(s["kind"] == "llm" for s in model_lines)
+    # leaf claims and answer choices judged by one judge: a line per figure
+    assert {s["figure"] for s in model_lines} <= {"judge accuracy", "leaf-claim accuracy"}
     assert set(sec["per_protocol"]) == set(PROTOCOLS)  # people only
     assert sum(s["judgments"] for s in sec["per_protocol"].values()) == len(people)
     page = (run_dir / "report.html").read_text()

@@ -10,7 +10,12 @@ import pytest
 
 from llmdebate.agents.factory import Team, item_decomposition
 from llmdebate.agents.llm import LLMEstimator, LLMProver
-from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction
+from llmdebate.agents.parsing import (
+    ReplyError,
+    parse_decomposition,
+    parse_direction,
+    parse_index,
+)
 from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.core.engine import run_prover_estimator
 from llmdebate.core.roles import DebateContext, DirectionChoice
@@ -36,7 +41,7 @@ def ctx(item: dict | None = None, **kw) -> DebateContext:
 
 def test_parse_decomposition_accepts_common_shapes() -> None:
     parent = Claim(id="x", text="P")
-    fenced = "Sure:\n```json\n" + json.dumps({"subclaims": ["a", "b"], "rule": "or"}) + "\n```"
+    fenced = "```json\n" + json.dumps({"subclaims": ["a", "b"], "rule": "or"}) + "\n```"
     dec = parse_decomposition(fenced, parent, 3)
     assert [s.text for s in dec.subclaims] == ["a", "b"]
     assert dec.rule.kind == "or"
@@ -50,7 +55,12 @@ def test_parse_decomposition_accepts_common_shapes() -> None:
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
-        ("no json here", "no JSON"),
+        ("no json here", "JSON object alone"),
+        ('Sure: {"subclaims": ["a", "b"], "rule": "or"}', "JSON object alone"),
+        ('{"subclaims": ["a", "b"], "rule": "or"} and more', "one JSON object"),
+        ("{garbage ]]", "one JSON object"),
+        ('{"subclaims": ["a", "b"], "rule": "or", "rationale": "' + "x" * 9000 + '"}',
+         "too long"),
         ('{"subclaims": [], "rule": "and"}', "non-empty"),
         ('{"subclaims": ["a", "b", "c", "d"], "rule": "and"}', "at most 3"),
         ('{"subclaims": ["a"]}', "no 'rule'"),
@@ -63,12 +73,21 @@ def test_parse_decomposition_rejects_with_a_reason(reply: str, message: str) -> 
         parse_decomposition(reply, Claim(text="P"), 3)
 
 
-def test_parse_direction() -> None:
+def test_parse_direction_reads_only_a_whole_one_word_reply() -> None:
     assert parse_direction("Higher.") == 1
-    assert parse_direction("it is overestimated") == -1
-    assert parse_direction("about right") == 0
-    with pytest.raises(ReplyError):
-        parse_direction("dunno")
+    assert parse_direction(" lower\n") == -1
+    assert parse_direction("RIGHT") == 0
+    for junk in ("it is overestimated", "about right", "upwards", "lowering", "dunno",
+                 "x" * 200_000 + " lower", "higher lower"):
+        with pytest.raises(ReplyError):
+            parse_direction(junk)
+
+
+def test_parse_index_reads_only_a_whole_number_reply() -> None:
+    assert parse_index(" 2.\n", 3) == 1
+    for junk in ("option 2", "2 or 3", "#$%^&*()_+ 1", "9" * 100, ""):
+        with pytest.raises(ReplyError):
+            parse_index(junk, 3)
 
 
 async def test_decompose_reasks_with_the_error_then_succeeds() -> None:

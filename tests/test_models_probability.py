@@ -63,9 +63,12 @@ def test_answer_masses_ignores_impossible_tokens():
     [
         ("True", True),
         (" false.", False),
-        ("**Yes**, it is", True),
         ("No", False),
-        ("I think the statement is true", True),
+        (" yes\n", True),
+        # the whole reply must be the word: none is searched for in other text
+        ("**Yes**, it is", None),
+        ("I think the statement is true", None),
+        ("x" * 200_000 + " no", None),
         ("maybe", None),
         ("", None),
     ],
@@ -84,7 +87,7 @@ def test_sampling_laplace():
 
 
 @pytest.mark.parametrize(
-    ("text", "value"), [("0.73", 0.73), ("P = .5", 0.5), ("70%", 0.7), ("1", 1.0), ("0", 0.0)]
+    ("text", "value"), [("0.73", 0.73), (" .5\n", 0.5), ("70%", 0.7), ("1", 1.0), ("0.", 0.0)]
 )
 def test_parse_probability(text, value):
     assert parse_probability(text) == pytest.approx(value)
@@ -92,7 +95,14 @@ def test_parse_probability(text, value):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("likely", "no number"), ("1.5", "not between"), ("0.6 or 0.8", "exactly one")],
+    [
+        ("likely", "no number"),
+        ("1.5", "not between"),
+        ("0.6 or 0.8", "alone"),
+        ("P = .5", "alone"),
+        ("#$%^ 0.7 qwpoeiru", "alone"),
+        ("9" * 100, "too long"),
+    ],
 )
 def test_parse_probability_rejects(text, message):
     with pytest.raises(ValueError, match=message):

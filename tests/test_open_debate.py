@@ -18,7 +18,7 @@ from llmdebate.errors import ConfigError
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
 from llmdebate.export import decision_rows, run_info
-from llmdebate.protocols.common import ChoiceProtocol
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.registry import PROTOCOLS, register
 from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.rl import fork, team_for
@@ -159,7 +159,7 @@ def test_choose_is_refused_for_a_protocol_without_open_roles() -> None:
     register("seated-fixed")(Seated)
     try:
         with pytest.raises(ConfigError, match=r"seated-fixed do not let a debater pick its "
-                           r"answer \(capability 'open-roles'\)"):
+                           r"answer \(open_roles is False\)"):
             validate({"protocols": ["two-sided", "seated-fixed"],
                       "prover": {"assignment": "choose"}, "judge": {"method": "verbalised"}})
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,25 @@ def test_rule_text() -> None:
     assert rule_text(CombinationRule(kind="and"), 3) == "all 3 subclaims are true"
     assert "at least 2" in rule_text(CombinationRule(kind="at_least", k=2), 3)
     assert "y1 & !y2" in rule_text(CombinationRule(kind="expr", expr="y1 & !y2"), 2)
+
+
+def test_a_protocols_package_adds_templates_and_overrides_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prompts_package``: its acts render through every Prompts, made before or after it
+    was added; a shipped act of the same name stays the shipped one."""
+    from llmdebate import prompts as prompts_module
+
+    pkg = tmp_path / "my_protocol_prompts"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "critique.j2").write_text("{% block user %}Critique {{ x }}.{% endblock %}")
+    (pkg / "direction.j2").write_text("{% block user %}not the shipped one{% endblock %}")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(prompts_module, "PACKAGE_FOLDERS", [])
+    before = Prompts()
+    prompts_module.add_prompts_package("my_protocol_prompts")
+    for p in (before, Prompts()):
+        assert p.render("critique", x=1) == [{"role": "user", "content": "Critique 1."}]
+        shipped = p.render("direction", claim="c", p=0.5, epsilon=0.1, k=1)
+        assert "not the shipped one" not in json.dumps(shipped)

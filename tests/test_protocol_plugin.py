@@ -13,30 +13,37 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
 from judging_study import SCRIPTED, assign, write_judges
 from sqlalchemy import select
 
-from llmdebate.agents.factory import Team
+from llmdebate.agents.factory import SEAT_ROLES, Team
+from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
 from llmdebate.core.schemas import Evidence, Transcript, Turn
+from llmdebate.errors import ConfigError
+from llmdebate.experiment.loading import validate
 from llmdebate.judging.complete import Submission, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
-from llmdebate.protocols.common import ChoiceProtocol, decided, judge_choice, options_text
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.common import decided, judge_choice, options_text
+from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.interface import Protocol
 from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.records.rundir import JUDGED_FILE, load_transcripts, read_run_config
 from llmdebate.registry import Registry
 from llmdebate.rl import fork, team_for
+from llmdebate.tournament.roster import roster_seats, static_seats
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "judge-with-notes"
@@ -291,9 +298,10 @@ def test_a_protocol_plugin_is_loaded_from_its_entry_point(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A package names a module under the ``llmdebate.protocols`` group; reading the
-    registry imports it, and its import registers the protocol with its capabilities."""
+    registry imports it, and its import registers the protocol, whose family base class
+    gives it its typed attributes."""
     (tmp_path / "my_protocol.py").write_text(
-        "from llmdebate.protocols.common import ChoiceProtocol\n"
+        "from llmdebate.protocols.families import ChoiceProtocol\n"
         "from llmdebate.protocols.registry import register\n"
         "@register('my-judge')\n"
         "class MyJudge(ChoiceProtocol):\n"
@@ -312,6 +320,73 @@ def test_a_protocol_plugin_is_loaded_from_its_entry_point(
     reg: Registry[Any] = Registry("protocol", group="llmdebate.protocols")
     monkeypatch.setattr("llmdebate.protocols.registry.PROTOCOLS", reg)
     assert reg.names() == ("my-judge",)
-    assert reg.entry("my-judge").capabilities == {"two-answer", "judge-deferrable"}
+    got = reg.get("my-judge")
+    assert got.two_answer and got.judge_deferrable and not got.recursive and not got.speeches
     assert reg.get("my-judge").variants("paired", 0) == ("my-judge",)
     monkeypatch.delitem(sys.modules, "my_protocol")
+
+
+def test_a_protocol_must_subclass_a_family() -> None:
+    """A class of neither family is refused at registration, in one line."""
+
+    class Bare(Protocol):
+        async def run(
+            self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+        ) -> Transcript:
+            raise NotImplementedError
+
+        def complete(self, t: Transcript, **kw: Any) -> Transcript:  # type: ignore[override]
+            raise NotImplementedError
+
+    with pytest.raises(TypeError, match="subclass a family"):
+        register("bare")(Bare)
+    assert "bare" not in PROTOCOLS
+
+
+class Forgetful(JudgeWithNotes):
+    """Declares that a fork reads back ``meta.notes_model`` but never records it."""
+
+    fork_records = ("notes_model",)
+
+
+def test_a_debate_missing_a_declared_fork_record_is_refused(tmp_path: Path) -> None:
+    """The run of a protocol whose transcript lacks a key of its ``fork_records`` fails,
+    naming the key (a fork could not run it again)."""
+    register(NAME)(Forgetful)
+    try:
+        run_dir = tmp_path / "forgetful"
+        argv = ["run", "--config", str(_config(tmp_path, {**SCRIPTED, "kind": "llm"}, "f")),
+                "--run-dir", str(run_dir), "--quiet"]
+        main(argv)
+        mine = [t for t in load_transcripts(run_dir) if t.protocol == NAME]
+        assert mine and all(t.status == "failed" for t in mine)
+        assert all("does not record meta notes_model" in str(t.failure) for t in mine)
+    finally:
+        PROTOCOLS.remove(NAME)
+
+
+def test_a_seat_without_a_model_is_one_line() -> None:
+    team = Team({}, Prompts(), ProverSettings(), EstimatorSettings(), JudgeSettings())
+    with pytest.raises(ConfigError, match=r"seat 'critic' has no model: give it one \(seats: "
+                       r"\{critic: \{model: \.\.\.\}\}\)"):
+        team.model_for("critic")
+
+
+class WithCritic(JudgeWithNotes):
+    """A consultant and a critic of its own (played as the estimator by default)."""
+
+    seats = ("consultant", "critic")
+    seat_roles: ClassVar[Mapping[str, str]] = {"critic": "estimator"}
+
+
+def test_a_new_seat_is_filled_from_the_config_and_a_roster_fills_only_debaters() -> None:
+    register(NAME)(WithCritic)
+    try:
+        assert SEAT_ROLES["critic"] == "estimator" and roster_seats(NAME) == ("consultant",)
+        cfg = validate({"protocols": [NAME], "seats": {"critic": {"model": "scripted"}}})
+        assert static_seats(cfg.seats) == {"critic": "seat/critic"}
+        assert "seat/critic" in cfg.role_settings()
+        with pytest.raises(ConfigError, match=r"seats\.critics.*no such seat"):
+            validate({"protocols": [NAME], "seats": {"critics": {"model": "scripted"}}})
+    finally:
+        PROTOCOLS.remove(NAME)

@@ -71,13 +71,18 @@ def test_model_judges_see_the_passage_only_through_verified_quotes_unless_shown(
     speeches = [x for t in ts for x in t.turns if x.role != "judge"]
     assert speeches and all(x.quotes for x in speeches)
     for x in speeches:
-        statuses = [q["status"] for q in x.quotes or []]
+        statuses = [q["status"] for q in x.quotes or [] if not q.get("copied")]
         assert statuses == ["verified", "unverified"]
+        # the copied run is a quote in its own right when the judge cannot read the passage
+        copies = [q for q in x.quotes or [] if q.get("copied")]
+        assert bool(copies) == (mode == "hidden")
+        assert all(q["status"] == "verified" and q["spans"] for q in copies)
         (start, end), = x.quotes[0]["spans"]  # type: ignore[index]
         assert " ".join(text[start:end].split()) == x.quotes[0]["text"]  # type: ignore[index]
     leaves = [t.rounds[-1].evidence for t in ts if t.rounds]
     assert leaves and all(
-        [q["status"] for q in ev.data["quotes"]] == ["verified", "unverified"]
+        [q["status"] for q in ev.data["quotes"] if not q.get("copied")]
+        == ["verified", "unverified"]
         for ev in leaves if ev is not None
     )
 

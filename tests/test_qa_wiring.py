@@ -104,12 +104,20 @@ def test_the_report_of_the_quality_config_splits_accuracy_by_passage_and_shows_q
     assert set(direct) == {"hidden", "shown"}
     for proto, e in m["protocols"].items():
         for view, v in e["by_passage"].items():
-            assert v["items"] == 2 and len(v["ci95"]) == 2, (proto, view)
+            assert v["items"] == 2 and v["ci95"] is None, (proto, view)
+            assert "too few" in v["interval_note"]
+    rows = {r["label"]: r for r in m["rows"]}
+    assert {"direct (blind)", "direct (expert)"} <= set(rows)
+    assert m["protocols"]["direct"]["accuracy"] is None  # blind and expert never pooled
     shares = {(q["protocol"], q["side"]): q for q in m["quotes"]}
     assert {p for p, _ in shares} == {"consultancy", "two-sided", "prover-estimator"}
-    assert all(q["share_verified"] == 0.5 and q["model"] for q in shares.values())
+    # each speech: one verified and one unverified marked quote, and one copied run of the
+    # passage (a verified quote, the judge being blind)
+    assert all(
+        q["share_verified"] == pytest.approx(2 / 3) and q["model"] for q in shares.values()
+    ), shares
     md = (run_dir / "comparison.md").read_text()
-    assert "judge's view of the passage" in md and "share verified" in md
+    assert "| direct (blind) | judge accuracy |" in md and "share verified" in md
     page = (run_dir / "report.html").read_text()
     assert "Quotes from the passage" in page and "hidden" in page
     assert FIXTURE  # the scripted debater of the run

@@ -41,3 +41,23 @@ def test_builtins_are_imported_on_first_read() -> None:
     reg: Registry[int] = Registry("thing", builtins=("llmdebate.errors",))
     assert reg.names() == ()
     assert reg._loaded
+
+
+def test_builtin_names_leave_out_plugins_and_later_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the package's own tests range over: not a plugin's entry, not a test's."""
+    reg: Registry[int] = Registry("thing", group="thing.plugins")
+
+    class Point:
+        name, value = "plugged", "a plugin module"
+
+        def load(self) -> None:
+            reg.add("plugged", 3)
+
+    monkeypatch.setattr("llmdebate.registry.entry_points", lambda group: [Point()])
+    reg.add("own", 1)  # a built-in module registers on import
+    assert reg.names() == ("own", "plugged")
+    reg.add("later", 2)
+    assert reg.builtin_names() == ("own",)
+    assert reg.names() == ("own", "plugged", "later")

@@ -61,7 +61,7 @@ def test_multi_protocol_report_renders_in_chromium(tmp_path: Path) -> None:
     dom = chromium("--dump-dom", page)
     assert dom.returncode == 0, dom.stderr[-2000:]
     for text in (
-        "Accuracy per protocol",
+        "Judge accuracy and honest-beats-dishonest per protocol and view",
         "Honest against dishonest",
         'alt="payoffs"',
         "prover-estimator/divisors-000/honest",

@@ -108,7 +108,9 @@ def test_pairs_discrimination_and_normalized_gap_by_hand() -> None:
     assert st["pairs"]["discrimination"] == pytest.approx(1 / 3)  # strict >
     assert st["pairs"]["ties"] == 1
     assert st["pairs"]["mean_gap"] == pytest.approx((1.5 + 0 - 2) / 3)
-    assert st["accuracy"] == pytest.approx((1 + 0.5 + 0) / 3)  # ties count 1/2
+    # one figure, one definition: the row is P[R(honest) > R(dishonest)], not judge accuracy
+    assert st["accuracy"] is None and st["figure"] == "honest beats dishonest"
+    assert st["honest_beats_dishonest"] == st["pairs"]["discrimination"]
 
 
 def test_naive_payoffs_are_not_rescaled() -> None:
@@ -166,5 +168,5 @@ def test_costs_per_protocol_and_markdown() -> None:
     assert (c.debates, c.calls, c.tokens_in, c.tokens_out) == (2, 3, 30, 6)
     assert math.isclose(c.cost, 1.5)
     md = comparison_markdown(metrics.compute(ts, n_boot=100))
-    assert "| direct | 2 | 0.500 |" in md
+    assert "| direct | judge accuracy | 2 | 0.500 | none (n < 10) |" in md
     assert "| direct | 2 | 0 | 3 | 30 | 6 | 1.5000 |" in md

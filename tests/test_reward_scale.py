@@ -1,4 +1,4 @@
-"""The rewards a trainer sees: one scale per decision, invalid replies below every valid one."""
+"""The rewards a trainer sees: one scale per debate, invalid replies below every valid one."""
 
 from __future__ import annotations
 
@@ -64,24 +64,38 @@ def test_an_invalid_reply_is_below_every_valid_reply_of_the_same_decision(
     decision: tuple[str, float, float, int], opts: scoring.RewardOptions
 ) -> None:
     term, value, r, depth = decision
-    unit = scoring.term_unit(term, r, depth)
-    valid = scoring.training_reward(value, unit, opts)
-    invalid = scoring.invalid_training_reward(unit, opts)
+    scheme = scoring.DISCOUNTED if term.startswith(("r_", "after_")) else scoring.JUDGED
+    scale = scoring.reward_scale(scheme, r, depth)
+    valid = scoring.training_reward(value, scale, opts)
+    invalid = scoring.invalid_training_reward(scale, opts)
     assert invalid < valid
-    if opts.normalize:  # every decision on one scale: [-1, 1] whatever its round
+    if opts.normalize:  # one scale per debate: [-1, 1] whatever the decision's round
         assert -1.0 - 1e-9 <= valid <= 1.0 + 1e-9
         assert invalid < -1.0
 
 
-def test_units_of_the_reward_terms() -> None:
+def test_one_scale_per_debate_keeps_the_rounds_weights() -> None:
     r = 0.1
-    assert scoring.term_unit("r_init", r, 2) == pytest.approx(1e-3)
-    assert scoring.term_unit("r_2", r, 2) == pytest.approx(1e-2)
-    assert scoring.term_unit("r_0", r, 2) == 1.0
-    assert scoring.term_unit("after_2", r, 2) == pytest.approx(1.1)
-    assert scoring.term_unit("payoff", r, 2) == 1.0
-    with pytest.raises(ValueError, match="no unit"):
-        scoring.term_unit("", r, 2)
+    bound = scoring.payoff_bound(r, 2)
+    assert bound == pytest.approx(1e-3 + 1e-2 + 1e-1 + 1.0)
+    assert scoring.reward_scale(scoring.DISCOUNTED, r, 2) == bound
+    assert scoring.reward_scale(scoring.PLUS_MINUS_ONE, r, 2) == 1.0
+    assert scoring.reward_scale(scoring.JUDGED, r, 2) == 1.0
+    opts = scoring.RewardOptions()
+    # a round-2 reward stays r times a round-1 reward of the same size: the growth is kept
+    r2 = scoring.training_reward(scoring.round_reward(r, 2, 1, 1.0, 0.5), bound, opts)
+    r1 = scoring.training_reward(scoring.round_reward(r, 1, 1, 1.0, 0.5), bound, opts)
+    assert r2 == pytest.approx(r * r1)
+    with pytest.raises(ValueError, match="no reward scale"):
+        scoring.reward_scale("", r, 2)
+
+
+def test_a_decisions_return_is_its_first_term_and_every_later_one() -> None:
+    names = ["r_init", "r_2", "r_1", "r_0"]
+    values = {"r_init": 1e-3, "r_2": -1e-2, "r_1": 0.05, "r_0": -0.5}
+    assert scoring.decision_return(names, values, "r_init") == pytest.approx(-0.459)
+    assert scoring.decision_return(names, values, "r_1") == pytest.approx(-0.45)
+    assert scoring.decision_return(names, values, "r_3") == 0.0
 
 
 def test_reward_options_are_validated() -> None:
@@ -96,12 +110,12 @@ def test_reward_options_are_validated() -> None:
         scoring.RewardOptions(max_reply_chars=0)
 
 
-def test_free_text_replies_have_a_floor_for_empty_and_oversized_ones() -> None:
+def test_replies_have_a_floor_for_empty_and_oversized_ones() -> None:
     opts = scoring.RewardOptions(max_reply_chars=10)
-    assert scoring.free_text_ok("a reason", opts)
-    assert not scoring.free_text_ok("   \n", opts)
-    assert not scoring.free_text_ok("x" * 11, opts)
-    assert scoring.free_text_ok("x" * 10, opts)
+    assert scoring.reply_ok("a reason", opts)
+    assert not scoring.reply_ok("   \n", opts)
+    assert not scoring.reply_ok("x" * 11, opts)
+    assert scoring.reply_ok("x" * 10, opts)
 
 
 def test_reward_options_from_keywords_and_the_environment() -> None:

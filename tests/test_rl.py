@@ -83,7 +83,7 @@ def prompt_only(run_dir: Path, text: bool = False) -> list[dict[str, Any]]:
     return recs
 
 
-def test_trl_reward_of_the_recorded_reply_is_the_recorded_reward(run_dir: Path) -> None:
+def test_trl_reward_of_the_recorded_reply_is_the_recorded_return(run_dir: Path) -> None:
     recs = [r for r in prompt_only(run_dir) if r["role"] == "prover"][:12]
     assert recs
     raw = DebateReward(normalize=False)
@@ -95,8 +95,9 @@ def test_trl_reward_of_the_recorded_reply_is_the_recorded_reward(run_dir: Path) 
     for r in recs:
         args = ([r["prompt"]], [[{"role": "assistant", "content": r["recorded_completion"]}]])
         got = raw(*args, state=[r["state"]])[0]
-        assert got == r["expected_reward"]
-        assert sampled(*args, state=[r["state"]])[0] == r["reward"]
+        assert got == pytest.approx(r["expected_return_to_go"], rel=1e-12, abs=1e-300)
+        assert sampled(*args, state=[r["state"]])[0] == pytest.approx(r["return_to_go"],
+                                                                      rel=1e-12, abs=1e-300)
     directions = [r for r in recs if r["act"] == "direction"]
     if read_run_config(run_dir)["prover"].get("direction") == "belief":
         assert not directions  # a rule chose them (eq. 13): no model's decision to train
@@ -117,13 +118,17 @@ def test_verl_and_openrlhf_reward_functions(run_dir: Path,
     r = next(r for r in recs if r["act"] in ("recurse", "direction", "evidence"))
     state = json.loads(r["state"])
     t = Transcript.model_validate(state["transcript"])
-    unit = scoring.term_unit(state["term"], scoring.ratio_for(t.config), t.config.depth)
+    unit = scoring.reward_scale(scoring.DISCOUNTED, scoring.ratio_for(t.config), t.config.depth)
+    assert r["reward_unit"] == unit
     score = compute_score("llmdebate/prover-estimator/prover", r["recorded_completion"],
                           r["state"], {})
-    assert score == r["expected_reward"] / unit
+    assert score == pytest.approx(r["expected_return_to_go"] / unit, rel=1e-12)
     monkeypatch.setenv("LLMDEBATE_RL_SAMPLED", "1")
     out = reward_func([r["prompt"] + r["recorded_completion"]], [r["prompt"]], [r["state"]])
-    assert float(out["rewards"][0]) == pytest.approx(r["reward"] / unit, rel=1e-6)
+    assert float(out["rewards"][0]) == pytest.approx(r["return_to_go"] / unit, rel=1e-6)
+    # a query that does not start with its prompt: never read whole, the invalid reward
+    out = reward_func(["True " + r["recorded_completion"]], [r["prompt"]], [r["state"]])
+    assert float(out["rewards"][0]) == -1.5
 
 
 def test_estimator_rewards_follow_the_estimators_elicitation_method(run_dir: Path) -> None:
@@ -136,7 +141,8 @@ def test_estimator_rewards_follow_the_estimators_elicitation_method(run_dir: Pat
         refuse([recs[0]["prompt"]], ["0.4"], state=[recs[0]["state"]])
     frozen = DebateReward(normalize=False, logprobs_as="frozen")
     for r in recs:
-        assert frozen([r["prompt"]], ["ignored"], state=[r["state"]]) == [r["expected_reward"]]
+        got = frozen([r["prompt"]], ["ignored"], state=[r["state"]])[0]
+        assert got == pytest.approx(r["expected_return_to_go"], rel=1e-12, abs=1e-300)
     answer = DebateReward(normalize=False, logprobs_as="answer")
     sure = answer([recs[0]["prompt"]], ["True"], state=[recs[0]["state"]])[0]
     assert sure != answer([recs[0]["prompt"]], ["False"], state=[recs[0]["state"]])[0]

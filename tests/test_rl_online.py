@@ -70,7 +70,7 @@ def test_grpo_groups_rank_every_valid_completion_above_every_invalid_one(
         assert all(-1.0 <= s <= 1.0 for s in scores[:n_valid])
         assert scores[n_valid:] == [-1.5] * (4 - n_valid)
         if rec["speaker"] == "prover":  # the recorded reply: the row's reward on that scale
-            assert scores[0] == pytest.approx(rec["expected_reward"] / rec["reward_unit"])
+            assert scores[0] == pytest.approx(rec["expected_return_to_go"] / rec["reward_unit"])
         acts.add(rec["act"])
     assert acts == set(GROUPS)
 
@@ -100,9 +100,9 @@ def test_verl_reward_loop_call_shape_with_extra_keywords_inside_a_running_loop(
     from llmdebate.export.credit import pe_terms
 
     t = Transcript.model_validate(state["transcript"])
-    unit = scoring.term_unit(state["term"], scoring.ratio_for(t.config), t.config.depth)
-    assert direct == pytest.approx(rec["expected_reward"] / unit)
-    assert abs(pe_terms(t).value(state["term"], True)) <= unit
+    unit = scoring.reward_scale(scoring.DISCOUNTED, scoring.ratio_for(t.config), t.config.depth)
+    assert direct == pytest.approx(rec["expected_return_to_go"] / unit)
+    assert abs(pe_terms(t).to_go(state["term"], True)) <= unit
     # OpenRLHF: options from the environment, inside a running loop too
     monkeypatch.setenv("LLMDEBATE_RL_INVALID_REWARD", "-7")
 

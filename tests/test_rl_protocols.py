@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from llmdebate.core.schemas import Transcript
+from llmdebate.errors import UserError
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
@@ -60,6 +61,19 @@ def test_fork_with_the_same_agents_reproduces_every_protocol_bit_for_bit(run_dir
             assert plain(new) == plain(t), (t.id, point)
             seen[t.protocol] = seen.get(t.protocol, 0) + 1
     assert set(seen) == {"naive-recursive", "two-sided", "consultancy", "direct"}
+
+
+def test_a_judge_swap_forks_a_choice_debate_or_is_refused_in_one_line(run_dir: Path) -> None:
+    """``swap={"judge": ...}``: a person's (deferred) judge waits; the oracle, which rules on
+    leaf claims only, is refused for a debate that ends with the judge's choice."""
+    t = next(t for t in load_transcripts(run_dir) if t.protocol == "consultancy")
+    config = read_run_config(run_dir)
+    deferred = team_for(config, swap={"judge": "deferred"})
+    waiting = asyncio.run(fork(t, deferred, 1, swapped=("judge",)))
+    assert waiting.status == "awaiting_verdict" and waiting.meta["forked"]["swapped"] == ["judge"]
+    with pytest.raises(UserError, match=r"judge kind 'oracle' rules on leaf claims only") as e:
+        asyncio.run(fork(t, team_for(config, swap={"judge": "oracle"}), 1, swapped=("judge",)))
+    assert "\n" not in str(e.value)
 
 
 def test_an_injected_speech_changes_the_rest_of_a_two_sided_debate(run_dir: Path) -> None:
@@ -118,9 +132,11 @@ def test_a_logprobs_probability_decision_is_refused_or_read_as_stated(run_dir: P
 
 
 def test_completion_probability_follows_the_elicitation_method() -> None:
-    assert completion_probability("P = 0.7", "verbalised") == (True, 0.7)
+    assert completion_probability(" 0.7\n", "verbalised") == (True, 0.7)
     with pytest.raises(ValueError, match="no number"):
         completion_probability("True", "verbalised")
+    with pytest.raises(ValueError, match="alone"):  # the whole reply must be the number
+        completion_probability("P = 0.7", "verbalised")
     assert completion_probability("True.", "sampling") == (True, 2 / 3)
     assert completion_probability("false", "sampling") == (True, 1 / 3)
     assert completion_probability("False", "logprobs", logprobs_as="answer") == (True, 0.0)

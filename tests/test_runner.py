@@ -155,6 +155,21 @@ def test_deferred_judge_leaves_debates_awaiting_and_exits_0(tmp_path: Path) -> N
     )
 
 
+def test_a_run_awaiting_verdicts_exits_0_with_the_assign_line_as_the_readme_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "c.yaml"
+    data = config(DIVISORS, judge={"kind": "deferred"}).model_dump(mode="json")
+    data["dataset"]["limit"] = 1
+    cfg.write_text(yaml.safe_dump(data))
+    code = main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "await a person's verdict: llmdebate assign" in out or "awaits a person's" in out
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "Exit status: 0 when every debate completed or awaits a person's verdict" in readme
+
+
 # ----------------------------------------------------------------------- resume
 
 

@@ -104,7 +104,7 @@ async def test_compatible_servers_get_their_own_schema_field(
 
 
 async def test_plain_prompt_mode_sends_no_schema_and_parses(server: FakeServer) -> None:
-    server.responder = lambda body: "Sure:\n```json\n" + json.dumps(GOOD) + "\n```"
+    server.responder = lambda body: "```json\n" + json.dumps(GOOD) + "\n```"
     c = ctx()
     dec = await LLMProver(openai(server, structured="none")).decompose(PARENT, 2, c)
     assert dec.width == 2

@@ -1,6 +1,7 @@
 """The streamed summary of a run equals the summary of the whole list of its transcripts, as
-computed by the list-based implementation the summary had before it streamed (kept below,
-verbatim, as the oracle): on runs of every protocol, with failures, model decompositions,
+computed by the list-based implementation the summary had before it streamed (kept below
+as the oracle; the comparison metrics are recomputed independently in
+tests/test_metrics_recomputed.py): on runs of every protocol, with failures, model decompositions,
 retries and cached calls."""
 
 from __future__ import annotations
@@ -8,8 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +19,13 @@ import yaml
 
 from llmdebate.agents.audit import decomposition_summary
 from llmdebate.agents.estimate_audit import estimate_summary
-from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.config import PROTOCOL_NAMES
 from llmdebate.experiment.runner import _summary_transcripts, run
 from llmdebate.records.rundir import SUMMARY_FILE, TRANSCRIPTS_FILE, load_transcripts
 from llmdebate.report import metrics
 from llmdebate.report.metrics import (
-    ASYMMETRIC,
     DEFAULT_BOOTSTRAP,
-    PROTOCOL_ORDER,
-    Cost,
-    bootstrap_ci,
-    calibration,
 )
 
 try:
@@ -43,210 +37,6 @@ RUN_ONLY = ("planned", "missing", "stopped", "last_invocation")
 
 
 # ------------------------------------------------------ the oracle: the list-based summary
-
-
-def item_id(t: Transcript) -> str:
-    """The id of the item a debate is about (``meta.item_id``, else ``item.id``, else its id)."""
-    if "item_id" in t.meta:
-        return str(t.meta["item_id"])
-    if t.item and "id" in t.item:
-        return str(t.item["id"])
-    return t.id
-
-
-def gold(t: Transcript) -> str | None:
-    """The gold answer text of the debate's item."""
-    if "gold" in t.meta:
-        return str(t.meta["gold"])
-    if t.item and t.item.get("answer") is not None:
-        return str(t.item["answer"])
-    return None
-
-
-def decision_correct(t: Transcript) -> float | None:
-    """1.0 / 0.0 if the judge's ``decision`` equals the gold answer; None if undecided."""
-    dec, g = t.meta.get("decision"), gold(t)
-    if t.status != "complete" or dec is None or g is None:
-        return None
-    return float(str(dec).strip().lower() == g.strip().lower())
-
-
-def normalized_payoff(t: Transcript) -> float | None:
-    """The prover's payoff R_A in units of r^(d+1) (prover-estimator) or as is (naive: ±1)."""
-    return scoring.normalized_total(t)
-
-
-def normalized_expected_payoff(t: Transcript) -> float | None:
-    """E[R_A] over the protocol's own draws, in units of r^(d+1) (prover-estimator only)."""
-    return scoring.normalized_total(t, expected=True) if t.protocol == "prover-estimator" else None
-
-
-def side(t: Transcript) -> str | None:
-    """``honest`` if the prover defended the gold answer, ``dishonest`` if not, else None."""
-    claimed, g = t.meta.get("claimed_answer"), gold(t)
-    if claimed is None or g is None:
-        return None
-    return "honest" if str(claimed).strip().lower() == g.strip().lower() else "dishonest"
-
-
-def payoffs_by_side(transcripts: Iterable[Transcript], protocol: str) -> dict[str, Any]:
-    """Mean normalised payoff (sampled and expected) of honest and dishonest provers."""
-    vals: dict[str, list[float]] = defaultdict(list)
-    exp: dict[str, list[float]] = defaultdict(list)
-    for t in transcripts:
-        s = side(t) if t.protocol == protocol else None
-        pay = normalized_payoff(t)
-        if s is None or pay is None:
-            continue
-        vals[s].append(pay)
-        e = normalized_expected_payoff(t)
-        if e is not None:
-            exp[s].append(e)
-    return {
-        s: {
-            "n": len(vals[s]),
-            "mean_normalized": float(np.mean(vals[s])) if vals[s] else None,
-            "mean_expected_normalized": float(np.mean(exp[s])) if exp[s] else None,
-        }
-        for s in ("honest", "dishonest")
-    }
-
-
-@dataclass
-class Pair:
-    """An honest and a dishonest prover on the same item (and the same claim)."""
-
-    item_id: str
-    honest: float
-    dishonest: float
-
-    @property
-    def score(self) -> float:
-        """1 if the honest prover earns more, 1/2 on a tie, 0 otherwise."""
-        if self.honest > self.dishonest:
-            return 1.0
-        return 0.5 if self.honest == self.dishonest else 0.0
-
-
-def pairs(transcripts: Iterable[Transcript], protocol: str) -> list[Pair]:
-    """Honest/dishonest pairs of one asymmetric protocol, by item, in item order of appearance."""
-    by_item: dict[str, dict[str, float]] = defaultdict(dict)
-    for t in transcripts:
-        if t.protocol != protocol:
-            continue
-        pay = normalized_payoff(t)
-        variant = t.meta.get("variant")
-        if pay is not None and variant in ("honest", "dishonest"):
-            by_item[item_id(t)][variant] = pay
-    return [
-        Pair(i, v["honest"], v["dishonest"])
-        for i, v in by_item.items()
-        if "honest" in v and "dishonest" in v
-    ]
-
-
-def item_scores(transcripts: Sequence[Transcript], protocol: str) -> dict[str, float]:
-    """Per item, the protocol's score in [0, 1] (see ``docs/metrics.md``, accuracy)."""
-    if protocol in ASYMMETRIC:
-        return {p.item_id: p.score for p in pairs(transcripts, protocol)}
-    acc: dict[str, list[float]] = defaultdict(list)
-    for t in transcripts:
-        if t.protocol == protocol:
-            c = decision_correct(t)
-            if c is not None:
-                acc[item_id(t)].append(c)
-    return {i: float(np.mean(v)) for i, v in acc.items()}
-
-
-def calibration_points(transcripts: Iterable[Transcript]) -> list[tuple[float, int]]:
-    """(p_d, truth) once per item and claim, from prover-estimator transcripts with gold truth."""
-    seen: set[tuple[str, str]] = set()
-    pts: list[tuple[float, int]] = []
-    for t in transcripts:
-        if t.protocol != "prover-estimator" or t.init is None or t.init.claim.truth is None:
-            continue
-        key = (item_id(t), t.init.claim.text)
-        if key in seen:
-            continue
-        seen.add(key)
-        pts.append((float(t.init.estimate.value), int(t.init.claim.truth)))
-    return pts
-
-
-def costs(transcripts: Iterable[Transcript]) -> dict[str, Cost]:
-    """Debates, model calls, tokens and USD cost per protocol, summed over ``Transcript.calls``."""
-    out: dict[str, Cost] = defaultdict(Cost)
-    for t in transcripts:
-        c = out[t.protocol]
-        c.debates += 1
-        c.failed += t.status == "failed"
-        for call in t.calls:
-            c.calls += 1
-            c.cached_calls += call.cached
-            c.tokens_in += call.tokens_in
-            c.tokens_out += call.tokens_out
-            c.cost += call.cost
-    return dict(out)
-
-
-def _protocols(transcripts: Sequence[Transcript]) -> list[str]:
-    present = {t.protocol for t in transcripts}
-    return [p for p in PROTOCOL_ORDER if p in present]
-
-
-def old_compute(
-    transcripts: Sequence[Transcript],
-    *,
-    seed: int = 0,
-    n_boot: int = DEFAULT_BOOTSTRAP,
-    n_bins: int = 10,
-) -> dict[str, Any]:
-    """Every metric of the comparison, as a JSON-ready dict (written to comparison.json)."""
-    per: dict[str, Any] = {}
-    cost = costs(transcripts)
-    for k, proto in enumerate(_protocols(transcripts)):
-        scores = item_scores(transcripts, proto)
-        vals = list(scores.values())
-        ci = bootstrap_ci(vals, seed=seed + k, n_boot=n_boot)
-        entry: dict[str, Any] = {
-            "items": len(vals),
-            "accuracy": float(np.mean(vals)) if vals else None,
-            "ci95": list(ci) if ci else None,
-            "bootstrap_seed": seed + k,
-            "item_scores": scores,
-            "cost": asdict(cost.get(proto, Cost())),
-        }
-        if proto in ASYMMETRIC:
-            entry["pairs"] = _pair_stats(pairs(transcripts, proto), seed=seed + 100 + k, n=n_boot)
-            entry["payoff"] = payoffs_by_side(transcripts, proto)
-        per[proto] = entry
-    cal = calibration(calibration_points(transcripts), n_bins)
-    return {
-        "n_transcripts": len(transcripts),
-        "bootstrap": {"resamples": n_boot, "level": 0.95, "unit": "item", "seed": seed},
-        "protocols": per,
-        "calibration": asdict(cal),
-    }
-
-
-def _pair_stats(ps: list[Pair], *, seed: int, n: int) -> dict[str, Any]:
-    if not ps:
-        return {"n": 0}
-    wins = [float(p.honest > p.dishonest) for p in ps]
-    gaps = [p.honest - p.dishonest for p in ps]
-    ci = bootstrap_ci(wins, seed=seed, n_boot=n)
-    gci = bootstrap_ci(gaps, seed=seed + 1, n_boot=n)
-    return {
-        "n": len(ps),
-        "discrimination": float(np.mean(wins)),
-        "discrimination_ci95": list(ci) if ci else None,
-        "ties": int(sum(p.honest == p.dishonest for p in ps)),
-        "mean_gap": float(np.mean(gaps)),
-        "mean_gap_ci95": list(gci) if gci else None,
-        "honest": [p.honest for p in ps],
-        "dishonest": [p.dishonest for p in ps],
-        "bootstrap_seed": seed,
-    }
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -326,10 +116,17 @@ def old_run_summary(
             "cost": cost,
             "by_role": {k: dict(v) for k, v in sorted(by_role.items())},
         },
-        "leaf_judge_accuracy": {"n": len(judge_hits), "accuracy": _mean(judge_hits)},
+        "leaf_claim_accuracy": {
+            "figure": "leaf-claim accuracy",
+            "unit": "leaf claim (a recursive debate's last round with a verdict and a truth)",
+            "n": len(judge_hits),
+            "accuracy": _mean(judge_hits),
+        },
         "decompositions": decomposition_summary(transcripts),
         "estimates": estimate_summary(transcripts),
-        "metrics": old_compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins),
+        # the comparison metrics have their own independent oracle
+        # (tests/test_metrics_recomputed.py); here: the list of transcripts at once
+        "metrics": metrics.compute(list(transcripts), seed=seed, n_boot=n_boot, n_bins=n_bins),
     }
 
 
@@ -403,7 +200,7 @@ def test_streamed_summary_of_mixed_shuffled_transcripts_equals_the_list_based(
         path.write_bytes(b"".join(t.model_dump_json().encode() + b"\n" for t in ts))
         streamed = metrics.run_summary(_summary_transcripts(path), seed=trial, n_boot=50)
         assert streamed == old_run_summary(list(_summary_transcripts(path)), seed=trial, n_boot=50)
-        assert metrics.compute(ts, seed=trial, n_boot=50) == old_compute(
+        assert metrics.compute(iter(ts), seed=trial, n_boot=50) == metrics.compute(
             ts, seed=trial, n_boot=50
         )
 

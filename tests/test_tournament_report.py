@@ -68,7 +68,12 @@ def test_accuracy_points_and_plot(tmp_path: Path) -> None:
     assert by["strong"].rating > by["weak"].rating
     assert by["strong"].accuracy > by["weak"].accuracy
     every = accuracy_points(debates, table, protocol="debate", self_play=False, n_boot=50)
-    assert all(p.n == 30 * 5 for p in every)  # 2 seats x 2 opponents + self-play, 30 items
+    # without self-play: one point per ordered pair (correct side vs incorrect side)
+    assert len(every) == 6 and all(p.n == 30 and p.kind == "rating difference" for p in every)
+    strong_weak = next(p for p in every if p.model == "strong vs weak")
+    assert strong_weak.rating == pytest.approx(
+        table.get("strong").value - table.get("weak").value
+    )
 
     cons = _consultancies(1)
     ctable = persuasiveness(cons, n_boot=40, seed=0)
@@ -100,15 +105,61 @@ def test_grid_cells_values_and_figure(tmp_path: Path) -> None:
     cells = {(c.prover, c.estimator): c for c in grid_cells(recs)}
     assert cells[("big", "small")].honest_payoff == pytest.approx(0.8)
     assert cells[("big", "small")].n_honest == 2
-    assert cells[("big", "small")].accuracy == pytest.approx(2 / 3)
-    assert cells[("small", "big")].n_honest == 1 and cells[("small", "big")].n == 1
+    assert cells[("big", "small")].leaf_claim_accuracy == pytest.approx(2 / 3)
+    assert cells[("small", "big")].n_honest == 1 and cells[("small", "big")].n_leaves == 1
     assert cells[("small", "small")].honest_payoff is None
     assert ("big", "big") not in cells
     md = grid_markdown(list(cells.values()))
-    assert "| big | – | 0.800 (n=2) |" in md and "| small | 0.000 (n=1) | 1.000 (n=1) |" in md
+    assert "| big | – | 0.800 (n=2) |" in md
+    assert "| small | 0.000 (n=1) (0 of 2 stopped early) | 1.000 (n=1) (0 of 1" in md
     png = grid_plot(list(cells.values()))
     assert png.startswith(PNG)
     (tmp_path / "prover_estimator_grid.png").write_bytes(png)
+
+
+def test_accuracy_against_rating_is_not_a_flat_line_of_a_pair_without_self_play() -> None:
+    # two models, no self-play: a strong liar fools the judge, a weak one does not; pooling
+    # each model's debates on either side would give both the same accuracy (a flat line)
+    rng = np.random.default_rng(5)
+    ms = []
+    for k in range(60):
+        c, i = ("strong", "weak") if k % 2 else ("weak", "strong")
+        p = 0.9 if c == "strong" else 0.4
+        ms.append(Match(c, i, float(rng.random() < p), None, f"q{k // 2}", "debate"))
+    table = persuasiveness(ms, n_boot=20, seed=0)
+    pts = accuracy_points(ms, table, protocol="debate", self_play=False, n_boot=50)
+    by = {p.model: p for p in pts}
+    assert set(by) == {"strong vs weak", "weak vs strong"}
+    assert by["strong vs weak"].rating == pytest.approx(-by["weak vs strong"].rating)
+    assert by["strong vs weak"].accuracy > by["weak vs strong"].accuracy + 0.3
+    d = by["strong vs weak"].to_dict()
+    assert d["kind"] == "rating difference" and "correct answer" in d["definition"]
+
+
+def test_the_grid_counts_honest_beats_dishonest_with_early_stops_included() -> None:
+    recs = [
+        PERecord("p", "e", True, 0.9, 1.0, "q1"),
+        PERecord("p", "e", False, -0.3, None, "q1", stopped_early=True),
+        PERecord("p", "e", True, 0.0, None, "q2", stopped_early=True),
+        PERecord("p", "e", False, 0.4, 1.0, "q2"),
+    ]
+    (cell,) = grid_cells(recs)
+    assert cell.honest_beats_dishonest == 0.5 and cell.n_pairs == 2  # both stops count
+    assert cell.leaf_claim_accuracy == 1.0 and cell.n_leaves == 2 and cell.early_stops == 2
+    md = grid_markdown([cell])
+    assert "Honest beats dishonest: P[R(honest) > R(dishonest)]" in md
+    assert "early stops included" in md and "early stops reach no leaf" in md
+
+
+def test_a_side_rating_that_wins_every_match_has_its_upper_bound_marked_as_the_priors() -> None:
+    ms = [Match("a", "b", 1.0, None, f"q{k}", "debate") for k in range(12)]
+    ms += [Match("b", "a", float(k % 2), None, f"r{k}", "debate") for k in range(12)]
+    table = persuasiveness(ms, n_boot=60, seed=0, resample="item")
+    assert table.get("a", "correct").prior_bound == "upper"
+    assert table.get("b", "incorrect").prior_bound == "lower"
+    assert table.get("b", "correct").prior_bound is None
+    md = ratings_markdown({"debate": table})
+    assert "†]" in md and "held only by the prior" in md
 
 
 def _run(name: str, **kw: object) -> RunRecords:

@@ -204,7 +204,8 @@ def test_prover_estimator_grid_on_the_fake_server(tmp_path: Path) -> None:
     assert {(c["prover"], c["estimator"]) for c in cells} == {
         (p, e) for p in ("p-one", "p-two") for e in ("e-sharp", "e-flat")
     }
-    assert all(c["n_honest"] == 3 and c["accuracy"] == 1.0 for c in cells)
+    assert all(c["n_honest"] == 3 and c["leaf_claim_accuracy"] == 1.0 for c in cells)
+    assert all(c["n_pairs"] == 3 and c["honest_beats_dishonest"] is not None for c in cells)
     pay = {(c["prover"], c["estimator"]): c["honest_payoff"] for c in cells}
     for p in ("p-one", "p-two"):  # a sharp estimator agrees with the honest prover at once
         assert pay[(p, "e-flat")] > pay[(p, "e-sharp")] > 0

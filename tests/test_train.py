@@ -98,7 +98,7 @@ def test_export_from_an_embedded_model_run(trained: Path, tmp_path: Path) -> Non
         assert t.total is not None and t.expected_total is not None
         assert sums[(t.id, "prover")] == (t.total, t.expected_total)
         assert sums[(t.id, "estimator")] == (-t.total, -t.expected_total)
-    for fmt in FORMATS:
+    for fmt in FORMATS.builtin_names():
         if fmt == "trl-preference" or FORMATS.entry(fmt).can(WHOLE_RUN):
             continue  # no sibling samples in two debates
         res = export_run(run_dir, tmp_path / f"{fmt}.jsonl", role="estimator", fmt=fmt, text=True)

@@ -82,3 +82,7 @@ def test_one_grpo_step_with_the_debate_reward(tmp_path: Path) -> None:
     # a random model's replies: unparseable (the invalid reward) or valid (in [-1, 1])
     assert all(s == -1.5 or -1.0 <= s <= 1.0 for s in scores) and -1.5 in scores
     assert (res.checkpoint / "config.json").exists()
+    groups = next(h for h in res.log if "group_rewards" in h)
+    assert [len(g) for g in groups["group_rewards"]] == [2, 2]  # each prompt's completions
+    assert [v for g in groups["group_rewards"] for v in g] == scores
+    assert len(groups["group_reward_std"]) == 2

@@ -139,7 +139,26 @@ SEAT_ROLES: dict[str, str] = {
     "judge": "judge",
 }
 """Every seat of a debate (a role of its transcript) and the role section whose settings it
-plays with (method, temperature, max_tokens): debaters and consultants speak as the prover."""
+plays with (method, temperature, max_tokens): debaters and consultants speak as the prover.
+A protocol's new seats are added when it registers (:func:`add_seat`)."""
+
+SECTIONS = ("prover", "estimator", "judge")
+
+
+def add_seat(seat: str, role: str | None) -> None:
+    """Declare ``seat`` of a protocol, played with the settings (and, unless the config
+    gives the seat its own, the model) of role section ``role``; a seat the package knows
+    keeps its role, and a new one must name its section."""
+    if seat in SEAT_ROLES and role in (None, SEAT_ROLES[seat]):
+        return
+    if seat in SEAT_ROLES:
+        raise ValueError(f"seat {seat!r} plays as {SEAT_ROLES[seat]}, not {role}")
+    if role not in SECTIONS[:2]:
+        raise ValueError(
+            f"new seat {seat!r}: name the role section it plays as in seat_roles "
+            f"(prover or estimator), got {role!r}"
+        )
+    SEAT_ROLES[seat] = role
 
 
 def seat_key(seat: str) -> str:
@@ -164,7 +183,14 @@ class Team:
 
     def model_for(self, seat: str) -> Model:
         """The model that holds ``seat`` in this debate."""
-        return self.models[self.key_of(seat)]
+        key = self.key_of(seat)
+        model = self.models.get(key)
+        if model is None:
+            raise ConfigError(
+                f"seat {seat!r} has no model: give it one (seats: {{{seat_key(seat)}: "
+                f"{{model: ...}}}}) or declare the role section it plays as (seat_roles)"
+            )
+        return model
 
     def key_of(self, seat: str) -> str:
         """The key in ``models`` of the model that holds ``seat``."""

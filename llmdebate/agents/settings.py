@@ -24,7 +24,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from llmdebate.agents.judge_registry import JUDGES
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
-from llmdebate.models.backends import BACKENDS
+from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, options_model
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
@@ -50,14 +50,15 @@ def _option_error(key: str, value: Any, message: str) -> ValidationError:
 
 def check_options(model: str, options: dict[str, Any]) -> None:
     """The options a backend reads up front (``endpoint``, ``structured``, ``chat_template``
-    ...), checked by the options model its registry entry declares
-    (:data:`~llmdebate.models.backends.BACKENDS`): a pydantic error located at the option.
+    ...), checked by the one options model of the model string
+    (:func:`~llmdebate.models.backends.options_model`: the backend's own, a wrapped
+    backend's, the wrapper's): a pydantic error located at the option.
     An option that only other backends declare is refused, naming them."""
     backend = model.partition("/")[0]
     if backend not in BACKENDS:  # an unknown model is reported by its own check
         return
-    entry = BACKENDS.entry(backend)
-    own = _declared(entry.options)
+    composed = options_model(model)  # the backend's own options, its inner's, the wrapper's
+    own = _declared(composed)
     for key in options:
         others = [e.name for e in BACKENDS.entries() if key in _declared(e.options)]
         if others and key not in own:
@@ -65,8 +66,8 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             raise _option_error(
                 key, options[key], f"only {takers} models take {key} (this is {model})"
             )
-    if entry.options is not None:
-        entry.options.model_validate(options)
+    if composed is not None:
+        composed.model_validate(options)
     source = options.get("chat_template")
     if source is not None:
         if backend == "openai" and options.get("endpoint") != "completions":
@@ -82,9 +83,8 @@ def check_options(model: str, options: dict[str, Any]) -> None:
 class ModelSettings(_Section):
     """Which model plays a role, and how it is reached."""
 
-    model: str = "local"
-    """Model string: local, hf/<dir or .gguf>, openai/<model>, anthropic/<model>, scripted, or
-    a registered backend's (openai-completions/<model>, plugins)."""
+    model: Annotated[str, MODEL_STRING_HELP] = "local"
+    """Model string: <backend>/<model id>, or a backend's bare name (local, scripted)."""
     base_url: str | list[str] | None = None
     """Server URL of an OpenAI-compatible or Anthropic endpoint (default: the provider's); a
     list of several: replicas of one model, each request to the least loaded."""

@@ -43,11 +43,19 @@ from llmdebate.records.rundir import read_run_config
     show_default=True,
     help="Where `llmdebate serve` will be reached, for the links.",
 )
+@click.option(
+    "--per-story",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="The most questions of one story a judge sees (default: the judges file's "
+    "study.per_story, else no bound); recorded with the study.",
+)
 @click.option("--db", "db_url", help="Database URL (default: judging.db in RUN_DIR).")
 def command(
     run_dir: Path,
     judges_file: Path,
     per_item: int,
+    per_story: int | None,
     links_out: Path | None,
     base_url: str,
     db_url: str | None,
@@ -58,18 +66,25 @@ def command(
 
     require("sqlalchemy")
     from llmdebate.judging.assign import assign, read_judges
+    from llmdebate.judging.blinding import STORY_LOG
     from llmdebate.judging.db import connect
 
     judges = read_judges(judges_file)
-    res = assign(connect(run_dir, db_url), run_dir, judges, per_item)
+    if per_story is None:
+        per_story = judges.study.per_story
+    res = assign(connect(run_dir, db_url), run_dir, judges, per_item, per_story)
     click.echo(
         f"{run_dir}: {res.waiting} debates awaiting a verdict; {res.added} new assignments "
         f"({res.total} in all)"
     )
+    for line in res.design:
+        click.echo(f"design: {line}")
+    click.echo(f"story log: {run_dir / STORY_LOG}")
     if res.short:
         click.echo(
-            f"{len(res.short)} debates wait for more judges: each judge sees an item once, "
-            f"and each debate needs {per_item}; add judges and run assign again"
+            f"{len(res.short)} debates wait for more judges: each judge sees an item and a "
+            "question once and reads a story in full or blind, never both, and each debate "
+            f"needs {per_item}; add judges and run assign again"
         )
     lines = [f"{jid}\t{base_url.rstrip('/')}/login/{tok}" for jid, tok in res.tokens.items()]
     if not lines:

@@ -1,9 +1,10 @@
-"""A click choice whose values are a registry's names, read when the command runs (so an
-entry a plugin registers after import is a valid choice, and ``--help`` lists it)."""
+"""A click choice whose values are a registry's names (or any names a function gives), read
+when the command runs (so an entry a plugin registers after import is a valid choice, and
+``--help`` lists it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -25,3 +26,33 @@ class RegistryChoice(click.Choice):  # type: ignore[type-arg]
     @choices.setter
     def choices(self, value: Sequence[Any]) -> None:  # click's __init__ sets it; names rule
         pass
+
+
+class NamesChoice(click.Choice):  # type: ignore[type-arg]
+    """``click.Choice`` over the names ``names()`` gives when the command runs."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self.names = names
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        return tuple(self.names())
+
+    @choices.setter
+    def choices(self, value: Sequence[Any]) -> None:
+        pass
+
+
+class LateHelpOption(click.Option):
+    """An option whose help ends with ``late_help()``, written when help is shown (a model
+    string's: the backends registered by then, plugins' included)."""
+
+    def __init__(self, *args: Any, late_help: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.base_help = self.help or ""
+        self.late_help = late_help
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = f"{self.base_help} {self.late_help()}".strip()
+        return super().get_help_record(ctx)

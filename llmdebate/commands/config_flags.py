@@ -19,7 +19,7 @@ from pydantic_core import PydanticUndefined
 from llmdebate.errors import ConfigError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import flag_name, load
-from llmdebate.registry import Registry
+from llmdebate.registry import LateHelp, Registry
 
 PREFIX = "cfg__"
 
@@ -34,6 +34,9 @@ def config_fields(
         registries = [m for m in field.metadata if isinstance(m, Registry)]
         if registries:  # a name of a registry (elicit.ProbMethod): --help lists its names
             ann = typing.Annotated[ann, registries[0]]
+        late = [m for m in field.metadata if isinstance(m, LateHelp)]
+        if late:  # more help, written when shown (a model string: the backends)
+            ann = typing.Annotated[ann, late[0]]
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             out.extend(config_fields(ann, f"{prefix}{name}."))
             continue
@@ -74,6 +77,7 @@ def _help(annotation: Any, default: Any, description: str) -> str:
     values = _literal_values(annotation)
     if values:
         parts.append("One of: " + ", ".join(str(v) for v in values) + ".")
+    parts += [a.text() for a in typing.get_args(annotation) if isinstance(a, LateHelp)]
     if default is not None and default != {} and default != []:
         shown = json.dumps(default) if isinstance(default, list | dict) else str(default)
         parts.append(f"[default: {shown}]")

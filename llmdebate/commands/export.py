@@ -11,28 +11,40 @@ from typing import cast
 
 import click
 
-from llmdebate.commands.choices import RegistryChoice
+from llmdebate.commands.choices import NamesChoice, RegistryChoice
 from llmdebate.commands.verbs import VERBS
-from llmdebate.export import FORMATS, PLAYERS, export_run
+from llmdebate.errors import UserError
+from llmdebate.export import FORMATS, export_run, players
 from llmdebate.export.format_registry import WHOLE_RUN, RunWriter
+from llmdebate.export.formats import BASELINES
 from llmdebate.export.writers import KINDS
 
 
 def _baseline(value: str) -> str | float:
-    if value in ("expected", "mean"):
+    if value in BASELINES:
         return value
     try:
         return float(value)
     except ValueError:
         raise click.BadParameter(
-            f"{value!r}: use expected, mean or a number", param_hint="--baseline"
+            f"{value!r}: use advantage, expected, mean or a number", param_hint="--baseline"
         ) from None
+
+
+def _whole_run_options(fmt: str, **given: object) -> None:
+    """A usage error naming the row options given to a whole-run format (it writes the whole
+    run, and cannot honour them)."""
+    flags = {"role": "--role", "kind": "--as", "include_pending": "--include-pending",
+             "text": "--text", "split": "--split", "include_audit": "--include-audit"}
+    refused = [flags[k] for k, v in given.items() if v not in (None, False)]
+    if refused:
+        raise UserError(f"--format {fmt} writes the whole run: {', '.join(refused)} do not apply")
 
 
 @VERBS.register("export")
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--role", type=click.Choice(PLAYERS), default=None,
+@click.option("--role", type=NamesChoice(players), default=None,
               help="Whose decisions (required except for whole-run formats: inspect-log).")
 @click.option(
     "--format", "fmt", type=RegistryChoice(FORMATS), default="trl-prompt-completion",
@@ -41,7 +53,7 @@ def _baseline(value: str) -> str | float:
 @click.option("--out", type=click.Path(), required=True, help="Output file or directory.")
 @click.option(
     "--as", "kind", type=click.Choice(KINDS), default=None,
-    help="Container (default by suffix: .jsonl, .parquet, else a datasets directory).",
+    help="Container (default by suffix: .jsonl, .csv, .parquet, else a datasets directory).",
 )
 @click.option("--include-pending", is_flag=True, help="Keep debates awaiting a verdict.")
 @click.option(
@@ -49,8 +61,10 @@ def _baseline(value: str) -> str | float:
     help="Plain-text prompts as a base model sees them (no chat template needed).",
 )
 @click.option(
-    "--baseline", default="expected", show_default=True,
-    help="trl-unpaired: label = reward > baseline (expected, mean, or a number).",
+    "--baseline", default="advantage", show_default=True,
+    help="trl-unpaired: label = the decision's advantage > 0 (advantage: its expected return "
+         "against the mean of the decisions of its kind), or reward > expected / mean / a "
+         "number.",
 )
 @click.option(
     "--test-fraction", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True,
@@ -80,6 +94,8 @@ def command(
     such as inspect-log, the whole run as one file)."""
     entry = FORMATS.entry(fmt)
     if entry.can(WHOLE_RUN):
+        _whole_run_options(fmt, role=role, kind=kind, include_pending=include_pending,
+                           text=text, split=split, include_audit=include_audit)
         wrote = cast(RunWriter, entry.value)(Path(run_dir), Path(out))
         click.echo(f"{out}: {fmt}, {wrote}")
         return

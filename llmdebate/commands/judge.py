@@ -14,8 +14,10 @@ from typing import Any
 
 import click
 
+from llmdebate.commands.choices import LateHelpOption
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
+from llmdebate.models.backends import model_strings_help
 from llmdebate.records.rundir import read_run_config
 
 
@@ -40,8 +42,9 @@ def _options(raw: str | None) -> dict[str, Any]:
 @click.option(
     "--model",
     "model_spec",
-    help="A model judge rules on every waiting debate: local, hf/…, openai/…, anthropic/…, "
-    "scripted.",
+    cls=LateHelpOption,
+    late_help=model_strings_help,
+    help="A model judge (a model string) rules on every waiting debate.",
 )
 @click.option(
     "--oracle", is_flag=True, help="The gold truth rules on every waiting debate where known."

@@ -14,6 +14,7 @@ from llmdebate.commands.config_flags import config_from, config_options
 from llmdebate.commands.verbs import VERBS
 from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
 from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
+from llmdebate.report.closing import closing_lines
 
 STATUS_WORDS = {
     "complete": "complete",
@@ -171,6 +172,8 @@ def run_from_flags(
     s = result.summary
     click.echo(outcome_line(result))
     for line in graded_lines(s):
+        click.echo(line)
+    for line in closing_lines(s):
         click.echo(line)
     kinds = s["failures"]["by_kind"]
     if kinds:

@@ -28,9 +28,31 @@ T = TypeVar("T")
 _CURRENT: ContextVar[DecisionTag | None] = ContextVar("llmdebate_decision", default=None)
 
 
+_CALL: ContextVar[tuple[str, str] | None] = ContextVar("llmdebate_call", default=None)
+
+
 def current_decision() -> DecisionTag | None:
     """The decision being asked for here (None outside every :func:`deciding`)."""
     return _CURRENT.get()
+
+
+def current_call() -> tuple[str, str] | None:
+    """(role, act) of the model call being made here (None outside every :func:`calling`)."""
+    return _CALL.get()
+
+
+@contextmanager
+def calling(role: str, act: str) -> Iterator[None]:
+    """Model calls made inside are ``role``'s ``act`` (what a log names their span after);
+    with neither given, the call keeps the (role, act) it is made inside."""
+    if not role and not act:
+        yield
+        return
+    token = _CALL.set((role, act))
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
 
 
 def make_tag(

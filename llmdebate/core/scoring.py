@@ -108,6 +108,16 @@ def soundness_bound(r: float, depth: int, p_correct: float, delta: float) -> flo
     return r ** (depth + 1) * p_correct + (2 * depth + 1) * delta
 
 
+def normalized_completeness_bound(t: Transcript) -> float | None:
+    """Lemma A.5's bound (1-ε)·r^(d+1) in the unit a report shows (1-ε) for a debate with
+    discounted rewards; None for any other."""
+    if reward_scheme(t) != DISCOUNTED:
+        return None
+    r = ratio_for(t.config)
+    bound = completeness_bound(t.config.epsilon, r, t.config.depth)
+    return float(normalized(bound, r, t.config.depth))
+
+
 def naive_payoff(verdict: Any, claimed: Any) -> Any:
     """Naive recursive debate: +1 if the judge agrees with the prover's leaf claim, else -1."""
     return 2 * (verdict == claimed) - 1
@@ -466,43 +476,60 @@ def finite(x: float) -> float | None:
 
 
 # ---------------------------------------------------------------------------- training rewards
-# What a trainer sees (docs/training.md, "Reward scale"): every reward of a decision divided
-# by its unit, the most that decision can gain or lose, so that it lies in [-1, 1] whatever
-# the round; an invalid reply (and an empty or oversized free-text reply) below all of them.
+# What a trainer sees (docs/training.md, "Reward scale"): a decision's effect on the player's
+# payoff in the game's own units (its return to go), divided by ONE constant per debate,
+# :func:`reward_scale`, the most |R_A| can be; so the r^k weights of the rounds, the growth
+# towards the leaf that makes honesty pay, are kept, and every valid reward lies in [-1, 1];
+# an invalid reply (of any act) gets a reward below all of them.
 
 VALID_FLOOR = -1.0
-"""The lowest reward a valid reply can get on the normalised scale."""
+"""The lowest reward a valid reply can get on the scaled scale."""
 FREE_TEXT_ACTS = ("evidence", "speech")
-"""Acts whose reply is free text: empty or oversized replies get the invalid reward."""
+"""Acts whose reply is free text: an empty reply gets the invalid reward."""
+JUDGED = "judged"
+"""The reward scheme of the protocols a judge decides between two answers."""
 
 
-def term_unit(term: str, r: float, depth: int) -> float:
-    """The unit of a reward term: the most |term| can be.
+def payoff_bound(r: float, depth: int) -> float:
+    """The most |R_A| can be in prover-estimator debate: r^(d+1) + r^d + ... + r^0
+    (r_init ∈ [0, r^(d+1)], |r_k| ≤ r^k)."""
+    return float(total([r ** (depth + 1), *(r**k for k in range(depth, -1, -1))]))
 
-    ``r_init`` → r^(d+1) (r_init ∈ [0, r^(d+1)]); ``r_k`` → r^k (|r_k| = r^k·|s_k|·|M − p|
-    ≤ r^k); ``after_k`` (a recursion choice: r_(k-1) + … + r_0) → r^(k-1) + … + r^0;
-    ``payoff`` (naive debate's ±1, a judged protocol's [0, 1]) → 1.
+
+def reward_scale(scheme: str, r: float, depth: int) -> float:
+    """The one constant every training reward of a debate is divided by.
+
+    ``discounted`` (prover-estimator debate): :func:`payoff_bound` (it depends only on the
+    debate's ε, ρ and d, never on the term a decision is credited with);
+    ``plus-minus-one`` (naive debate) and ``judged`` (two-sided debate, consultancy): 1.
     """
-    if term == "r_init":
-        return float(r ** (depth + 1))
-    if term.startswith("r_"):
-        return float(r ** int(term[2:]))
-    if term.startswith("after_"):
-        return float(total(r**j for j in range(int(term[6:]))))
-    if term == "payoff":
+    if scheme == DISCOUNTED:
+        return payoff_bound(r, depth)
+    if scheme in (PLUS_MINUS_ONE, JUDGED):
         return 1.0
-    raise ValueError(f"no unit for the reward term {term!r}")
+    raise ValueError(f"no reward scale for the reward scheme {scheme!r}")
+
+
+def decision_return(terms: Sequence[str], values: dict[str, float], first: str) -> float:
+    """A decision's return to go: the term ``first`` (the earliest reward the decision
+    changes) and every later one, summed in protocol order; 0 when the debate never reached
+    ``first`` (it stopped early)."""
+    names = list(terms)
+    if first not in names:
+        return 0.0
+    return float(total(values.get(n, 0.0) for n in names[names.index(first) :]))
 
 
 @dataclass(frozen=True)
 class RewardOptions:
     """How a reward is handed to a trainer.
 
-    ``normalize``: each reward divided by its :func:`term_unit` (in [-1, 1]); off: in the
-    debate's own units. ``margin``: how far below the lowest valid reward (-1) an invalid
-    reply lands. ``invalid_reward``: that value itself, on the normalised scale (default
-    -1 - margin; it must be below -1). ``max_reply_chars``: the longest free-text reply
-    (evidence, speech) that is scored; a longer or an empty one gets the invalid reward.
+    ``normalize``: each reward divided by the debate's :func:`reward_scale` (in [-1, 1]); off:
+    in the debate's own units. ``margin``: how far below the lowest valid reward (-1) an
+    invalid reply lands. ``invalid_reward``: that value itself, on the scaled scale (default
+    -1 - margin; it must be below -1). ``max_reply_chars``: the longest reply of any act that
+    is scored (each act's own cap, ``llmdebate.agents.parsing.REPLY_CAPS``, is tighter for
+    the short acts); a longer or an empty one gets the invalid reward.
     """
 
     normalize: bool = True
@@ -516,32 +543,33 @@ class RewardOptions:
         if self.invalid_reward is not None and not self.invalid_reward < VALID_FLOOR:
             raise ValueError(
                 f"invalid_reward: must be below {VALID_FLOOR}, the lowest reward of a valid "
-                f"reply on the normalised scale (got {self.invalid_reward})"
+                f"reply on the scaled scale (got {self.invalid_reward})"
             )
         if self.max_reply_chars < 1:
             raise ValueError(f"max_reply_chars: must be >= 1 (got {self.max_reply_chars})")
 
     @property
     def invalid(self) -> float:
-        """The invalid reward on the normalised scale."""
+        """The invalid reward on the scaled scale."""
         if self.invalid_reward is not None:
             return float(self.invalid_reward)
         return VALID_FLOOR - self.margin
 
 
-def training_reward(value: float, unit: float, options: RewardOptions) -> float:
-    """A valid reply's reward as a trainer sees it (``unit``: its :func:`term_unit`)."""
-    return float(value / unit if options.normalize else value)
+def training_reward(value: float, scale: float, options: RewardOptions) -> float:
+    """A valid reply's reward as a trainer sees it (``scale``: the debate's
+    :func:`reward_scale`)."""
+    return float(value / scale if options.normalize else value)
 
 
-def invalid_training_reward(unit: float, options: RewardOptions) -> float:
-    """An invalid reply's reward as a trainer sees it: below every valid one of the same
-    decision (``unit``: that decision's :func:`term_unit`)."""
-    return float(options.invalid if options.normalize else options.invalid * unit)
+def invalid_training_reward(scale: float, options: RewardOptions) -> float:
+    """An invalid reply's reward as a trainer sees it: below every valid one of the debate
+    (``scale``: the debate's :func:`reward_scale`)."""
+    return float(options.invalid if options.normalize else options.invalid * scale)
 
 
-def free_text_ok(text: str, options: RewardOptions) -> bool:
-    """Whether a free-text reply is scored at all: not empty, not over the size limit."""
+def reply_ok(text: str, options: RewardOptions) -> bool:
+    """Whether a reply is scored at all: not empty (free text), not over the size limit."""
     return bool(text.strip()) and len(text) <= options.max_reply_chars
 
 

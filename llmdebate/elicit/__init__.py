@@ -39,6 +39,7 @@ from llmdebate.elicit.prompts import (
     TRUE_VARIANTS,
     VERBALISED_INSTRUCTION,
     parse_bool,
+    parse_bool_then_reason,
     parse_probability,
     with_instruction,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "estimates",
     "get_method",
     "parse_bool",
+    "parse_bool_then_reason",
     "parse_probability",
     "with_instruction",
 ]

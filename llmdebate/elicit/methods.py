@@ -25,6 +25,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator
 
+from llmdebate.core.decisions import calling
 from llmdebate.core.schemas import Estimate, ModelCallRecord
 from llmdebate.elicit.prompts import (
     ANSWER_VARIANTS,
@@ -321,7 +322,8 @@ async def estimate(
     try:
         impl = get_method(method)
         impl.check(model, options)
-        est = await impl.elicit(model, messages, options, trace)
+        with calling(role, act):
+            est = await impl.elicit(model, messages, options, trace)
     except Exception as exc:
         if log is not None:
             log.append(

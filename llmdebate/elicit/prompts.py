@@ -41,25 +41,48 @@ _TRUE_WORDS = {"true", "yes"}
 _FALSE_WORDS = {"false", "no"}
 
 
+SHORT_REPLY_CHARS = 64
+"""The longest reply read as one word or one number (longer replies are not read)."""
+
+
+def _bare(text: str) -> str:
+    word = text.strip()
+    return word[:-1].rstrip() if word.endswith(".") else word
+
+
 def parse_bool(text: str) -> bool | None:
-    """True/False from a reply: the first True/False/Yes/No word, or None."""
-    for word in re.findall(r"[A-Za-z]+", text):
-        w = word.lower()
-        if w in _TRUE_WORDS:
-            return True
-        if w in _FALSE_WORDS:
-            return False
+    """True/False when the whole reply is one True/False/Yes/No word (any case; white space
+    and a final full stop allowed), else None: no word is searched for inside other text."""
+    if len(text) > SHORT_REPLY_CHARS:
+        return None
+    w = _bare(text).lower()
+    if w in _TRUE_WORDS:
+        return True
+    if w in _FALSE_WORDS:
+        return False
     return None
 
 
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)\s*(%?)")
+_LEADING = re.compile(r"\s*([A-Za-z]+)\b[.,:;!]?(\s.*)?", re.DOTALL)
+
+
+def parse_bool_then_reason(text: str) -> bool | None:
+    """True/False from a reply asked as "True or False, then one sentence of reason": the
+    reply must begin with the word (a reason may follow); None otherwise. The reply is not
+    searched for a word further in."""
+    m = _LEADING.fullmatch(text)
+    return parse_bool(m.group(1)) if m else None
+
+
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(%?)")
 
 
 def parse_probability(text: str) -> float:
-    """A probability in [0, 1] from a reply ('0.7', '70%', 'P = .7'); ValueError if none.
+    """A probability in [0, 1] from a reply ('0.7', '70%', '.7'); ValueError if none.
 
-    Exactly one number must appear, so a reply like 'between 0.6 and 0.8' is rejected. A JSON
-    object reply (structured outputs) is read from its ``probability`` field.
+    The whole reply must be the number (white space and a final full stop allowed), so
+    'between 0.6 and 0.8' and 'P = 0.7 because ...' are rejected. A JSON object reply
+    (structured outputs) is read from its ``probability`` field.
     """
     stripped = text.strip()
     if stripped.startswith("{"):
@@ -74,12 +97,15 @@ def parse_probability(text: str) -> float:
             if not 0.0 <= float(value) <= 1.0:
                 raise ValueError(f"{value:g} is not between 0 and 1")
             return float(value)
-    found = _NUMBER.findall(text)
+    if len(text) > SHORT_REPLY_CHARS:
+        raise ValueError(f"the reply is too long for a probability (> {SHORT_REPLY_CHARS} "
+                         "characters)")
+    found = _NUMBER.fullmatch(_bare(text))
     if not found:
-        raise ValueError("the reply contains no number")
-    if len(found) > 1:
-        raise ValueError(f"the reply contains {len(found)} numbers; give exactly one")
-    raw, pct = found[0]
+        if not _NUMBER.search(text):
+            raise ValueError("the reply contains no number")
+        raise ValueError("reply with the probability alone (one number, e.g. 0.73)")
+    raw, pct = found.groups()
     value = float(raw) / (100.0 if pct else 1.0)
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{value:g} is not between 0 and 1")

@@ -28,8 +28,7 @@ from llmdebate.agents.settings import (
 )
 from llmdebate.core.schemas import DebateConfig
 from llmdebate.data.quality import FILTERS as QUALITY_FILTERS
-from llmdebate.protocols.interface import OPEN_ROLES, RECURSIVE
-from llmdebate.protocols.registry import PROTOCOLS, can, get_protocol
+from llmdebate.protocols.registry import PROTOCOLS, get_protocol
 from llmdebate.tournament.roster import (
     TournamentSettings,
     check_roster,
@@ -174,7 +173,7 @@ class ExperimentConfig(_Section):
 
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
-        symmetric = [p for p in self.protocols if not can(p, RECURSIVE)]
+        symmetric = [p for p in self.protocols if not get_protocol(p).recursive]
         judge = JUDGES.entry(self.judge.kind)
         if symmetric and not judge.can(WHOLE_DEBATES):
             raise ValueError(
@@ -194,11 +193,13 @@ class ExperimentConfig(_Section):
         return self
 
     def _open_roles(self) -> None:
-        fixed = [p for p in self.protocols if get_protocol(p).seats and not can(p, OPEN_ROLES)]
+        fixed = [
+            p for p in self.protocols if get_protocol(p).seats and not get_protocol(p).open_roles
+        ]
         if fixed:
             raise ValueError(
                 f"prover.assignment 'choose': {', '.join(fixed)} do not let a debater pick "
-                f"its answer (capability {OPEN_ROLES!r}): remove them or choose another "
+                f"its answer (open_roles is False): remove them or choose another "
                 "assignment"
             )
         t = self.tournament
@@ -225,7 +226,7 @@ class ExperimentConfig(_Section):
     def role_settings(self) -> dict[str, ModelSettings]:
         """The model settings of every role that calls a model in this run."""
         roles: dict[str, ModelSettings] = {"prover": self.prover, "estimator": self.estimator}
-        if self.judge.kind in ("llm", "oracle-or-llm"):
+        if JUDGES.entry(self.judge.kind).can(USES_MODEL):
             roles["judge"] = self.judge
         roles.update(seat_models(self.seats, self.tournament))
         return roles

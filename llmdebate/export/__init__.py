@@ -8,7 +8,7 @@ registered in :data:`.registry.FORMATS`.
 
 from llmdebate.export.api import Export, build, carrier_sums, decision_rows, export_run, run_info
 from llmdebate.export.format_registry import FORMATS
-from llmdebate.export.rows import PLAYERS, Row, RunInfo, transcript_rows
+from llmdebate.export.rows import PLAYERS, Row, RunInfo, players, transcript_rows
 
 __all__ = [
     "FORMATS",
@@ -20,6 +20,7 @@ __all__ = [
     "carrier_sums",
     "decision_rows",
     "export_run",
+    "players",
     "run_info",
     "transcript_rows",
 ]

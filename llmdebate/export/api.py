@@ -11,13 +11,20 @@ from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
 from llmdebate.export import formats
-from llmdebate.export.format_registry import AUDIT, FORMATS, ONLINE, WHOLE_RUN, FormatContext
+from llmdebate.export.format_registry import (
+    AUDIT,
+    FORMATS,
+    ONLINE,
+    WHOLE_RUN,
+    FormatContext,
+    files_of,
+)
 from llmdebate.export.rows import (
-    PLAYERS,
     TRAINED_SOURCES,
     Row,
     RunInfo,
     config_digest,
+    players,
     transcript_rows,
 )
 from llmdebate.export.writers import kind_for, write_rows
@@ -62,8 +69,8 @@ def decision_rows(
     include_pending: bool = False,
 ) -> list[tuple[Row, Transcript]]:
     """Every decision row of the given player (all players: None), with its transcript."""
-    if role is not None and role not in PLAYERS:
-        raise UserError(f"--role {role!r}: choose from {', '.join(PLAYERS)}")
+    if role is not None and role not in players():
+        raise UserError(f"--role {role!r}: choose from {', '.join(players())}")
     out = []
     for t in transcripts:
         if t.status == "awaiting_verdict" and not include_pending:
@@ -82,7 +89,7 @@ def build(
     config: dict[str, Any],
     *,
     text: bool = False,
-    baseline: str | float = "expected",
+    baseline: str | float = "advantage",
     include_audit: bool = False,
 ) -> list[dict[str, Any]]:
     """The records of format ``fmt``: of the decisions a model made (rows of
@@ -114,7 +121,7 @@ def export_run(
     kind: str | None = None,
     include_pending: bool = False,
     text: bool = False,
-    baseline: str | float = "expected",
+    baseline: str | float = "advantage",
     test_fraction: float = 0.1,
     split: str | None = None,
     include_audit: bool = False,
@@ -125,6 +132,7 @@ def export_run(
         raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
     if not 0.0 <= test_fraction <= 1.0:
         raise UserError(f"--test-fraction must be in [0, 1] (got {test_fraction})")
+    container = kind_for(out, kind, files_of(fmt))
     config = read_run_config(run_dir)
     transcripts = load_transcripts(run_dir)
     info = run_info(run_dir, config, test_fraction)
@@ -138,7 +146,6 @@ def export_run(
             f"{run_dir}: no {fmt} rows for the {role} ({len(transcripts)} debates; a player "
             "whose decisions no model made, or no sibling samples for preferences)"
         )
-    container = kind_for(out, kind)
     write_rows(records, out, container)
     return Export(out, container, len(records), len({r.debate_id for r, _ in pairs}))
 

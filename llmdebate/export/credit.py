@@ -29,7 +29,7 @@ Per debate and player, the carriers' rewards sum to the player's payoff exactly.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmdebate.core import scoring
 from llmdebate.core.schemas import ModelCallRecord, Transcript
@@ -73,10 +73,8 @@ class Terms:
 
     def to_go(self, term: str, expected: bool = False) -> float:
         """This term plus every later one (the return to go from a decision credited with it)."""
-        if term not in self.names:
-            return 0.0
-        rest = self.names[self.names.index(term) :]
-        return float(scoring.total(self.value(n, expected) for n in rest))
+        values = self.expected if expected else self.sampled
+        return scoring.decision_return(self.names, values, term)
 
 
 def pe_terms(t: Transcript) -> Terms:
@@ -149,7 +147,21 @@ def handed_on(t: Transcript, call: ModelCallRecord) -> bool:
 
 
 def pe_call_credits(t: Transcript, terms: Terms, call: ModelCallRecord) -> list[tuple[str, Credit]]:
-    """(act, credit) of every decision a prover-estimator call served (a p-row may be two)."""
+    """(act, credit) of every decision a prover-estimator call served (a p-row may be two),
+    the earliest term first. Every row of one decision carries the decision's return to go
+    from that earliest term: its effect on the player's payoff (the online reward)."""
+    out = _pe_call_credits(t, terms, call)
+    if len(out) > 1:
+        first = out[0][1]
+        out = [(a, replace(c, return_to_go=first.return_to_go,
+                           expected_return_to_go=first.expected_return_to_go))
+               for a, c in out]
+    return out
+
+
+def _pe_call_credits(
+    t: Transcript, terms: Terms, call: ModelCallRecord
+) -> list[tuple[str, Credit]]:
     d, k = call.decision, call.round
     if call.role == "prover":
         if d == "answer":

@@ -14,6 +14,12 @@ can be injected into (:func:`llmdebate.export.api.injectable`) and each row's ``
 :mod:`llmdebate.rl` replays the rest of the debate. ``llmdebate export --format`` takes its
 choices from :meth:`FORMATS.names() <llmdebate.registry.Registry.names>`.
 
+File types: a row format's records are written as JSONL, CSV, parquet or a ``datasets``
+directory (:data:`llmdebate.export.writers.KINDS`, chosen by ``--out``'s suffix or ``--as``);
+a format whose records fit fewer declares them (:func:`declare_files`), and ``llmdebate
+export`` refuses the others in one line. A whole-run format writes its own file; the row
+options (``--role``, ``--split``, ``--include-pending``, ...) are refused for it.
+
 Capability ``audit``: the format gets every row, also those of decisions no model made
 (``source`` rejected, rule, assigned); the others get only :data:`~.rows.TRAINED_SOURCES`
 rows unless ``llmdebate export --include-audit``.
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.export.rows import Row
+from llmdebate.export.writers import KINDS
 from llmdebate.registry import Registry
 
 ONLINE = "online"
@@ -59,3 +66,19 @@ FORMATS: Registry[Format] = Registry(
     group="llmdebate.formats",
     builtins=("llmdebate.export.formats", "llmdebate.inspect_ext.export_format"),
 )
+
+_FILES: dict[str, tuple[str, ...]] = {}
+
+
+def declare_files(name: str, *kinds: str) -> None:
+    """Declare that row format ``name`` writes only the containers ``kinds`` (of
+    :data:`~llmdebate.export.writers.KINDS`)."""
+    unknown = [k for k in kinds if k not in KINDS]
+    if not kinds or unknown:
+        raise ValueError(f"format {name}: file types are some of {', '.join(KINDS)}")
+    _FILES[name] = tuple(kinds)
+
+
+def files_of(name: str) -> tuple[str, ...]:
+    """The containers row format ``name`` writes (every one unless it declared fewer)."""
+    return _FILES.get(name, KINDS)

@@ -110,8 +110,9 @@ def pair_key(r: Row) -> tuple[object, ...]:
 
 
 def preference(rows: list[Row], text: bool, expected: bool = True) -> list[dict[str, Any]]:
-    """Pairs of sibling rows (:func:`pair_key`) ranked by (expected) reward; ties make no
-    pair; rows no model chose are never paired."""
+    """Pairs of sibling rows (:func:`pair_key`: one decision in one state) ranked by the
+    decision's (expected) return to go, its effect on the player's payoff; ties make no pair;
+    rows no model chose are never paired."""
     groups: dict[tuple[object, ...], list[Row]] = defaultdict(list)
     for r in rows:
         if r.reward is not None and r.source in TRAINED_SOURCES:
@@ -153,18 +154,55 @@ def _ranking(candidates: bool, expected: bool) -> Callable[[Row], float]:
     """What sibling rows are ranked by: the candidates' scores, else (expected) reward."""
 
     def score(r: Row) -> float:
-        v = r.candidate_score if candidates else r.expected_reward if expected else r.reward
+        if candidates:
+            v = r.candidate_score
+        else:  # the decision's effect on the player's payoff: its return to go
+            v = r.expected_return_to_go if expected else r.return_to_go
         return float(v if v is not None else 0.0)
 
     return score
 
 
+BASELINES = ("advantage", "expected", "mean")
+"""The named baselines of ``trl-unpaired`` labels (or a number)."""
+
+
+def kind_key(r: Row) -> tuple[object, ...]:
+    """The decisions whose returns share a baseline: one protocol, player, act, round and
+    reward term."""
+    return (r.protocol, r.speaker, r.act, r.round_k, r.term)
+
+
+def _return(r: Row) -> float:
+    v = r.expected_return_to_go if r.expected_return_to_go is not None else r.return_to_go
+    return float(v or 0.0)
+
+
 def unpaired(
-    rows: list[Row], text: bool, baseline: str | float = "expected"
+    rows: list[Row], text: bool, baseline: str | float = "advantage"
 ) -> list[dict[str, Any]]:
-    """KTO rows: label = reward > baseline (``expected``: the row's expected reward; ``mean``:
-    the mean reward of the rows of the same player and act; or a number)."""
+    """KTO rows. ``advantage`` (default): label = the decision's expected return to go (its
+    effect on the player's payoff, expected over the protocol's draws) above the mean of the
+    decisions of its kind (:func:`kind_key`): the decision's advantage, not the luck of a
+    draw. ``expected``: reward > the row's own expected reward (only the luck of the draws);
+    ``mean``: reward > the mean reward of the rows of the same player and act; a number:
+    reward > it."""
     rows = [r for r in rows if r.reward is not None]
+    if baseline == "advantage":
+        acc_kind: dict[tuple[object, ...], list[float]] = defaultdict(list)
+        for r in rows:
+            acc_kind[kind_key(r)].append(_return(r))
+        value = {k: sum(v) / len(v) for k, v in acc_kind.items()}
+        return [
+            {
+                "prompt": render(r.prompt, text),
+                "completion": completion_of(r, text),
+                "label": bool(_return(r) > value[kind_key(r)]),
+                "baseline": value[kind_key(r)],
+                **dict(meta(r).items()),
+            }
+            for r in rows
+        ]
     means: dict[tuple[str, str], float] = {}
     if baseline == "mean":
         acc: dict[tuple[str, str], list[float]] = defaultdict(list)

@@ -31,10 +31,18 @@ from llmdebate.export.credit import (
     term_credit,
 )
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE
-from llmdebate.protocols.registry import protocol_of
+from llmdebate.protocols.registry import PROTOCOLS, protocol_of
 
 PLAYERS = ("prover", "estimator", "judge", "debater")
+"""The players of the built-in roles (:data:`~.credit.PLAYER_OF_ROLE`); a protocol adds its
+own (:attr:`llmdebate.protocols.interface.Protocol.roles`), see :func:`players`."""
+
+
+def players() -> tuple[str, ...]:
+    """Every player ``llmdebate export --role`` takes: the built-in ones, then those the
+    registered protocols declare."""
+    declared = (p for n in PROTOCOLS.names() for p in PROTOCOLS.get(n).roles.values())
+    return tuple(dict.fromkeys((*PLAYERS, *declared)))
 TRAINED_SOURCES = ("model", "candidate")
 """Row sources that are decisions a model made: ``model`` (played) and ``candidate`` (a
 best-of-n candidate); not ``rule``, ``assigned`` (no model chose them) or ``rejected``."""
@@ -111,9 +119,10 @@ class Row:
     """A best-of-n candidate's score, the one it was chosen by (``notes.best_of``), for the
     played candidate too; None for other rows. ``trl-preference`` ranks candidates by it."""
     reward_unit: float | None = None
-    """The unit of the row's reward term (:func:`llmdebate.core.scoring.term_unit`): reward /
-    reward_unit is the reward on the normalised scale the online reward functions return,
-    in [-1, 1]. None for a row with no reward term."""
+    """The debate's one reward scale (:func:`llmdebate.core.scoring.reward_scale`, the same for
+    every row of a debate): expected_return_to_go / reward_unit is the reward the online
+    reward functions return for the recorded reply, in [-1, 1]. None for a row with no
+    reward term."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -143,7 +152,7 @@ class _Builder:
             item_id=item_id,
             seed=t.seed,
             config_digest=info.config_digest,
-            judge_kind=judge_kind_of(info.judge_kind, t) if protocol.can(RECURSIVE) else "llm",
+            judge_kind=judge_kind_of(info.judge_kind, t) if protocol.recursive else "llm",
             gold=t.meta.get("gold"),
             claim_truth=truth,
             split=split_of(item_id, info.test_fraction),
@@ -152,6 +161,10 @@ class _Builder:
         )
         self.rows: list[Row] = []
         self.eligible: list[bool] = []
+
+    def player_of(self, role: str) -> str:
+        """The player call role ``role`` is exported as (the protocol's own roles first)."""
+        return self.protocol.player_of(role) or PLAYER_OF_ROLE.get(role, role)
 
     def add(
         self,
@@ -171,7 +184,8 @@ class _Builder:
     ) -> None:
         c = credit or Credit("", None, None, None, None)
         cfg = self.t.config
-        unit = scoring.term_unit(c.term, scoring.ratio_for(cfg), cfg.depth) if c.term else None
+        scheme = scoring.reward_scheme(self.t) or scoring.JUDGED
+        unit = scoring.reward_scale(scheme, scoring.ratio_for(cfg), cfg.depth) if c.term else None
         self.rows.append(
             Row(
                 prompt=prompt,
@@ -182,7 +196,7 @@ class _Builder:
                 expected_return_to_go=c.expected_return_to_go,
                 credited=False,
                 term=c.term,
-                role=PLAYER_OF_ROLE.get(speaker, speaker),
+                role=self.player_of(speaker),
                 speaker=speaker,
                 act=act,
                 call_act=call_act,
@@ -353,8 +367,8 @@ def _act_of(call: ModelCallRecord) -> str:
         return str(call.decision)
     if call.role == "judge":
         return "verdict"
-    if PLAYER_OF_ROLE.get(call.role) == "debater":
-        return "speech"
+    if PLAYER_OF_ROLE.get(call.role) == "debater" or speech_round(call.act) is not None:
+        return "speech"  # a debater's, or the speech of a seat a protocol adds
     return call.act
 
 
@@ -402,9 +416,9 @@ def transcript_rows(t: Transcript, info: RunInfo | None = None) -> list[Row]:
     if t.status == "failed":
         return []
     b = _Builder(t, info or RunInfo())
-    if b.protocol.can(ESTIMATOR):  # prover-estimator rewards, term by term
+    if b.protocol.estimator_rewards:  # prover-estimator rewards, term by term
         _pe_rows(b)
-    elif b.protocol.can(RECURSIVE):  # the ±1 payoff of a recursive debate
+    elif b.protocol.recursive:  # the ±1 payoff of a recursive debate
         _naive_rows(b)
     else:  # the judge's choice: debaters credited with its probability of their answer
         _judged_rows(b)

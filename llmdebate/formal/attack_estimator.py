@@ -20,6 +20,7 @@ replayed through :func:`llmdebate.formal.exact.exact_prover_estimator`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,13 +32,16 @@ from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.strategies.alternatives import Alternatives
 from llmdebate.formal.strategies.estimators import EstimatorPolicy
 from llmdebate.formal.strategies.judges import OracleJudge
-from llmdebate.formal.strategies.provers import ProverPolicy
+from llmdebate.formal.strategies.provers import BeliefProver, ProverPolicy
 from llmdebate.formal.tables import Levels, expected_rule, levels_from_joint
 from llmdebate.formal.variants import choices, joint_view
 
 CHUNK_ROWS = 1 << 19
 SIGMA_DIGITS = 12
 ELITE = 8
+GUARD = 1e-7  # B's numbers keep this far from the edges of A's dead zone
+EDGE_PENALTY = 1e6  # added to a table that hands on a probability on such an edge
+TOP_MARGIN = 1e-6  # p_d candidates this far on each side of a change of A's decisions
 
 
 @dataclass
@@ -47,6 +51,7 @@ class SearchBudget:
     evaluations: int = 1024
     population: int = 64
     seed: int = 0
+    margin: float = 1 / 200  # how far inside A's dead zone the structured tables stay
 
 
 def expect(alts: Alternatives, n: int) -> np.ndarray:
@@ -100,6 +105,7 @@ class EstimatorSearch:
         budget: SearchBudget,
     ):
         self.problem, self.prover, self.variant, self.budget = problem, prover, variant, budget
+        self.bands = _bands(prover)
         self.r = scoring.reward_ratio(epsilon, rho)
         self.q = problem.width
         self.judge = OracleJudge(problem)
@@ -165,13 +171,30 @@ class EstimatorSearch:
         nextp = view.nextp.reshape(n * size, self.q)
         ar = np.arange(n * size)
         cont = np.zeros(n * size)
+        edge = np.zeros(n * size, dtype=bool)
         for j, pj in choices(self.prover, self.variant, ri, k, rn, view, rep, z):
             jj = np.broadcast_to(j, (n * size,))
             child = rn[rep] * self.q + jj
-            cont += np.asarray(pj) * self.value(k - 1, ri[rep], child, nextp[ar, jj])
+            cp = nextp[ar, jj]
+            cont += np.asarray(pj) * self.value(k - 1, ri[rep], child, cp)
+            edge |= self.on_edge(ri[rep], k - 1, child, cp) & (np.asarray(pj) > 0)
         total = reward + (view.joint.reshape(-1) * cont).reshape(n, size).sum(axis=1)
+        reached = (edge & (view.joint.reshape(-1) > 0)).reshape(n, size).any(axis=1)
+        total = total + EDGE_PENALTY * reached
         self.evaluated += n
         return np.asarray(total.reshape(s_n, c_n))
+
+    def on_edge(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """Where A's direction at p differs between its dead zone narrowed and widened by
+        :data:`GUARD`: p on an edge, where rounding rather than B decides A's move. B does
+        not hand such a p on (the tolerance would read it one way, exact arithmetic may read
+        it the other)."""
+        if self.bands is None:
+            return np.zeros(len(inst), dtype=bool)
+        narrow, wide = self.bands
+        a = expect(narrow.direction(inst, k, node, p), len(inst))
+        b = expect(wide.direction(inst, k, node, p), len(inst))
+        return np.asarray(a != b)
 
     # ------------------------------------------------------------------ search
     def proposals(self, k: int, inst: np.ndarray, node: np.ndarray) -> np.ndarray:
@@ -190,10 +213,12 @@ class EstimatorSearch:
             counts = np.stack([(flips == c).sum(axis=1) for c in range(q + 1)], axis=1)
             per = law / np.maximum(counts, 1)
             cands.append(np.take_along_axis(per, flips, axis=1)[:, None, :])
-        law = self.flip_laws(self.dead_zone(k, inst, node, g))  # (S, L, q + 1)
+        inside = np.maximum(self.dead_zone(k, inst, node, g) - self.budget.margin, 0.0)
+        law = self.flip_laws(inside)  # (S, L, q + 1)
         counts = np.stack([(flips == c).sum(axis=1) for c in range(q + 1)], axis=1)
         per = law / np.maximum(counts, 1)[:, None, :]
         cands.append(np.take_along_axis(per, np.repeat(flips[:, None, :], law.shape[1], 1), 2))
+        cands.append(self.group_laws(g, inside))
         point = np.zeros((s_n, 1, size))
         point[np.arange(s_n), 0, truth_idx] = 1.0
         cands.append(point)
@@ -234,6 +259,55 @@ class EstimatorSearch:
                 law = np.zeros((len(c), q + 1))
                 law[:, f1], law[:, f2] = np.where(ok, a, 0.0), np.where(ok, 1 - a, 0.0)
                 law[~ok, 0] = 1.0  # no such mixture: the truth itself
+                laws.append(law)
+        return np.stack(laws, axis=1)
+
+    def group_laws(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Correlated tables that keep every marginal at distance c from its truth: within the
+        true children (and within the false ones) the number flipped follows a law of mean
+        c·(group size), two counts mixed, uniform over which children; the other group kept
+        at its truth, or flipped the same way. Outcomes move together, so E[M_D] moves far
+        while no handed-on marginal leaves A's dead zone. Shape (S, L, 2^q)."""
+        q, bits = self.q, self.bits
+        s_n = len(g)
+        true_child = g[:, None, :] == 1  # (S, 1, q)
+        flipped = bits[None, :, :] != g[:, None, :]  # (S, 2^q, q)
+        f_t = (flipped & true_child).sum(axis=2)  # flipped true children per outcome
+        f_f = (flipped & ~true_child).sum(axis=2)
+        n_t = true_child.sum(axis=2)[:, 0]
+        n_f = q - n_t
+        law_t = self._two_point(c * n_t, n_t)  # (S, L, q + 1)
+        law_f = self._two_point(c * n_f, n_f)
+        keep = np.zeros((s_n, 1, q + 1))
+        keep[:, :, 0] = 1.0
+        pairs = [
+            (law_t, np.repeat(keep, law_t.shape[1], 1)),
+            (np.repeat(keep, law_f.shape[1], 1), law_f),
+            (law_t, law_f),
+        ]
+        choose = np.array([[math.comb(n, m) for m in range(q + 1)] for n in range(q + 1)])
+        ct, cf = choose[n_t], choose[n_f]  # (S, q + 1): ways to flip m children of a group
+        out = []
+        for lt, lf in pairs:
+            pt = lt / np.maximum(ct, 1)[:, None, :]
+            pf = lf / np.maximum(cf, 1)[:, None, :]
+            ft = np.repeat(f_t[:, None, :], lt.shape[1], 1)
+            ff = np.repeat(f_f[:, None, :], lf.shape[1], 1)
+            out.append(np.take_along_axis(pt, ft, 2) * np.take_along_axis(pf, ff, 2))
+        return np.concatenate(out, axis=1)
+
+    def _two_point(self, mean: np.ndarray, size: np.ndarray) -> np.ndarray:
+        """Laws over 0..size (padded to q + 1) with the given mean: every two-count mixture
+        (f1 < f2) that has it, else the point at round(mean). Shape (S, L, q + 1)."""
+        q = self.q
+        laws = []
+        for f1 in range(q + 1):
+            for f2 in range(f1 + 1, q + 1):
+                ok = (f2 <= size) & (f1 <= mean) & (mean <= f2)
+                a = np.where(ok, (f2 - mean) / (f2 - f1), 0.0)  # weight on f1
+                law = np.zeros((len(mean), q + 1))
+                law[:, f1], law[:, f2] = a, np.where(ok, 1 - a, 0.0)
+                law[~ok, 0] = 1.0  # no such mixture: the group at its truth
                 laws.append(law)
         return np.stack(laws, axis=1)
 
@@ -307,8 +381,28 @@ class EstimatorSearch:
                 mid = 0.5 * (lo + hi)
                 c = self._top_code(np.array([inst]), np.array([answer]), np.array([mid]), d)[0]
                 lo, hi = (mid, hi) if c == c_lo else (lo, mid)
-            extra += [lo, hi]
-        return np.unique(np.concatenate([grid, np.array(extra)]))
+            extra += [lo - TOP_MARGIN, hi + TOP_MARGIN]  # clear of the change, both sides
+        return np.unique(np.clip(np.concatenate([grid, np.array(extra)]), 0.0, 1.0))
+
+    def top_on_edge(self, inst: int, answers: list[int], grid: np.ndarray) -> np.ndarray:
+        """p_d candidates on an edge of A's decision to stop or of its direction."""
+        out = np.zeros(len(grid), dtype=bool)
+        if self.bands is None:
+            return out
+        ii = np.full(len(grid), inst)
+        d = self.problem.depth
+        for a in answers:
+            aa = np.full(len(grid), a)
+            codes = [self._code_of(pr, ii, aa, grid, d) for pr in self.bands]
+            out |= codes[0] != codes[1]
+        return out
+
+    def _code_of(
+        self, pr: ProverPolicy, inst: np.ndarray, a: np.ndarray, p: np.ndarray, d: int
+    ) -> np.ndarray:
+        stop = pr.stops(inst, p, a).astype(float)
+        sig = expect(pr.direction(inst, d, np.zeros_like(inst), p), len(inst))
+        return np.asarray(stop * 10 + sig)
 
     def _top_code(self, inst: np.ndarray, a: np.ndarray, p: np.ndarray, d: int) -> np.ndarray:
         stop = self.prover.stops(inst, p, a)
@@ -329,6 +423,7 @@ class EstimatorSearch:
                 for a, pa in alts
             ]
             grid = np.unique(np.concatenate([self.top_grid(i, a) for a, _ in answers]))
+            grid = grid[~self.top_on_edge(i, [a for a, _ in answers], grid)]
             ii = np.full(len(grid), i)
             tot = np.zeros(len(grid))
             for a, pa in answers:
@@ -345,6 +440,18 @@ class EstimatorSearch:
             p_top[i] = best_p
         self.est.p_top = p_top
         return self.est
+
+
+def _bands(prover: ProverPolicy) -> tuple[BeliefProver, BeliefProver] | None:
+    """An eq. (13) prover with its dead zone narrowed and widened by :data:`GUARD` (none for
+    other provers, or with no dead zone: p = g is then exact)."""
+    if not isinstance(prover, BeliefProver) or prover.epsilon <= GUARD:
+        return None
+    pr, eps = prover, prover.epsilon
+    return (
+        BeliefProver(pr.problem, pr.values, eps - GUARD, pr.name),
+        BeliefProver(pr.problem, pr.values, eps + GUARD, pr.name),
+    )
 
 
 def _product(m: np.ndarray, bits: np.ndarray) -> np.ndarray:

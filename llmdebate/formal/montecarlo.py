@@ -15,7 +15,15 @@ import numpy as np
 from llmdebate.core import scoring
 from llmdebate.formal.game import Game, NaiveGame
 from llmdebate.formal.strategies.alternatives import sample
-from llmdebate.formal.variants import COMMITTING, choices, round_view
+from llmdebate.formal.strategies.provers import ProverPolicy
+from llmdebate.formal.tables import Levels, joint_from_levels, marginals
+from llmdebate.formal.variants import (
+    COMMITTING,
+    MARGINAL_NEXT,
+    choices,
+    round_view,
+    stated_levels,
+)
 
 BATCH = 1 << 16
 Z95 = 1.959963984540054
@@ -48,7 +56,6 @@ def simulate_prover_estimator(game: Game, n: int, rng: np.random.Generator) -> n
     """Payoffs R_A of ``n`` independent debates (instances drawn uniformly)."""
     prob, prover, est = game.problem, game.prover, game.estimator
     d, r = prob.depth, game.r
-    ar = np.arange(n)
     inst = rng.integers(0, prob.n, size=n)
     a = sample(prover.answer(inst), rng, n)
     p = est.top(inst)
@@ -56,28 +63,93 @@ def simulate_prover_estimator(game: Game, n: int, rng: np.random.Generator) -> n
     rewards = [scoring.init_reward(r, d, zhat, a)]
     active = ~prover.stops(inst, p, a)
     node = np.zeros(n, dtype=np.int64)
-    variant = game.variant
+    play = _drawn_round if _reads_drawn_rows(prover) else _viewed_round
     for k in range(d, 0, -1):
         s = sample(prover.direction(inst, k, node, p), rng, n) * active
-        view = round_view(est.levels(inst, k, node, p), variant)
-        q = view.marg.shape[1]
-        if variant in COMMITTING:  # A commits before the draws
-            j = sample(choices(prover, variant, inst, k, node, view, ar, np.empty((n, q))), rng, n)
-        idx = np.zeros(n, dtype=np.int64)
-        z = np.empty((n, q), dtype=np.int64)
-        for i in range(q):
-            z[:, i] = rng.random(n) < view.levels[i][ar, idx]
-            idx = 2 * idx + z[:, i]
-        m = prob.rule(k).evaluate_many(idx)
+        m, j, p_next = play(game, inst, k, node, est.levels(inst, k, node, p), rng)
         rewards.append(scoring.round_reward(r, k, s, m, p))
-        if variant not in COMMITTING:
-            j = sample(choices(prover, variant, inst, k, node, view, ar, z), rng, n)
-        p = view.nextp[ar, idx, j]
-        node = node * q + j
+        p = p_next
+        node = node * prob.width + j
     s = sample(prover.direction(inst, 0, node, p), rng, n) * active
     verdict = (rng.random(n) < game.judge.prob_true(inst, node)).astype(np.int64)
     rewards.append(scoring.leaf_reward(r, s, verdict, p))
     return scoring.total(rewards)
+
+
+Round = tuple[np.ndarray, np.ndarray, np.ndarray]  # M_D(z), the index j, the next p
+
+
+def _reads_drawn_rows(prover: ProverPolicy) -> bool:
+    """Whether A's choice can be read off the drawn rows alone (:meth:`choose_drawn`): true
+    unless its class reads a whole round's view without saying what it reads of one row."""
+    cls = type(prover)
+    return (
+        cls.choose_rows is ProverPolicy.choose_rows
+        or cls.choose_drawn is not ProverPolicy.choose_drawn
+    )
+
+
+def _drawn_round(
+    game: Game,
+    inst: np.ndarray,
+    k: int,
+    node: np.ndarray,
+    levels: Levels,
+    rng: np.random.Generator,
+) -> Round:
+    """One round, the variant's tables read along the drawn outcome only: the same draws and
+    the same numbers as :func:`_viewed_round`, without the round's 2^q·q path table."""
+    prover, variant = game.prover, game.variant
+    n = len(inst)
+    ar = np.arange(n)
+    levels = stated_levels(levels, variant)
+    q = len(levels)
+    marg = None
+    if variant in COMMITTING or variant in MARGINAL_NEXT:
+        marg = marginals(joint_from_levels(levels))
+    if variant in COMMITTING:  # A commits before the draws
+        assert marg is not None
+        j = sample(prover.commit(inst, k, node, marg), rng, n)
+    idx = np.zeros(n, dtype=np.int64)
+    b = np.empty((n, q))
+    z = np.empty((n, q), dtype=np.int64)
+    for i in range(q):
+        b[:, i] = levels[i][ar, idx]
+        z[:, i] = rng.random(n) < b[:, i]
+        idx = 2 * idx + z[:, i]
+    m = game.problem.rule(k).evaluate_many(idx)
+    nextp = marg if variant in MARGINAL_NEXT else b
+    assert nextp is not None
+    if variant not in COMMITTING:
+        j = sample(prover.choose_drawn(inst, k, node, b, nextp, z), rng, n)
+    return m, j, nextp[ar, j]
+
+
+def _viewed_round(
+    game: Game,
+    inst: np.ndarray,
+    k: int,
+    node: np.ndarray,
+    levels: Levels,
+    rng: np.random.Generator,
+) -> Round:
+    """One round through the variant's whole view (:func:`round_view`)."""
+    prover, variant = game.prover, game.variant
+    n = len(inst)
+    ar = np.arange(n)
+    view = round_view(levels, variant)
+    q = view.marg.shape[1]
+    if variant in COMMITTING:  # A commits before the draws
+        j = sample(choices(prover, variant, inst, k, node, view, ar, np.empty((n, q))), rng, n)
+    idx = np.zeros(n, dtype=np.int64)
+    z = np.empty((n, q), dtype=np.int64)
+    for i in range(q):
+        z[:, i] = rng.random(n) < view.levels[i][ar, idx]
+        idx = 2 * idx + z[:, i]
+    m = game.problem.rule(k).evaluate_many(idx)
+    if variant not in COMMITTING:
+        j = sample(choices(prover, variant, inst, k, node, view, ar, z), rng, n)
+    return m, j, view.nextp[ar, idx, j]
 
 
 def simulate_naive(

@@ -52,6 +52,7 @@ def _completeness_row(variant: str, prover: str, out: Path) -> Row:
     TIMES[f"completeness {variant} {prover}"] = time.perf_counter() - t0
     r = scoring.reward_ratio(spec.epsilon, spec.rho)
     s = res["search"]
+    ex = res["exact"]
     return {
         "section": "attack",
         "variant": variant,
@@ -64,13 +65,16 @@ def _completeness_row(variant: str, prover: str, out: Path) -> Row:
             f"ρ={spec.rho}; {res['instances_used']}/{spec.instances} stable instances; B: any "
             f"joint per state; budget {s['evaluations_per_state']} tables per state "
             f"(population {s['population']}, seed {s['seed']}), {s['states_searched']} states, "
-            f"{s['tables_evaluated']} tables evaluated"
+            f"{s['tables_evaluated']} tables evaluated; {_exact_note(ex)}"
         ),
-        "value": res["min_instance_normalized"] * r ** (spec.depth + 1),
-        "normalized": res["min_instance_normalized"],
-        "mean_normalized": res["normalized_payoff"],
+        "value": ex["min_instance_normalized"] * r ** (spec.depth + 1),
+        "normalized": ex["min_instance_normalized"],
+        "mean_normalized": ex["normalized_payoff"],
         "bound": scoring.completeness_bound(spec.epsilon, r, spec.depth),
-        "method": "search (exact DP over states, evolutionary search per table); exact replay",
+        "method": (
+            "search (exact DP over states, evolutionary search per table); replay in "
+            "rational arithmetic, no tolerance"
+        ),
         "passed": not res["below_bound"],
         "digits": ATTACK_DIGITS,
     }
@@ -93,12 +97,14 @@ def _soundness_row(variant: str, out: Path) -> Row:
         "setting": (
             f"interval, {spec.instances} instances, d={spec.depth}, q={spec.width}, "
             f"ε={spec.epsilon}, ρ={spec.rho}; OGD δ target {spec.delta:g}, "
-            f"{'converged' if a1['converged'] else 'NOT converged'}; exact best response (DP)"
+            f"{'converged' if a1['converged'] else 'NOT converged'} (rechecked outside OGD: max "
+            f"|Adv| {a1['recheck_max_advantage']:.2e}); exact best response (DP); "
+            f"{_exact_note(res['exact'])}"
         ),
-        "value": res["expected_payoff"],
-        "normalized": res["normalized_payoff"],
+        "value": res["exact"]["normalized_payoff"] * r ** (spec.depth + 1),
+        "normalized": res["exact"]["normalized_payoff"],
         "bound": res["bound"] * r ** (spec.depth + 1),
-        "method": "exact DP over A's decision tree; exact replay",
+        "method": "exact DP over A's decision tree; replay in rational arithmetic, no tolerance",
         "passed": not res["above_bound"],
         "digits": ATTACK_DIGITS,
     }
@@ -134,6 +140,15 @@ def _uninformed_row(variant: str, out: Path) -> Row:
         "method": "exact DP over A's decision tree; exact replay",
         "passed": bool(abs(res["normalized_payoff"]) <= 0.05),
     }
+
+
+def _exact_note(ex: dict[str, Any]) -> str:
+    """What the rational re-evaluation says about a row's strategy (2 significant digits)."""
+    verdict = f"breaks the bound by {ex['clears_bound_by']:.2g}" if ex["breaks"] else "no break"
+    note = f"in fractions (no tolerance): {verdict}"
+    if ex["dead_zone_clearance"] is not None:
+        note += f", A's dead-zone decisions clear its edge by ≥ {ex['dead_zone_clearance']:.2g}"
+    return note
 
 
 def attack_rows(variants: tuple[str, ...] = VARIANTS) -> list[Row]:

@@ -7,8 +7,10 @@ table of conditionals is a joint; correlated outcomes included). A prover file l
 answer per instance, its direction at every state (instance, k, node, p_k), and its recursion
 index after each (b along the drawn path, z), or, under a committing variant, given B's
 marginals. Probabilities are JSON numbers, which Python reads back to the same float, so a
-replay evaluates the very numbers the search evaluated. States a file does not list get a
-stated default (estimator: the uniform joint; prover: direction 0 and index 0).
+replay evaluates the very numbers the search evaluated; the exact check
+(:mod:`llmdebate.formal.rational`) reads each as the decimal it is written as. States a file
+does not list get a stated default (estimator: the uniform joint; prover: direction 0 and
+index 0); a state's p matches a listed p within :data:`KEY_TOLERANCE` (the nearest).
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ SETTING_KEYS: tuple[str, ...] = (
 SETTING_KEYS += ("epsilon", "rho")
 
 StateKey = tuple[int, int, int, int]  # (instance, k, node, bits of p_k)
+NUMBERS = (
+    "each JSON number is exact as the decimal it is written as (llmdebate.formal.rational "
+    "evaluates the file so, with no tolerance); a state's p matches the listed p nearest to it"
+)
+KEY_TOLERANCE = 1e-12  # a state's p matches a listed p this close (the nearest one)
 
 
 def pbits(p: float) -> int:
@@ -63,12 +70,33 @@ class TableEstimator(EstimatorPolicy):
         self.q, self.p_top, self.name = q, np.asarray(p_top, dtype=np.float64), name
         self.joints: dict[StateKey, np.ndarray] = {}
         self.uniform = np.full(1 << q, 1.0 / (1 << q))
+        self._index_size = -1
 
     def top(self, inst: np.ndarray) -> np.ndarray:
         return np.asarray(self.p_top[inst])
 
     def joint_at(self, inst: int, k: int, node: int, p: float) -> np.ndarray:
-        return self.joints.get((inst, k, node, pbits(p)), self.uniform)
+        """The table listed for this state: for p itself, else for the listed p nearest to p
+        within :data:`KEY_TOLERANCE` (a p computed in another order, e.g. in exact arithmetic
+        or by another summation, finds its table), else the uniform joint."""
+        got = self.joints.get((inst, k, node, pbits(p)))
+        if got is None:
+            got = self._nearest(inst, k, node, p)
+        return self.uniform if got is None else got
+
+    def _nearest(self, inst: int, k: int, node: int, p: float) -> np.ndarray | None:
+        if self._index_size != len(self.joints):
+            self._index: dict[tuple[int, int, int], list[tuple[float, StateKey]]] = {}
+            for key in self.joints:
+                pk = float(np.int64(key[3]).view(np.float64))
+                self._index.setdefault(key[:3], []).append((pk, key))
+            self._index_size = len(self.joints)
+        near = [
+            (abs(pk - p), key)
+            for pk, key in self._index.get((inst, k, node), [])
+            if abs(pk - p) <= KEY_TOLERANCE
+        ]
+        return self.joints[min(near)[1]] if near else None
 
     def levels(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> Levels:
         rows = [
@@ -126,6 +154,19 @@ class TableProver(ProverPolicy):
             return super().choose_rows(inst, k, node, view, rep, z)
         nextp = view.nextp.reshape(-1, self.q)[index_rows(rep, z)]
         return deterministic(last_round_index(self.judge, inst[rep], node[rep], nextp, self.q))
+
+    def choose_drawn(
+        self,
+        inst: np.ndarray,
+        k: int,
+        node: np.ndarray,
+        b: np.ndarray,
+        nextp: np.ndarray,
+        z: np.ndarray,
+    ) -> Alternatives:
+        if k != 1 or self.judge is None:
+            return self.choose(inst, k, node, b, z)
+        return deterministic(last_round_index(self.judge, inst, node, nextp, self.q))
 
     def choose(
         self, inst: np.ndarray, k: int, node: np.ndarray, b: np.ndarray, z: np.ndarray
@@ -198,6 +239,7 @@ def estimator_document(
         "setting": setting,
         "meta": meta,
         "default": "uniform joint at states not listed",
+        "numbers": NUMBERS,
         "p_top": _floats(est.p_top),
         "tables": tables,
     }
@@ -218,6 +260,7 @@ def prover_document(
         "setting": setting,
         "meta": meta,
         "default": "direction 0 and recursion index 0 at states not listed",
+        "numbers": NUMBERS,
         "greedy_last_round": pr.greedy,
         "answers": [int(a) for a in pr.answers],
         "directions": [

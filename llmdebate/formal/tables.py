@@ -29,7 +29,10 @@ def joint_from_levels(levels: Levels) -> np.ndarray:
     n = levels[0].shape[0]
     prob = np.ones((n, 1))
     for b in levels:
-        prob = np.stack([prob * (1.0 - b), prob * b], axis=2).reshape(n, -1)
+        nxt = np.empty((n, 2 * prob.shape[1]))
+        np.multiply(prob, 1.0 - b, out=nxt[:, 0::2])
+        np.multiply(prob, b, out=nxt[:, 1::2])
+        prob = nxt
     return prob
 
 
@@ -62,14 +65,24 @@ def path_probabilities(levels: Levels) -> np.ndarray:
     """b_i along every outcome's own path, shape (n, 2^q, q): [row, t, i] = b_{i+1}(z_<i(t))."""
     q = len(levels)
     idx = prefix_index(q)
-    return np.stack([levels[i][:, idx[i]] for i in range(q)], axis=2)
+    out = np.empty((levels[0].shape[0], 1 << q, q))
+    for i in range(q):
+        out[:, :, i] = levels[i][:, idx[i]]
+    return out
 
 
 def marginals(joint: np.ndarray) -> np.ndarray:
     """P(z_i = 1) for every subclaim, shape (n, q)."""
     q = joint.shape[1].bit_length() - 1
-    # a plain reduction, not BLAS: a row's marginals do not depend on the batch it is in
-    return np.asarray((joint[:, :, None] * outcome_bits(q)[None, :, :]).sum(axis=1))
+    # a plain reduction, not BLAS: a row's marginals do not depend on the batch it is in.
+    # Reducing over the leading axis adds the outcomes one by one in index order (no pairwise
+    # blocks), so each marginal is the sequential sum of the P(z) with z_i = 1.
+    bits = outcome_bits(q).astype(bool)
+    by_outcome = np.ascontiguousarray(joint.T)
+    out = np.empty((joint.shape[0], q))
+    for i in range(q):
+        out[:, i] = np.add.reduce(by_outcome[bits[:, i]], axis=0)
+    return out
 
 
 def expected_rule(joint: np.ndarray, table: np.ndarray) -> np.ndarray:

@@ -57,11 +57,7 @@ def round_markdown(r: RoundRecord) -> str:
 
 def stages(t: Transcript) -> Iterator[str]:
     """The Markdown of every stage of ``t``, in order."""
-    yield (
-        f"### {t.id}\n\nprotocol **{t.protocol}**, variant {t.meta.get('variant')}, "
-        f"gold {t.meta.get('gold')!r}, distractor {t.meta.get('distractor')!r}, "
-        f"assigned {t.meta.get('assigned')!r}"
-    )
+    yield header(t)
     if t.init is not None:
         i = t.init
         yield (
@@ -72,9 +68,35 @@ def stages(t: Transcript) -> Iterator[str]:
     for r in t.rounds:
         yield round_markdown(r)
     for turn in t.turns:
-        side = f" ({turn.position})" if turn.position else ""
+        if turn.role == "judge" and turn.position is not None and "decision" in t.meta:
+            p = t.meta.get("decision_probability")
+            yield (
+                f"**judge's decision, round {turn.round}**: chose {turn.position!r}"
+                + (f" with probability {_fmt(p)}" if p is not None else "")
+            )
+            continue
+        side = f" (arguing for {turn.position!r})" if turn.position else ""
         yield f"**{turn.role}{side}, round {turn.round}**\n\n{turn.text}"
     yield outcome(t)
+
+
+def header(t: Transcript) -> str:
+    """The debate's card: protocol, variant, what each side defends, and the dataset's key
+    labelled as such (the judge never sees it)."""
+    lines = [f"### {t.id}", "", f"protocol **{t.protocol}**, variant {t.meta.get('variant')}"]
+    assigned = t.meta.get("assigned") or t.meta.get("claimed_answer")
+    if assigned is not None:
+        lines.append(f"- the prover / consultant defends {assigned!r}")
+    if t.meta.get("options"):
+        shown = ", ".join(repr(o) for o in t.meta["options"])
+        lines.append(f"- answers shown to the judge, in order: {shown}")
+    if t.meta.get("gold") is not None:
+        lines.append(
+            f"- for scoring only (the judge is not told which answer is right): the "
+            f"dataset's gold answer {t.meta.get('gold')!r}, distractor "
+            f"{t.meta.get('distractor')!r}"
+        )
+    return "\n".join(lines)
 
 
 def outcome(t: Transcript) -> str:
@@ -85,7 +107,7 @@ def outcome(t: Transcript) -> str:
     if t.total is not None:
         parts.append(f"prover's total {_fmt(t.total)} (expected {_fmt(t.expected_total)})")
     if "decision" in t.meta:
-        parts.append(f"judge decided {t.meta['decision']!r}")
+        parts.append(f"the judge chose {t.meta['decision']!r}")
     return "\n- ".join(parts)
 
 

@@ -12,9 +12,11 @@ assignment: honest and dishonest) as llmdebate's runner would (:func:`~llmdebate
 model (``get_model(role=...)``; a role not given uses ``--model``) as an llmdebate backend.
 The full transcripts ride in the sample's metadata (``llmdebate.records.transcripts``), so that
 ``llmdebate score LOG`` re-scores them exactly; the debate is also written into the sample's
-log as readable events (:mod:`llmdebate.inspect_ext.events`). The scorer reports whether the
-judge was right (``correct``, with Inspect's accuracy and stderr) and, for protocols with
-rewards, the prover's payoff (``payoff``: mean and stderr).
+log as readable events (:mod:`llmdebate.inspect_ext.events`). The scorer reports the
+protocol's figures under their names (:mod:`llmdebate.inspect_ext.scores`; ``docs/metrics.md``
+defines them): the judge's accuracy for speech protocols; for protocols with rewards whether
+the honest prover's payoff beat the dishonest one's, the item's leaf-claim accuracy and both
+payoffs, early stops included.
 """
 
 from __future__ import annotations
@@ -40,9 +42,18 @@ from llmdebate.experiment.jobs import Job, make_jobs
 from llmdebate.experiment.loading import load
 from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.inspect_ext.events import emit, span_name
+from llmdebate.inspect_ext.scores import (
+    explanation,
+    figures,
+    group_for,
+    grouped_figures,
+    judgment_figures,
+    score_metadata,
+)
 from llmdebate.models import Model
 from llmdebate.models.inspect_backend import InspectBackend
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.common import VIEW_VARIANTS
 from llmdebate.protocols.registry import get_protocol, protocol_of
 from llmdebate.records.paths import resolve_path
 from llmdebate.records.transcripts import transcript_line
@@ -145,6 +156,19 @@ def debate_solver(config_json: str, jobs_key: str) -> Solver:
     return solve
 
 
+def job_groups(cfg: ExperimentConfig, key: str) -> list[str]:
+    """The score groups of a task's debates (:func:`~llmdebate.inspect_ext.scores.group_for`)."""
+    groups: list[str] = []
+    for jobs in _JOBS[key].values():
+        for job in jobs:
+            s = job.spec
+            passage = VIEW_VARIANTS.get(s.variant, cfg.judge.passage)
+            g = group_for(s.protocol, s.variant, bool((s.item.context or "").strip()), passage)
+            if g not in groups:
+                groups.append(g)
+    return groups
+
+
 def _jobs_by_item(cfg: ExperimentConfig, items: list[Item]) -> str:
     """Every debate of ``items`` as llmdebate's runner makes them, kept under a new key."""
     out: dict[str, list[Job]] = {}
@@ -155,37 +179,59 @@ def _jobs_by_item(cfg: ExperimentConfig, items: list[Item]) -> str:
     return key
 
 
-def sample_score(transcripts: list[dict[str, Any]]) -> Score:
-    """``correct``: the share of the item's complete debates whose judge was right;
-    ``payoff``: the prover's mean payoff (protocols with rewards)."""
+def answer_text(ts: list[Transcript]) -> str:
+    """What the sample's debates came to, in a few words (never the gold answer alone)."""
+    parts = []
+    for t in ts:
+        who = str(t.meta.get("variant") or t.id)
+        if "decision" in t.meta:
+            parts.append(f"{who}: judge chose {t.meta['decision']!r}")
+        elif (p := protocol_of(t).payoff(t)) is not None:
+            parts.append(f"{who}: payoff {p:.3g}" + (" (stopped early)" if t.stopped_early else ""))
+        else:
+            parts.append(f"{who}: {t.status}")
+    return "; ".join(parts)
+
+
+def sample_score(
+    transcripts: list[dict[str, Any]], protocol: str | None = None,
+    groups: list[str] | None = None, judgments: bool = False,
+) -> Score:
+    """The score of the item's debates of one protocol (``protocol``, else the debates'
+    own): its figures under their names (:mod:`llmdebate.inspect_ext.scores`); with
+    ``groups`` (the direct baselines, a shown passage) each group's figures apart; with
+    ``judgments`` (people's verdicts) the share judged correctly."""
     ts = [Transcript.model_validate(d) for d in transcripts]
-    complete = [t for t in ts if t.status == "complete"]
+    name = protocol or (ts[0].protocol if ts else "")
+    complete = [t for t in ts if t.status == "complete" and t.protocol == name]
     if not complete:
         reasons = "; ".join(f"{t.id}: {t.failure or t.status}" for t in ts)
         raise RuntimeError(f"no debate of the item completed ({reasons})")
-    correct = [protocol_of(t).judgment_scores(t)["correct"] for t in complete]
-    known = [c for c in correct if c is not None]
-    value: dict[str, float] = {"correct": _mean(known)} if known else {}  # else: no truth
-    payoffs = [p for t in complete if (p := protocol_of(t).payoff(t)) is not None]
-    if payoffs:
-        value["payoff"] = _mean(payoffs)
+    value = (
+        grouped_figures(complete, groups) if groups
+        else judgment_figures(name, complete) if judgments
+        else dict(figures(name, complete))
+    )
     return Score(
         value=value,
-        answer=", ".join(str(t.meta.get("decision", t.meta.get("variant"))) for t in complete),
-        explanation="; ".join(
-            f"{t.id}: correct={c}" for t, c in zip(complete, correct, strict=True)
-        ),
-        metadata={"debates": [t.id for t in ts], "failed": [t.id for t in ts if t.failure]},
+        answer=answer_text(complete),
+        explanation=explanation(complete),
+        metadata=score_metadata(ts, protocol=name),
     )
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0
+_SPEECH_METRICS: dict[str, list[Any]] = {"judge_accuracy": [accuracy(), stderr()]}
+_REWARD_METRICS: dict[str, list[Any]] = {
+    "honest_beats_dishonest": [mean(), stderr()],
+    "item_leaf_claim_accuracy": [accuracy(), stderr()],
+    "item_payoff_honest": [mean(), stderr()],
+    "item_payoff_dishonest": [mean(), stderr()],
+}
 
 
-@scorer(metrics={"correct": [accuracy(), stderr()], "payoff": [mean(), stderr()]})
+@scorer(metrics=_REWARD_METRICS)
 def debate_scorer() -> Scorer:
-    """Judge correctness and the prover's payoff of the sample's debates."""
+    """Protocols with rewards: honest against dishonest, leaf-claim accuracy, the payoffs."""
 
     async def score(state: TaskState, target: Target) -> Score:
         return sample_score(state.metadata[METADATA_KEY]["transcripts"])
@@ -193,9 +239,20 @@ def debate_scorer() -> Scorer:
     return score
 
 
-@scorer(metrics={"correct": [accuracy(), stderr()]})
+@scorer(metrics={"*": [mean(), stderr()]})
+def grouped_scorer(groups: list[str]) -> Scorer:
+    """A task whose debates fall in several groups (the direct baselines, a shown passage):
+    each group's figures apart, named ``<figure> (<group>)``."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        return sample_score(state.metadata[METADATA_KEY]["transcripts"], groups=groups)
+
+    return score
+
+
+@scorer(metrics=_SPEECH_METRICS)
 def judge_scorer() -> Scorer:
-    """Judge correctness of the sample's debates (protocols without rewards)."""
+    """Speech protocols: the judge's accuracy on the item's debates."""
 
     async def score(state: TaskState, target: Target) -> Score:
         return sample_score(state.metadata[METADATA_KEY]["transcripts"])
@@ -234,9 +291,15 @@ def debate(
         for it in items
     ]
     rewarded = get_protocol(protocol).reward_scheme is not None
+    key = _jobs_by_item(cfg, items)
+    groups = job_groups(cfg, key)
+    chosen = (
+        grouped_scorer(groups) if groups != [protocol]
+        else debate_scorer() if rewarded else judge_scorer()
+    )
     return Task(
         dataset=MemoryDataset(samples, name=dataset if isinstance(dataset, str) else None),
-        solver=debate_solver(cfg.model_dump_json(), _jobs_by_item(cfg, items)),
-        scorer=debate_scorer() if rewarded else judge_scorer(),
+        solver=debate_solver(cfg.model_dump_json(), key),
+        scorer=chosen,
         metadata={"llmdebate_config": json.loads(cfg.model_dump_json())},
     )

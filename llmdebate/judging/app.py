@@ -22,9 +22,12 @@ database, so a reload, a second tab or a judge without JavaScript sees the same 
 the judgment records how many were shown.
 
 An interactive debate (``judge.interactive`` with a person judging, :mod:`.asking`) shows,
-after the speeches heard so far, a question box ("Ask the debaters") and "End and decide":
-a question is stored (the page then says it waits for the debaters' answer, which
-``llmdebate answer`` writes), and ending opens the verdict form.
+after the speeches heard so far, a question box ("Ask the debaters") and "End and decide"
+(a POST, like every action): a question is stored (the page then says it waits for the
+debaters' answer, which ``llmdebate answer`` writes, and asks ``/a/<id>/wait`` every few
+seconds whether it has come, reloading itself when it has), and ending opens the verdict
+form. Every post (and every wait) reports the page's active seconds, which the assignment
+keeps (``Assignment.active_s``), so the clock survives asking, waiting and reloads.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
@@ -58,6 +61,7 @@ from llmdebate.judging.complete import (
     NotFound,
     Submission,
     ask,
+    keep_active,
     reveal_next,
     study_settings,
     submit,
@@ -383,6 +387,9 @@ def _item_page(
     a, done, q = _load(study, who.judge.id, aid)
     if done and status == 200:
         return study.message("answered", next_link=True)
+    form = dict(form or {})
+    if not form.get("active_s") and a.active_s is not None:  # the clock survives asking
+        form["active_s"] = f"{a.active_s:.1f}"
     shown = shown_debate(study.run_dir, study.waiting[a.debate_id], a.id)
     with study.sessions() as s:
         settings = study_settings(s)
@@ -429,6 +436,14 @@ async def post_item(request: Request) -> Response:
         return study.bad_form(exc)
     if not _same(form.get("csrf"), who.csrf):
         return study.message("expired")
+    try:  # every post reports the page's active time: it is kept whatever the post does
+        await run_in_threadpool(
+            keep_active, study.sessions, who.judge.id, aid, _seconds(form.get("active_s"))
+        )
+    except NotFound:
+        return study.message("not_found")
+    if form.get("action") == "decide":  # end the asking: the verdict form
+        return RedirectResponse(f"/a/{aid}?decide=1", status_code=303)
     if form.get("action") == "ask":
         return await _attempt(study, who, aid, form, lambda: _ask(study, who, aid, form))
     if form.get("action") == "reveal":
@@ -450,6 +465,47 @@ async def post_item(request: Request) -> Response:
         return RedirectResponse("/next", status_code=303)
 
     return await _attempt(study, who, aid, form, save)
+
+
+def _seconds(raw: str | None) -> float | None:
+    """A page's active seconds, None when missing or not a finite number."""
+    try:
+        v = float(raw or "")
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+async def wait_answer(request: Request) -> Response:
+    """The asking judge's page, while their question waits: keeps the page's active time and
+    says whether the answer has arrived (``{"pending": false}``: reload the page)."""
+    study = _study(request)
+    who = await _signed(request)
+    if not isinstance(who, Signed):
+        return who
+    aid = parse_id(str(request.path_params["aid"]))
+    if aid is None:
+        return study.message("not_found")
+    try:
+        form = await read_form(request)
+    except BadForm as exc:
+        return study.bad_form(exc)
+    if not _same(form.get("csrf"), who.csrf):
+        return study.message("expired")
+
+    def state() -> bool:
+        keep_active(study.sessions, who.judge.id, aid, _seconds(form.get("active_s")))
+        a, _, _ = _load(study, who.judge.id, aid)
+        shown = shown_debate(study.run_dir, study.waiting[a.debate_id], a.id)
+        with study.sessions() as s:
+            asking = ask_state(shown, questions_of(s, a.id))
+        return bool(asking and asking.get("pending"))
+
+    try:
+        pending = await run_in_threadpool(state)
+    except NotFound:
+        return study.message("not_found")
+    return JSONResponse({"pending": pending}, headers={"Cache-Control": "no-store"})
 
 
 def _ask(study: Study, who: Signed, aid: int, form: dict[str, str]) -> Response:
@@ -549,6 +605,7 @@ ROUTES = [
     Route("/next", next_item),
     Route("/a/{aid}", item, methods=["GET"]),
     Route("/a/{aid}", post_item, methods=["POST"]),
+    Route("/a/{aid}/wait", wait_answer, methods=["POST"]),
     Route("/lead", lead),
     Route("/lead/judgments.csv", export),
     Mount("/static", StaticFiles(directory=Path(__file__).with_name("static")), name="static"),

@@ -1,5 +1,6 @@
-"""The report's section on a judge who asks and stops (``judge.interactive``): per protocol,
-the rounds it heard, the questions it asked, its accuracy and its mean score
+"""The report's section on a judge who asks and stops (``judge.interactive``): per row (a
+protocol and the judge's view of the passage, :func:`llmdebate.report.metrics.row_of`), over
+its debates, the rounds it heard, the questions it asked, its accuracy and its mean score
 (:func:`llmdebate.core.scoring.interactive_judge_score`, as recorded in ``meta.judge_turns``)."""
 
 from __future__ import annotations
@@ -11,19 +12,20 @@ import numpy as np
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.report.html import table
+from llmdebate.report.metrics import row_of
 from llmdebate.report.records import decision_correct
 from llmdebate.report.sections import SECTIONS, Part, RunView
 
-HEAD = ["protocol", "debates", "mean rounds heard (of at most)", "mean questions asked",
+HEAD = ["row", "debates", "mean rounds heard (of at most)", "mean questions asked",
         "judge accuracy", "mean score (log_b p − cost × rounds asked)", "debates scored −inf"]
 
 
 def section(transcripts: Sequence[Transcript]) -> dict[str, Any] | None:
-    """Per protocol, the interactive judge's figures; None when no debate had one."""
+    """Per row, the interactive judge's figures; None when no debate had one."""
     by: dict[str, list[Transcript]] = {}
     for t in transcripts:
         if t.status == "complete" and isinstance(t.meta.get("judge_turns"), dict):
-            by.setdefault(t.protocol, []).append(t)
+            by.setdefault(row_of(t), []).append(t)
     if not by:
         return None
     out: dict[str, Any] = {}

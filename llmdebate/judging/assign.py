@@ -3,12 +3,19 @@
 Rules (each checked by the tests):
 
 * every debate awaiting a verdict gets ``per_item`` judges, where enough judges are free;
-* no judge sees one item twice, whatever the protocol (a database constraint too);
+* no judge sees one item twice, whatever the protocol (a database constraint too), nor one
+  question text twice (normalised: one question under two ids counts once);
+* a judge reads a story in full (direct expert, passage shown) or judges it blind, never both,
+  and sees at most ``per_story`` questions of one story when the study sets it
+  (:mod:`llmdebate.judging.blinding`);
 * workloads stay even: each slot goes to the judge with the fewest assignments, then the
   fewest of this protocol, then a seeded order;
 * each judge's queue runs through the protocols in a Latin square: judge number j starts at
   protocol j (mod the number of protocols) and cycles, so the protocols' positions balance;
 * a re-run keeps every existing assignment and token, adds new judges and new debates.
+
+Every run writes the study's per-judge story log (:data:`~llmdebate.judging.blinding.STORY_LOG`)
+and returns its design (:attr:`AssignResult.design`), which ``assign`` prints.
 
 Per-judge tokens are drawn from :mod:`secrets` and stored hashed; they are returned once, to
 be handed out as links. Every other draw (the tie-break order, each judge's answer order)
@@ -34,6 +41,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from llmdebate.core.schemas import Transcript
 from llmdebate.errors import ConfigError, UserError
 from llmdebate.experiment.loading import _key_marks, read_yaml
+from llmdebate.judging.blinding import (
+    STORY_LOG,
+    Exposure,
+    reads_in_full,
+    story_key,
+    story_log,
+    write_story_log,
+)
 from llmdebate.judging.db import Assignment, Judge, get_setting, set_setting, token_hash
 from llmdebate.records.rundir import load_transcripts
 from llmdebate.report.metrics import PROTOCOL_ORDER, item_id
@@ -70,6 +85,8 @@ class StudySettings(BaseModel):
     """Stepped reveal: the stated cost of each turn after the first (shown to the judge)."""
     show_protocol: bool = False
     """Show the judge the protocol's name (hidden by default)."""
+    per_story: int | None = Field(default=None, ge=1)
+    """The most questions of one story a judge sees (None: no bound; ``--per-story``)."""
 
 
 class JudgesFile(BaseModel):
@@ -131,6 +148,7 @@ class AssignResult:
     total: int = 0
     waiting: int = 0
     short: list[str] = field(default_factory=list)  # debates that got fewer than K judges
+    design: list[str] = field(default_factory=list)  # what assign prints of the study design
 
 
 def _protocol_rank(p: str) -> int:
@@ -187,32 +205,56 @@ class Loads:
     items: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     judges: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     last_pos: dict[str, int] = field(default_factory=lambda: defaultdict(lambda: -1))
+    seen: dict[str, Exposure] = field(default_factory=lambda: defaultdict(Exposure))
+    per_story: int | None = None
 
-    def add(self, judge: str, item: str, debate: str, protocol: str, side: str | None) -> None:
+    def add(
+        self, judge: str, item: str, debate: str, protocol: str, side: str | None,
+        t: Transcript | None = None,
+    ) -> None:
         self.total[judge] += 1
         self.protocol[judge, protocol] += 1
         if side is not None:
             self.side[judge, (protocol, side)] += 1
         self.items[judge].add(item)
         self.judges[debate].add(judge)
+        if t is not None:
+            self.seen[judge].add(t)
+
+    def allows(self, judge: str, t: Transcript) -> bool:
+        """Whether ``judge`` may be given ``t`` (see :mod:`llmdebate.judging.blinding`)."""
+        return self.seen[judge].allows(t, self.per_story)
 
 
 def assign(
-    sessions: sessionmaker[Session], run_dir: Path, judges: JudgesFile, per_item: int
+    sessions: sessionmaker[Session],
+    run_dir: Path,
+    judges: JudgesFile,
+    per_item: int,
+    per_story: int | None = None,
 ) -> AssignResult:
-    """Create judges, tokens and assignments; keep every existing one. See the module doc."""
+    """Create judges, tokens and assignments; keep every existing one. See the module doc.
+    ``per_story`` (else the judges file's ``study.per_story``, else the study's recorded
+    value) bounds the questions of one story per judge."""
     if per_item < 1:
         raise UserError(f"--per-item must be at least 1 (got {per_item})")
+    every = {t.id: t for t in load_transcripts(run_dir)}
     debates = waiting_debates(run_dir)
     sides = {t.id: side(t) for t in debates}
     res = AssignResult(waiting=len(debates))
     with sessions.begin() as s:
         seed, context = _study_setup(s, judges, res)
+        if per_story is not None:
+            set_setting(s, "per_story", per_story)
+        bound = get_setting(s, "per_story")
         active = [j.id for j in judges.judges]
         existing = list(s.scalars(select(Assignment)))
-        loads = Loads()
+        loads = Loads(per_story=int(bound) if bound is not None else None)
         for a in existing:
-            loads.add(a.judge_id, a.item_id, a.debate_id, a.protocol, sides.get(a.debate_id))
+            loads.add(
+                a.judge_id, a.item_id, a.debate_id, a.protocol, sides.get(a.debate_id),
+                every.get(a.debate_id),
+            )
             loads.last_pos[a.judge_id] = max(loads.last_pos[a.judge_id], a.position)
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
         rank = {j: int(r) for j, r in zip(active, rng.permutation(len(active)), strict=True)}
@@ -238,7 +280,44 @@ def assign(
                 )
                 res.added += 1
         res.total = len(existing) + res.added
+        s.flush()
+        rows = [
+            (a.judge_id, a.position, every[a.debate_id])
+            for a in s.scalars(select(Assignment))
+            if a.debate_id in every
+        ]
+    write_story_log(run_dir / STORY_LOG, story_log(rows, loads.per_story))
+    res.design = _design(debates, active, per_item, loads, rows)
     return res
+
+
+def _design(
+    debates: list[Transcript],
+    active: list[str],
+    per_item: int,
+    loads: Loads,
+    rows: list[tuple[str, int, Transcript]],
+) -> list[str]:
+    """The study's design in a few lines: what waits, the rules, each judge's load."""
+    by_protocol = Counter(t.protocol for t in debates)
+    stories = {story_key(t) for t in debates} - {None}
+    full = sum(1 for t in debates if reads_in_full(t))
+    per_judge = Counter(j for j, _, _ in rows)
+    loads_ = [per_judge[j] for j in active]
+    bound = loads.per_story
+    return [
+        "debates awaiting a verdict: "
+        + ", ".join(f"{p} {n}" for p, n in sorted(by_protocol.items(), key=lambda x: x[0]))
+        + f"; {len({item_id(t) for t in debates})} items, {len(stories)} stories"
+        + f" ({full} debates show their story in full)",
+        f"judges: {len(active)}; {per_item} per debate; debates per judge "
+        f"{min(loads_, default=0)}-{max(loads_, default=0)}",
+        "each judge: an item and a question text once; a story read in full or judged blind, "
+        "never both; "
+        + (f"at most {bound} question(s) per story" if bound else "no bound on questions "
+           "per story"),
+        "protocols in a Latin square per judge; sides balanced; seeded tie-break",
+    ]
 
 
 def _study_setup(s: Session, judges: JudgesFile, res: AssignResult) -> tuple[int, str]:
@@ -278,7 +357,10 @@ def _place(
         by_item[item_id(t)].append(t)
     for item, group in by_item.items():
         # the debates of this item that can get all their judges, in the rotated order
-        free = [j for j in active if item not in loads.items[j]]
+        free = [
+            j for j in active
+            if item not in loads.items[j] and any(loads.allows(j, t) for t in group)
+        ]
         slots: list[Transcript] = []
         for t in group:
             need = per_item - len(loads.judges[t.id])
@@ -291,8 +373,15 @@ def _place(
         # fill the slots pair by pair: the judge with the least work, then the least of that
         # protocol, then the least of that side, then the seeded order
         while slots:
+            pairs = [
+                (t, j) for t in slots for j in free
+                if j not in loads.judges[t.id] and loads.allows(j, t)
+            ]
+            if not pairs:  # the judges left have read the story the other way
+                res.short += sorted({t.id for t in slots})
+                break
             t, j = min(
-                ((t, j) for t in slots for j in free if j not in loads.judges[t.id]),
+                pairs,
                 key=lambda tj: (
                     loads.total[tj[1]],
                     loads.protocol[tj[1], tj[0].protocol],
@@ -303,7 +392,7 @@ def _place(
             )
             slots.remove(t)
             free.remove(j)
-            loads.add(j, item, t.id, t.protocol, side(t))
+            loads.add(j, item, t.id, t.protocol, side(t), t)
             placed.append([item, t, j])
     return placed
 
@@ -350,6 +439,8 @@ def _try_swap(x: list[Any], y: list[Any], loads: Loads) -> bool:
     a, b = x[2], y[2]
     tx, ty = x[1], y[1]
     if a == b or a in loads.judges[ty.id] or b in loads.judges[tx.id]:
+        return False
+    if reads_in_full(tx) != reads_in_full(ty):  # a judge keeps the way they read the story
         return False
     p, q = tx.protocol, ty.protocol
     sx, sy = (p, side(tx)), (q, side(ty))

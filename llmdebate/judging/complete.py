@@ -37,7 +37,6 @@ from llmdebate.judging.asking import (
 )
 from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
-from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.records.rundir import append_judged, load_transcripts
 
@@ -121,6 +120,30 @@ def reveal_next(
         want = now + 1 if seen is None else max(now, seen + 1)
         a.revealed = min(int(view["turns_total"]), want)
         return a.revealed
+
+
+def _active(posted: float | None, kept: float | None) -> float | None:
+    """The active seconds of a verdict: the larger of the page's last count and the kept one."""
+    counts = [x for x in (posted, kept) if x is not None]
+    return max(counts) if counts else None
+
+
+MAX_ACTIVE_S = 86400.0
+"""The most active seconds one item can record (a day)."""
+
+
+def keep_active(
+    sessions: sessionmaker[Session], judge_id: str, assignment_id: int, seconds: float | None
+) -> float | None:
+    """Record that the judge's page of an own assignment has been active ``seconds`` (the
+    count only grows, and is bounded by :data:`MAX_ACTIVE_S`); the count kept."""
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if seconds is not None:
+            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), MAX_ACTIVE_S))
+        return a.active_s
 
 
 def ask(
@@ -229,7 +252,7 @@ def submit(
             shown_digest=digest(view),
             started_at=a.started_at,
             submitted_at=utcnow(),
-            active_s=sub.active_s,
+            active_s=_active(sub.active_s, a.active_s),
             interface=sub.interface,
             settings=settings,
             turns_revealed=len(view["turns"]) if view.get("stepped") else None,
@@ -264,7 +287,7 @@ def record_machine(
     if kind not in ("llm", "oracle"):
         raise ValueError(f"a machine judgment is of kind llm or oracle (got {kind!r})")
     now = utcnow()
-    leaf = protocol_of(t).can(RECURSIVE)  # a verdict on the leaf claim, else P(first option)
+    leaf = protocol_of(t).recursive  # a verdict on the leaf claim, else P(first option)
     with sessions.begin() as s:
         j = Judgment(
             assignment_id=None,
@@ -301,9 +324,9 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     kind = j.kind or "human"
     who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
     protocol = protocol_of(t)
-    if protocol.can(RECURSIVE) and j.verdict is None:
+    if protocol.recursive and j.verdict is None:
         raise ValueError(f"judgment {j.id} has no verdict")
-    if protocol.can(TWO_ANSWER) and j.p_first is None:
+    if protocol.two_answer and j.p_first is None:
         raise ValueError(f"judgment {j.id} has no probability")
     method = "human" if kind == "human" else str(j.settings.get("method", kind))
     done = protocol.complete(

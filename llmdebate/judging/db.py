@@ -81,6 +81,9 @@ class Assignment(Base):
     context: Mapped[str] = mapped_column(String(16), default="none")
     revealed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Stepped reveal: how many turns this judge has asked to see (kept across reloads)."""
+    active_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """The judge's active seconds on this item so far, as their page last reported them (kept
+    across asking, waiting for an answer and reloads; the verdict takes the larger count)."""
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 

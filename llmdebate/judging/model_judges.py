@@ -13,7 +13,7 @@ from llmdebate.agents.replies import verdict_schema
 from llmdebate.core.roles import DebateContext, Judge
 from llmdebate.core.schemas import Claim, Evidence, Verdict
 from llmdebate.data.problems import claim_truth
-from llmdebate.elicit import ProbMethod, estimate, parse_bool
+from llmdebate.elicit import ProbMethod, estimate, parse_bool_then_reason
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
 from llmdebate.prompts import Prompts
@@ -81,7 +81,7 @@ class LLMJudge:
             return Verdict(value=int(est.value >= 0.5), probability=est.value, judge=self.name)
 
         def parse(text: str) -> bool:
-            v = parse_bool(text)
+            v = parse_bool_then_reason(text)
             if v is None:
                 raise ReplyError("reply True or False")
             return v

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from llmdebate.report.html import e, table
+from llmdebate.report.inference import short_note
 from llmdebate.report.tables import markdown
 
 HEAD = [
     "",
+    "figure",
     "judgments",
+    "items",
     "accuracy",
     "95% CI",
     "log score",
@@ -24,21 +27,29 @@ def _f(x: float | None, nd: int = 3) -> str:
     return "–" if x is None else f"{x:.{nd}f}"
 
 
-def _ci(ci: list[float] | None) -> str:
-    return "–" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+def _ci(ci: list[float] | None, note: str | None = None) -> str:
+    if not ci:
+        return short_note(note)
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _who(name: str, kind: str) -> str:
+    return name if kind == "human" else f"{name} ({kind})"
 
 
 def rows(per: dict[str, Any]) -> list[list[str]]:
     return [
         [
-            name if s.get("kind", "human") == "human" else f"{name} ({s['kind']})",
+            _who(s.get("judge", name), s.get("kind", "human")),
+            s.get("figure", ""),
             str(s["judgments"]),
+            str(s.get("items", "")),
             _f(s["accuracy"]),
-            _ci(s["accuracy_ci95"]),
+            _ci(s["accuracy_ci95"], s.get("accuracy_note")),
             _f(s["log_score"]),
-            _ci(s["log_score_ci95"]),
+            _ci(s["log_score_ci95"], s.get("log_score_note")),
             _f(s["brier"]),
-            _ci(s["brier_ci95"]),
+            _ci(s["brier_ci95"], s.get("brier_note")),
             _f(s["mean_active_s"], 1),
         ]
         for name, s in per.items()
@@ -125,6 +136,26 @@ def _reveal_rows(per: dict[str, Any]) -> list[list[str]]:
     ]
 
 
+MIXED_HEAD = ["row", "log-odds vs reference", "posterior sd", "95% interval"]
+
+
+def _mixed_rows(mx: dict[str, Any] | None) -> list[list[str]]:
+    if not mx:
+        return []
+    return [
+        [f["row"], _f(f["log_odds"]), _f(f["sd"]), _ci(f["ci95"])] for f in mx["effects"]
+    ]
+
+
+def _mixed_note(mx: dict[str, Any]) -> str:
+    sds = ", ".join(f"{k} {v:.3f}" for k, v in mx["random_effect_sd"].items())
+    return (
+        f"{mx['model']}; {mx['fit']}; reference row: {mx['reference']}; "
+        f"{mx['judgments']} judgments, {mx['judges']} judges, {mx['items']} items; "
+        f"random-effect sd: {sds or 'none'}."
+    )
+
+
 HLO_HEAD = ["leaves", "people vs oracle", "model judge vs oracle", "people agree with model"]
 CAL_HEAD = ["probability bin", "n", "mean probability", "share true"]
 
@@ -135,13 +166,15 @@ def render(sec: dict[str, Any]) -> str:
     cal = sec["calibration"]
     parts = [
         "<h2 id='judges'>Human judges</h2>",
-        f"<p class='muted'>{sec['judgments']} judgments from judged.jsonl. Accuracy, log score "
-        "(ln of the probability given to the truth) and Brier score from the scoring module; "
-        f"percentile bootstrap over judgments, {sec['bootstrap']['resamples']} resamples.</p>",
+        f"<p class='muted'>{sec['judgments']} judgments from judged.jsonl. Accuracy (judge "
+        "accuracy where the judge chooses the answer, leaf-claim accuracy where it rules on a "
+        "leaf claim), log score (ln of the probability given to the truth) and Brier score "
+        "from the scoring module; intervals: two-way cluster bootstrap over items and judges, "
+        f"{sec['bootstrap']['resamples']} resamples, none under 10 items.</p>",
         "<h3>Per judge</h3>",
         table(["judge", *HEAD[1:]], rows(sec["per_judge"])),
-        "<h3>Per protocol</h3>",
-        table(["protocol", *HEAD[1:]], rows(sec["per_protocol"])),
+        "<h3>Per protocol and view</h3>",
+        table(["row", *HEAD[1:]], rows(sec["per_protocol"])),
         "<h3>Calibration</h3>",
         f"<p>People pooled: n = {cal['n']}, Brier = {_f(cal['brier'])}, "
         f"ECE = {_f(cal['ece'])}</p>",
@@ -152,6 +185,13 @@ def render(sec: dict[str, Any]) -> str:
         f"<p>{agree['debates']} debates judged by two or more people, {agree['pairs']} pairs of "
         f"judges, agreement {e(_f(agree['agreement']))}.</p>",
     ]
+    mx = sec.get("mixed_effects")
+    if mx:
+        parts += [
+            "<h3>Judge accuracy by row, judge and item random effects</h3>",
+            f"<p class='muted'>{e(_mixed_note(mx))}</p>",
+            table(MIXED_HEAD, _mixed_rows(mx)),
+        ]
     reveal = _reveal_rows(sec["per_protocol"])
     if reveal:
         parts += [
@@ -187,9 +227,9 @@ def render_markdown(sec: dict[str, Any]) -> str:
         "",
         markdown(["judge", *HEAD[1:]], rows(sec["per_judge"])),
         "",
-        "### Per protocol",
+        "### Per protocol and view",
         "",
-        markdown(["protocol", *HEAD[1:]], rows(sec["per_protocol"])),
+        markdown(["row", *HEAD[1:]], rows(sec["per_protocol"])),
         "",
         "### Calibration",
         "",
@@ -201,6 +241,16 @@ def render_markdown(sec: dict[str, Any]) -> str:
         f"{sec['agreement']['pairs']} pairs.",
         "",
     ]
+    mx = sec.get("mixed_effects")
+    if mx:
+        out += [
+            "### Judge accuracy by row, judge and item random effects",
+            "",
+            _mixed_note(mx),
+            "",
+            markdown(MIXED_HEAD, _mixed_rows(mx)),
+            "",
+        ]
     reveal = _reveal_rows(sec["per_protocol"])
     if reveal:
         out += ["### Stepped reveal", "", markdown(REVEAL_HEAD, reveal), ""]

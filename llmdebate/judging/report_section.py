@@ -7,8 +7,14 @@ Judgments are of three kinds (``meta.judgment.kind``): a person's (``human``), a
 judge's (``llm``, from ``llmdebate judge --model``) and the oracle's (``oracle``, from
 ``llmdebate judge --oracle``).
 
-* accuracy, mean log score and mean Brier score per judge (every kind) and per protocol
-  (people), with percentile bootstrap intervals (resampling judgments);
+* accuracy, mean log score and mean Brier score per judge (every kind; a judge of both leaf
+  claims and answer choices has a line for each) and per row
+  (people; a row is a protocol and view: direct blind and expert, passage hidden and shown,
+  apart), with intervals from the two-way cluster bootstrap over items and judges
+  (:func:`llmdebate.report.inference.clustered_interval`); the figure is judge accuracy in
+  the answer-choosing protocols and leaf-claim accuracy in the recursive ones;
+* the rows of judge accuracy compared by a logistic regression with judge and item random
+  effects (:func:`llmdebate.report.inference.mixed_logit`);
 * calibration: the probability a judge gave to the first option (speech protocols) or to the
   leaf claim (recursive protocols) against the truth, in equal-width bins: the people pooled,
   and each judge on their own;
@@ -36,7 +42,14 @@ from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.judging import report_html
 from llmdebate.protocols.registry import recursive
-from llmdebate.report.metrics import bootstrap_ci, calibration
+from llmdebate.report.inference import clustered_interval, mixed_logit
+from llmdebate.report.metrics import (
+    JUDGE_ACCURACY,
+    LEAF_CLAIM_ACCURACY,
+    calibration,
+    item_id,
+    row_of,
+)
 from llmdebate.report.sections import SECTIONS, Part, RunView
 
 KINDS = ("human", "llm", "oracle")
@@ -72,15 +85,30 @@ def _p_true(t: Transcript) -> tuple[float, int] | None:
     return p_first, truth
 
 
+def figure(ts: Sequence[Transcript]) -> str:
+    """What "accuracy" counts in these judgments: leaf-claim accuracy (recursive protocols:
+    the judge rules on the leaf claim), else judge accuracy (the judge chooses the answer)."""
+    kinds = {recursive(t) for t in ts}
+    if kinds == {True}:
+        return LEAF_CLAIM_ACCURACY
+    return JUDGE_ACCURACY if kinds == {False} else "mixed"
+
+
 def _stats(ts: Sequence[Transcript], seed: int, n_boot: int) -> dict[str, Any]:
     scores = [scoring.judgment_scores(t) for t in ts]
-    out: dict[str, Any] = {"judgments": len(ts)}
+    out: dict[str, Any] = {"judgments": len(ts), "figure": figure(ts)}
+    out["items"] = len({item_id(t) for t in ts})
     for k, name in enumerate(("correct", "log_score", "brier")):
-        vals = [float(s[name]) for s in scores if s[name] is not None]  # type: ignore[arg-type]
-        ci = bootstrap_ci(vals, seed=seed + k, n_boot=n_boot)
+        kept = [(s[name], t) for s, t in zip(scores, ts, strict=True) if s[name] is not None]
+        vals = [float(v) for v, _ in kept]  # type: ignore[arg-type]
+        ci, note = clustered_interval(
+            vals, [item_id(t) for _, t in kept], [_judge(t) for _, t in kept],
+            seed=seed + k, n_boot=n_boot,
+        )
         key = "accuracy" if name == "correct" else name
         out[key] = float(np.mean(vals)) if vals else None
-        out[f"{key}_ci95"] = list(ci) if ci else None
+        out[f"{key}_ci95"] = ci
+        out[f"{key}_note"] = note
         out[f"{key}_n"] = len(vals)
     secs = [
         float(t.meta["judgment"]["active_s"])
@@ -122,8 +150,9 @@ def _accuracy(ts: Sequence[Transcript]) -> float | None:
 
 
 def same_debates(judged: Sequence[Transcript]) -> dict[str, Any] | None:
-    """People, the model judge(s) and the oracle on the debates they all ruled on, per
-    protocol and over all (None: no debate judged by people and by a model or the oracle).
+    """People, the model judge(s) and the oracle on the debates they all ruled on, per row
+    (protocol and view) and over all (None: no debate judged by people and by a model or the
+    oracle).
 
     Accuracy is against the truth the scoring module uses; agreement is the share of
     (person, model) pairs, (person, oracle) pairs or (model, oracle) pairs with the same
@@ -136,7 +165,7 @@ def same_debates(judged: Sequence[Transcript]) -> dict[str, Any] | None:
     for kinds in by.values():
         if kinds["human"] and (kinds["llm"] or kinds["oracle"]):
             t0 = kinds["human"][0]
-            groups[t0.protocol].append(kinds)
+            groups[row_of(t0)].append(kinds)
             groups["all"].append(kinds)
     if not groups:
         return None
@@ -219,7 +248,7 @@ def section(
         by_judge[_judge(t)].append(t)
         by_kind[kind(t)] += 1
     for t in people:
-        by_protocol[t.protocol].append(t)
+        by_protocol[row_of(t)].append(t)
     points = [p for p in (_p_true(t) for t in people) if p is not None]
     per_judge_cal = {}
     for j, ts in sorted(by_judge.items()):
@@ -231,21 +260,55 @@ def section(
     return {
         "judgments": len(judged),
         "by_kind": {k: by_kind[k] for k in KINDS if by_kind.get(k)},
-        "bootstrap": {"resamples": n_boot, "level": 0.95, "unit": "judgment", "seed": seed},
+        "bootstrap": {
+            "resamples": n_boot, "level": 0.95, "unit": "item × judge (two-way cluster)",
+            "seed": seed,
+        },
         "per_judge": {
-            j: {"kind": kind(ts[0]), **_stats(ts, seed + 10 * i, n_boot)}
-            for i, (j, ts) in enumerate(sorted(by_judge.items()))
+            key: {"judge": _judge(ts[0]), "kind": kind(ts[0]), **_stats(ts, seed + 10 * i, n_boot)}
+            for i, (key, ts) in enumerate(sorted(_by_judge_and_figure(by_judge).items()))
         },
         "per_protocol": {
             p: _stats(ts, seed + 1000 + 10 * i, n_boot)
             for i, (p, ts) in enumerate(sorted(by_protocol.items()))
         },
+        "mixed_effects": _mixed(people, seed=seed + 2000),
         "calibration": asdict(calibration(points, n_bins)),
         "calibration_per_judge": per_judge_cal,
         "agreement": agreement(people),
         "same_debates": same_debates(judged),
         "human_llm_oracle": human_llm_oracle(judged, others),
     }
+
+
+def _by_judge_and_figure(
+    by_judge: dict[str, list[Transcript]],
+) -> dict[str, list[Transcript]]:
+    """Each judge's judgments, split by figure where they judged both leaf claims and answer
+    choices (keys ``judge · leaf-claim accuracy`` and ``judge · judge accuracy``): two
+    figures are never pooled into one accuracy."""
+    out: dict[str, list[Transcript]] = {}
+    for j, ts in by_judge.items():
+        groups: dict[str, list[Transcript]] = defaultdict(list)
+        for t in ts:
+            groups[figure([t])].append(t)
+        for fig, mine in groups.items():
+            out[j if len(groups) == 1 else f"{j} · {fig}"] = mine
+    return out
+
+
+def _mixed(people: Sequence[Transcript], *, seed: int) -> dict[str, Any] | None:
+    """People's judge accuracy by row (answer-choosing protocols) with judge and item random
+    effects (None: fewer than two such rows)."""
+    data = [
+        (float(c), row_of(t), _judge(t), item_id(t))
+        for t in people
+        if not recursive(t) and (c := scoring.judgment_scores(t)["correct"]) is not None
+    ]
+    if not data:
+        return None
+    y, rows_, judges, items = (list(x) for x in zip(*data, strict=True))
+    return mixed_logit(y, rows_, judges, items, seed=seed)
 
 
 @SECTIONS.register("judges")

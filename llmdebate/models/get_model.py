@@ -17,21 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import UserError
-from llmdebate.models.backends import BACKENDS, BackendSpec, accepted, backend_entry, construct
+from llmdebate.models.backends import (
+    BACKENDS,
+    WRAPPER_OPTIONS,
+    BackendSpec,
+    accepted,
+    backend_entry,
+    construct,
+    takes_http,
+)
 from llmdebate.models.interface import Backend
 from llmdebate.models.pricing import Prices
 from llmdebate.models.wrapper import Model
 
 ACCEPTED = "openai/<model>, anthropic/<model>, hf/<dir or .gguf>, local, scripted"
 """The built-in model-string forms (:func:`~llmdebate.models.backends.accepted` adds plugins')."""
-_WRAPPER_OPTIONS = (
-    "retry_base_delay",
-    "retry_max_delay",
-    "max_retry_after",
-    "cache",
-    "requests_per_minute",
-    "tokens_per_minute",
-)
 
 # Local weights are large: every get_model("local") with the same settings shares one
 # backend (one copy of the weights, one batching worker).
@@ -60,7 +60,7 @@ def get_model(
     ``requests_per_minute``, ``tokens_per_minute``, ``cache``; the rest go to the backend
     (e.g. ``timeout`` in seconds for HTTP backends, ``max_batch``, ``backend``).
     """
-    wrapper_kw = {k: options.pop(k) for k in _WRAPPER_OPTIONS if k in options}
+    wrapper_kw = {k: options.pop(k) for k in WRAPPER_OPTIONS if k in options}
     backend = create_backend(
         model, base_url=base_url, api_key_env=api_key_env, cache_dir=cache_dir, **options
     )
@@ -108,7 +108,7 @@ def create_backend(
             )
         base_url = urls[0]
     entry, model_id = backend_entry(model)
-    if (base_url is not None or api_key_env is not None) and not entry.can("http"):
+    if (base_url is not None or api_key_env is not None) and not takes_http(model):
         servers = ", ".join(f"{n}/" for n in BACKENDS.with_capability("http"))
         raise UserError(f"{model}: base_url and api_key_env apply only to {servers}")
     spec = BackendSpec(model, model_id, base_url, api_key_env, cache_dir, dict(options))

@@ -80,6 +80,10 @@ log = logging.getLogger(__name__)
 EMBEDDED_NAME = "gemma-3-270m-q4_k_m"
 # torch's thread count is process-wide: the backends computing now share one setting
 _THREADS: dict[str, Any] = {"lock": threading.Lock(), "active": 0, "saved": 1}
+_LOAD_LOCK = threading.Lock()
+"""One load at a time in the process: ``from_pretrained`` builds a model on the meta device by
+patching torch process-wide, so two backends loading at once (two roles' local models loaded
+lazily by concurrent calls) fail with "Cannot copy out of meta tensor"."""
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
 
 
@@ -240,8 +244,9 @@ class HFBackend(Backend):
         return Path(gemma.assemble(gemma.default_output_path(self.cache_root / "gguf")))
 
     def load(self) -> LoadInfo:
-        """Load weights and tokenizer once (thread-safe); returns timing and cache state."""
-        with self._load_lock:
+        """Load weights and tokenizer once (thread-safe, one load at a time in the process);
+        returns timing and cache state."""
+        with _LOAD_LOCK, self._load_lock:
             if self.model is not None:
                 return self.load_info
             with self.torch_threads():

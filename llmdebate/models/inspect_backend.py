@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmdebate.core.decisions import current_decision
+from llmdebate.core.decisions import current_call, current_decision
 from llmdebate.core.schemas import DecisionTag
 from llmdebate.errors import (
     AuthenticationError,
@@ -122,7 +122,9 @@ class InspectBackend(Backend):
             if self.native:  # inside an evaluation: the call in a span named for its decision
                 from inspect_ai.util import span
 
-                async with span(decision_label(current_decision()), type="llmdebate"):
+                async with span(
+                    decision_label(current_decision(), current_call()), type="llmdebate"
+                ):
                     out = await self._model.generate(
                         to_inspect(messages), config=self._config(config, sample_index)
                     )
@@ -204,9 +206,12 @@ class InspectBackend(Backend):
         )
 
 
-def decision_label(tag: DecisionTag | None) -> str:
-    """The name of the span of a model call serving decision ``tag``."""
+def decision_label(tag: DecisionTag | None, call: tuple[str, str] | None = None) -> str:
+    """The name of the span of a model call serving decision ``tag`` (a recursive protocol's
+    decision), else named by its ``call``: (role, act), e.g. ``debater A · argue round 1``."""
     if tag is None:
+        if call is not None:
+            return " · ".join(x for x in call if x)
         return "model call"
     where = "initialisation" if tag.round is None else f"round {tag.round}"
     index = "" if tag.index is None else f" [{tag.index}]"

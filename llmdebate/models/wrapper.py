@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from llmdebate.core.decisions import current_decision
+from llmdebate.core.decisions import calling, current_decision
 from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.errors import ModelError, RequestRejectedError, UserError
 from llmdebate.models.cache import ResponseCache, cache_key
@@ -174,7 +174,8 @@ class Model:
         config = config or GenerateConfig()
         tries = _Tries()
         try:
-            out = await self._generate(messages, config, sample_index, tries)
+            with calling(role, act):
+                out = await self._generate(messages, config, sample_index, tries)
         except Exception as exc:
             if log is not None:
                 log.append(

@@ -17,18 +17,9 @@ from typing import Any
 
 from llmdebate.agents.factory import Team
 from llmdebate.agents.llm import LLMProver
-from llmdebate.core.engine import complete_with_verdict
-from llmdebate.core.schemas import Claim, Transcript, Verdict
+from llmdebate.core.schemas import Claim, Transcript
 from llmdebate.data.problems import claim_truth
-from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import (
-    ASSIGNED,
-    JUDGE_DEFERRABLE,
-    OPEN_ROLES,
-    RECURSIVE,
-    Protocol,
-)
 from llmdebate.protocols.spec import DebateSpec, Log
 from llmdebate.qa.passage import JudgeView
 
@@ -82,26 +73,3 @@ async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log
     if answer is None:  # assignment "choose": the prover answers the question itself
         answer = await prover.pick_answer(spec.item_dict, log)
     return top_claim(spec, answer, team.prompts)
-
-
-class RecursiveProtocol(Protocol):
-    """A protocol of rounds of claims down to a leaf claim the judge rules on."""
-
-    capabilities = frozenset({RECURSIVE, ASSIGNED, OPEN_ROLES, JUDGE_DEFERRABLE})
-    seats = ("prover", "estimator")
-
-    def complete(
-        self,
-        t: Transcript,
-        *,
-        judge: str,
-        verdict: int | None = None,
-        probability: float | None = None,
-        p_first: float | None = None,
-        rationale: str | None = None,
-        method: str = "human",
-    ) -> Transcript:
-        if verdict is None:
-            raise ProtocolViolation(f"debate {t.id}: a verdict on the leaf claim is needed")
-        v = Verdict(value=verdict, probability=probability, judge=judge, rationale=rationale)
-        return complete_with_verdict(t, v)

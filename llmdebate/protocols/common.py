@@ -20,7 +20,7 @@ candidate (:func:`llmdebate.core.scoring.judged_reward`; a one-step look-ahead).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from llmdebate.agents.best_of_n import best_of_speech
 from llmdebate.agents.factory import Team
@@ -30,13 +30,6 @@ from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import (
-    JUDGE_DEFERRABLE,
-    SPEECHES,
-    TWO_ANSWER,
-    DecisionRow,
-    Protocol,
-)
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN, SHOWN, JudgeView
@@ -248,7 +241,7 @@ def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:
         Turn(
             role="judge",
             round=judge_round,
-            text=f"The correct answer is: {choice}",
+            text=f"The judge chose: {choice}",
             position=choice,
         )
     )
@@ -307,44 +300,3 @@ def complete_choice(
     _record_choice(t, (choice, prob, {**base, **raw}), int(t.meta.get("judge_round", 0)))
     t.status = "complete"
     return t
-
-
-class ChoiceProtocol(Protocol):
-    """A protocol that ends with the judge's choice between the gold answer and the
-    distractor (prompt :attr:`judge_act`); speeches, if any, are ``turns``."""
-
-    capabilities = frozenset({TWO_ANSWER, JUDGE_DEFERRABLE})
-    judge_act: ClassVar[str] = ""
-    """The prompt of the judge's choice."""
-    shows_transcript: ClassVar[bool] = True
-    """Whether the judge prompt holds the transcript of the speeches."""
-
-    def needs_wrong_answer(self, variant: str) -> bool:
-        """Every debate of a choice between two answers needs the distractor."""
-        return True
-
-    def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
-        item = t.item or {}
-        turns = [x for x in t.turns if x.role != "judge"] if self.shows_transcript else None
-        return self.judge_act, judge_variables(
-            str(item.get("question", "")), recorded_view(t), turns
-        )
-
-    def complete(
-        self,
-        t: Transcript,
-        *,
-        judge: str,
-        verdict: int | None = None,
-        probability: float | None = None,
-        p_first: float | None = None,
-        rationale: str | None = None,
-        method: str = "human",
-    ) -> Transcript:
-        if p_first is None:
-            raise ProtocolViolation(f"debate {t.id}: P(first option) is needed")
-        return complete_choice(t, p_first, judge, method=method)
-
-    def injectable(self, d: DecisionRow) -> bool:
-        """A debater's speech (protocols with speeches)."""
-        return self.can(SPEECHES) and d.act == "speech" and d.round_k is not None

@@ -12,7 +12,6 @@ from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
 from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
-    ChoiceProtocol,
     decided,
     judge_choice,
     judge_variables,
@@ -21,7 +20,7 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.interface import ASSIGNED, OPEN_ROLES, SPEECHES
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -32,7 +31,10 @@ from llmdebate.protocols.speeches import Rules, deliver
 class Consultancy(ChoiceProtocol):
     """Consultancy: one consultant argues for an assigned answer."""
 
-    capabilities = ChoiceProtocol.capabilities | {SPEECHES, ASSIGNED, OPEN_ROLES}
+    speeches = True
+    assigned = True
+    open_roles = True
+    fork_records = ("rounds",)
     title = "Consultancy"
     seats = ("consultant",)
     rank = 1

@@ -12,12 +12,12 @@ from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.common import (
     VIEW_VARIANTS,
-    ChoiceProtocol,
     decided,
     judge_choice,
     judge_variables,
     view_of,
 )
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN

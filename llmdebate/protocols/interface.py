@@ -1,38 +1,47 @@
-"""What the system asks of a protocol: the :class:`Protocol` interface and its capabilities.
+"""What the system asks of a protocol: the :class:`Protocol` interface, its two families.
 
-A protocol is one module: a subclass of :class:`Protocol` registered in
-:data:`llmdebate.protocols.registry.PROTOCOLS` under its name, with its capabilities as data on
-the registry entry. Everything outside :mod:`llmdebate.protocols` looks a protocol up there
-(:func:`llmdebate.protocols.registry.protocol_of`) and calls its hooks or reads its
-capabilities; no module names a protocol.
+A protocol is one module: a subclass of one family base class registered in
+:data:`llmdebate.protocols.registry.PROTOCOLS` under its name
+(:func:`llmdebate.protocols.registry.register`). Everything outside :mod:`llmdebate.protocols`
+looks a protocol up there (:func:`llmdebate.protocols.registry.protocol_of`) and calls its
+hooks or reads its typed attributes; no module names a protocol.
+
+The families (:class:`Family`): a recursive protocol
+(:class:`llmdebate.protocols.families.RecursiveProtocol`: rounds of claims down to a leaf
+verdict) and a choice protocol (:class:`llmdebate.protocols.families.ChoiceProtocol`: the judge
+chooses between two answers, after the seats' speeches if :attr:`Protocol.speeches`). Each
+family implements :meth:`Protocol.complete` (a deferred judge's verdict, or P(first option))
+and :meth:`Protocol.judge_prompt`; a protocol implements :meth:`Protocol.run`.
+
+What a protocol declares, as class attributes: its seats (:attr:`Protocol.seats`, new ones
+with the role section they play as, :attr:`Protocol.seat_roles`), the call roles it exports
+as players (:attr:`Protocol.roles`), its prompt templates (:attr:`Protocol.prompts_package`),
+what its transcripts record for a fork (:attr:`Protocol.fork_records`), and what it can do
+(:attr:`Protocol.family`, :attr:`Protocol.estimator_rewards`, :attr:`Protocol.speeches`,
+:attr:`Protocol.assigned`, :attr:`Protocol.open_roles`, :attr:`Protocol.judge_deferrable`).
 
 The hooks, in the order a debate meets them:
 
 * which debates an item yields: :meth:`Protocol.variants`, :meth:`Protocol.passage_variants`,
   :meth:`Protocol.assigned_answer`,
   :meth:`Protocol.needs_wrong_answer` (:mod:`llmdebate.experiment.jobs`);
-* running one debate: :meth:`Protocol.run` (a protocol object is also callable as its run);
-* a judge that deferred: :meth:`Protocol.judge_prompt` (what a model judge of the waiting
-  debate is asked) and :meth:`Protocol.complete` (the debate finished with a verdict);
+* running one debate: :meth:`Protocol.run` (a protocol object is also callable as its run,
+  which checks the record, :meth:`Protocol.check_record`);
+* a judge that deferred: :meth:`Protocol.judge_prompt` and :meth:`Protocol.complete`;
 * scoring: :meth:`Protocol.rescore` and :meth:`Protocol.judgment_scores`, which call
   :mod:`llmdebate.core.scoring` (the one scoring implementation);
-* reports: :meth:`Protocol.expected_payoff`, :meth:`Protocol.calibration_point`,
-  :attr:`Protocol.rank` (the order of a comparison), :attr:`Protocol.title` (what a person
-  judging is told), :attr:`Protocol.opens_in_report`;
+* reports: :meth:`Protocol.payoff`, :meth:`Protocol.expected_payoff`,
+  :meth:`Protocol.calibration_point`;
 * training data and online RL: :meth:`Protocol.injectable` (a decision a policy's reply can
   stand for), :meth:`Protocol.in_generation_metrics`.
-
-Capabilities (:data:`CAPABILITIES`) say which shared machinery a protocol's transcripts fit:
-the judge's view, the export rows and credits, the fork points of a replay, the rewards of
-online RL. A new protocol that ends with the judge's choice between two answers declares
-``two-answer`` (and subclasses :class:`llmdebate.protocols.common.ChoiceProtocol`); one whose
-transcripts hold rounds of claims down to a leaf verdict declares ``recursive``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from types import MappingProxyType
 from typing import Any, ClassVar
 from typing import Protocol as TypingProtocol
 
@@ -42,32 +51,18 @@ from llmdebate.core.schemas import Transcript
 from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
-RECURSIVE = "recursive"
-"""Rounds of claims down to a leaf claim the judge rules on (True / False, with P[O = 1]); a
-deferred judge completes it with a verdict; the prover's payoff is in ``Transcript.total``."""
-ESTIMATOR = "estimator"
-"""Prover-estimator rewards: an initialisation record, r-discounted rewards per round, the
-estimator's calibration; a fork replays the prover's and the estimator's decisions (its run asks
-``team.make_prover()`` and ``team.make_estimator()`` for them)."""
-TWO_ANSWER = "two-answer"
-"""The judge chooses between the item's gold answer and its distractor (``meta.options``); a
-deferred judge completes it with P(first option)."""
-SPEECHES = "speeches"
-"""Debaters' speeches (roles mapped to the ``debater`` player), credited with the judge's
-probability of their answer; forked at a speech round."""
-ASSIGNED = "assigned"
-"""The debater defends an assigned answer: variants ``honest`` / ``dishonest`` (or
-``chosen``) by ``prover.assignment``."""
-OPEN_ROLES = "open-roles"
-"""``prover.assignment: choose`` applies: the debater's model picks the answer it defends
-(variant ``chosen``, :func:`llmdebate.protocols.open_roles.chosen_position` for a speech
-protocol); its seats record the side it picked, and reports rate it apart."""
-JUDGE_DEFERRABLE = "judge-deferrable"
-"""The judge may be a person (``judge.kind: human``): the debate waits for the verdict."""
 
-CAPABILITIES = (
-    RECURSIVE, ESTIMATOR, TWO_ANSWER, SPEECHES, ASSIGNED, OPEN_ROLES, JUDGE_DEFERRABLE
-)
+class Family(Enum):
+    """How a protocol's debate ends, and so which shared machinery its transcripts fit."""
+
+    RECURSIVE = "recursive"
+    """Rounds of claims down to a leaf claim the judge rules on (True / False, with
+    P[O = 1]); a deferred judge completes it with a verdict; the prover's payoff is in
+    ``Transcript.total`` (:class:`llmdebate.protocols.families.RecursiveProtocol`)."""
+    CHOICE = "two-answer"
+    """The judge chooses between the item's gold answer and its distractor
+    (``meta.options``); a deferred judge completes it with P(first option)
+    (:class:`llmdebate.protocols.families.ChoiceProtocol`)."""
 
 
 class DecisionRow(TypingProtocol):
@@ -101,12 +96,33 @@ def assignment_variants(assignment: str, index: int) -> tuple[str, ...]:
 class Protocol(ABC):
     """One debate protocol: every hook the system calls (see the module docstring).
 
-    Subclasses set :attr:`name` and :attr:`capabilities` and implement :meth:`run` and
-    :meth:`complete`; every other hook has a default that fits a protocol without rewards.
+    A protocol subclasses one of the two families (never this class directly):
+    :class:`~llmdebate.protocols.families.RecursiveProtocol` or
+    :class:`~llmdebate.protocols.families.ChoiceProtocol`, sets :attr:`name` (by
+    :func:`~llmdebate.protocols.registry.register`) and implements :meth:`run`; every other
+    hook has a default that fits a protocol without rewards. What it can do is typed class
+    attributes (:attr:`family`, :attr:`estimator_rewards`, :attr:`speeches`, :attr:`assigned`,
+    :attr:`open_roles`, :attr:`judge_deferrable`), read by the shared machinery.
     """
 
     name: ClassVar[str]
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    family: ClassVar[Family]
+    """How its debates end (set by the family base class)."""
+    estimator_rewards: ClassVar[bool] = False
+    """Prover-estimator rewards: an initialisation record, r-discounted rewards per round,
+    the estimator's calibration; a fork replays the prover's and the estimator's decisions
+    (its run asks ``team.make_prover()`` and ``team.make_estimator()`` for them)."""
+    speeches: ClassVar[bool] = False
+    """Its seats speak (turns of role = seat; calls of act ``argue round r``), each credited
+    with the judge's probability of its answer; forked at a speech round."""
+    assigned: ClassVar[bool] = False
+    """The debater defends an assigned answer: variants ``honest`` / ``dishonest`` (or
+    ``chosen``) by ``prover.assignment``."""
+    open_roles: ClassVar[bool] = False
+    """``prover.assignment: choose`` applies: the debater's model picks the answer it defends
+    (variant ``chosen``); its seats record the side it picked, and reports rate it apart."""
+    judge_deferrable: ClassVar[bool] = False
+    """The judge may be a person (``judge.kind: human``): the debate waits for the verdict."""
     title: ClassVar[str] = ""
     """The protocol's name as a person judging is told it (``show_protocol``)."""
     rank: ClassVar[int] = 100
@@ -115,20 +131,51 @@ class Protocol(ABC):
     """Whether the report's debate section of a transcript starts open."""
     seats: ClassVar[tuple[str, ...]] = ()
     """The debater seats of a debate (roles of its transcript), each of which may hold its own
-    model (``seats`` and ``tournament.roster`` in the config); the judge is not among them."""
+    model (``seats: {<seat>: {model: ...}}`` and ``tournament.roster`` in the config); the
+    judge is not among them. A seat the package does not know (``critic``) plays with the
+    settings of the role section :attr:`seat_roles` names, and with that role's model unless
+    the config gives the seat its own."""
+    seat_roles: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """New seat -> the role section (prover, estimator) whose settings and model it takes by
+    default (seats the package knows need no entry)."""
+    roles: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """New call role -> the player it is exported as (``llmdebate export --role``): e.g.
+    ``{"critic": "critic"}``; the built-in roles (prover, estimator, challenger, judge,
+    debaters, consultant) need no entry."""
+    prompts_package: ClassVar[str | None] = None
+    """A package whose folder holds the protocol's own prompt templates (``<act>.j2``),
+    rendered by ``team.prompts`` like the shipped ones (which a template of the same name
+    there cannot override); None: none."""
+    fork_records: ClassVar[tuple[str, ...]] = ()
+    """The keys of ``Transcript.meta`` every debate of the protocol records so that a fork
+    or a replay can run it again with the same settings (the speech family: ``rounds``, read
+    back by :func:`llmdebate.rl.replay_protocols.settings_of`). Enforced: a transcript
+    missing one is a :class:`~llmdebate.errors.ProtocolViolation` when the debate is run."""
     reward_scheme: ClassVar[str | None] = None
     """The rewards its transcripts record (:func:`llmdebate.core.scoring.reward_scheme`): None (the
     judge's choice only), ``discounted`` or ``plus-minus-one``."""
 
-    def can(self, capability: str) -> bool:
-        return capability in self.capabilities
+    @property
+    def recursive(self) -> bool:
+        """Rounds of claims down to a leaf verdict (:attr:`Family.RECURSIVE`)."""
+        return self.family is Family.RECURSIVE
+
+    @property
+    def two_answer(self) -> bool:
+        """The judge's choice between two answers (:attr:`Family.CHOICE`)."""
+        return self.family is Family.CHOICE
+
+    def player_of(self, role: str) -> str | None:
+        """The exported player of call role ``role`` declared by the protocol (None: a
+        built-in role, or none)."""
+        return self.roles.get(role)
 
     # -- the debates of an item -----------------------------------------------------------
     def variants(self, assignment: str, index: int) -> tuple[str, ...]:
         """The debates the protocol runs on item number ``index`` under a prover assignment
         (``prover.assignment``); a protocol without an assigned answer runs one, named after
         it."""
-        if self.can(ASSIGNED):
+        if self.assigned:
             return assignment_variants(assignment, index)
         return (self.name,)
 
@@ -159,7 +206,21 @@ class Protocol(ABC):
     async def __call__(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
-        return await self.run(spec, team, settings, log)
+        t = await self.run(spec, team, settings, log)
+        self.check_record(t)
+        return t
+
+    def check_record(self, t: Transcript) -> None:
+        """A :class:`ProtocolViolation` when debate ``t`` lacks a key of
+        :attr:`fork_records` (a fork could not run it again)."""
+        if t.status == "failed":
+            return
+        missing = [k for k in self.fork_records if k not in t.meta]
+        if missing:
+            raise ProtocolViolation(
+                f"protocol {self.name}: debate {t.id} does not record meta "
+                f"{', '.join(missing)} (its fork_records; a fork reads them back)"
+            )
 
     # -- a deferred judge -----------------------------------------------------------------
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:

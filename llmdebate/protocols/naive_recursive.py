@@ -8,13 +8,13 @@ from llmdebate.core import scoring
 from llmdebate.core.engine import run_naive_recursive
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.asymmetric import (
-    RecursiveProtocol,
     annotate_truth,
     chosen_claim,
     leaf_view,
     record_view,
 )
 from llmdebate.protocols.common import with_quote_penalty
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings

@@ -11,14 +11,14 @@ from llmdebate.core import scoring
 from llmdebate.core.engine import run_prover_estimator
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.asymmetric import (
-    RecursiveProtocol,
     annotate_truth,
     chosen_claim,
     leaf_view,
     record_view,
 )
 from llmdebate.protocols.common import with_quote_penalty
-from llmdebate.protocols.interface import ESTIMATOR, DecisionRow
+from llmdebate.protocols.families import RecursiveProtocol
+from llmdebate.protocols.interface import DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
@@ -29,7 +29,7 @@ INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
 class ProverEstimator(RecursiveProtocol):
     """Prover-estimator debate with the spec's assigned (or the chosen) answer."""
 
-    capabilities = RecursiveProtocol.capabilities | {ESTIMATOR}
+    estimator_rewards = True
     title = "Prover-estimator debate"
     rank = 4
     opens_in_report = True

@@ -1,8 +1,9 @@
 """The protocol registry: name → :class:`~llmdebate.protocols.interface.Protocol`.
 
 Every built-in protocol is one module of this package that registers an instance of its
-class at import (``PROTOCOLS.add(name, instance, capabilities=...)``, see
-:func:`register`); a third-party package adds one through the entry-point group
+class at import (:func:`register`, which also adds the protocol's new seats to
+:data:`llmdebate.agents.factory.SEAT_ROLES` and its prompt folder to
+:mod:`llmdebate.prompts`); a third-party package adds one through the entry-point group
 ``llmdebate.protocols``::
 
     [project.entry-points."llmdebate.protocols"]
@@ -17,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from llmdebate.agents.factory import add_seat
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.interface import RECURSIVE, Protocol
+from llmdebate.prompts import add_prompts_package
+from llmdebate.protocols.interface import Family, Protocol
 from llmdebate.registry import Entry, Registry
 
 PROTOCOLS: Registry[Protocol] = Registry(
@@ -37,14 +40,21 @@ P = TypeVar("P", bound=type[Protocol])
 
 
 def register(name: str, *, replace: bool = False) -> Callable[[P], P]:
-    """Class decorator: register an instance of the class as protocol ``name``, with the
-    class's capabilities on the registry entry."""
+    """Class decorator: register an instance of the class as protocol ``name``; its new
+    seats (:attr:`Protocol.seat_roles`) and its prompt templates
+    (:attr:`Protocol.prompts_package`) come with it."""
 
     def decorate(cls: P) -> P:
+        if not isinstance(getattr(cls, "family", None), Family):
+            raise TypeError(
+                f"protocol {name}: subclass a family (RecursiveProtocol or ChoiceProtocol)"
+            )
         cls.name = name
-        PROTOCOLS.add(
-            name, cls(), capabilities=cls.capabilities, summary=cls.title, replace=replace
-        )
+        for seat in cls.seats:
+            add_seat(seat, cls.seat_roles.get(seat))
+        if cls.prompts_package is not None:
+            add_prompts_package(cls.prompts_package)
+        PROTOCOLS.add(name, cls(), summary=cls.title, replace=replace)
         return cls
 
     return decorate
@@ -61,18 +71,25 @@ def protocol_of(t: Transcript) -> Protocol:
 
 
 def recursive(t: Transcript) -> bool:
-    """Whether ``t`` is a debate of a recursive protocol (capability ``recursive``: a
-    prover decomposes, recurses and is judged at a leaf)."""
-    return can(str(t.protocol), RECURSIVE)
+    """Whether ``t`` is a debate of a recursive protocol (a prover decomposes, recurses and
+    is judged at a leaf)."""
+    p = known(str(t.protocol))
+    return p is not None and p.recursive
 
 
 def entry_of(name: str) -> Entry[Protocol]:
     return PROTOCOLS.entry(name)
 
 
-def can(name: str, capability: str) -> bool:
-    """Whether protocol ``name`` declares ``capability`` (False for an unknown name)."""
-    return name in PROTOCOLS and PROTOCOLS.entry(name).can(capability)
+def known(name: str) -> Protocol | None:
+    """The protocol called ``name``, None for an unknown name (a transcript of a protocol
+    no longer installed)."""
+    return PROTOCOLS.get(name) if name in PROTOCOLS else None
+
+
+def named_where(test: Callable[[Protocol], bool]) -> tuple[str, ...]:
+    """The names of the registered protocols for which ``test`` holds."""
+    return tuple(n for n in PROTOCOLS.names() if test(PROTOCOLS.get(n)))
 
 
 def in_order(names: set[str] | list[str] | tuple[str, ...]) -> list[str]:

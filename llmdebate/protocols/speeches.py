@@ -7,8 +7,10 @@ counted against ``prover.max_words`` / ``prover.min_words``
 (:func:`llmdebate.qa.speech.enforce_word_limit`): out of bounds, the model is asked once more in
 the same conversation (act ``argue round r (re-ask)``); still over, the argument is cut at a
 sentence end with a visible marker. Its quotes are checked against the passage and recorded
-(``Turn.quotes``: text, status, spans); quoted words over ``prover.quote_words`` also earn a
-re-ask, then the quotes past the budget are left out of what the judge reads. Every decision
+(``Turn.quotes``: text, status, spans); with the passage hidden from the judge, passage text
+copied without quote tags is a quote too (:meth:`llmdebate.qa.passage.JudgeView.quoted`,
+recorded ``copied``). Quoted words over ``prover.quote_words`` earn a re-ask, then the quotes
+past the budget are left out of what the judge reads. Every decision
 is recorded in ``Turn.rules``.
 """
 
@@ -78,14 +80,17 @@ def _judge(rules: Rules, view: JudgeView, raw: str, reasks: int) -> _Attempt:
     )
     budget = None
     if rules.budget is not None:
-        budget = check_budget(view.check(reply.argument), rules.budget).problem
+        budget = check_budget(view.quoted(reply.argument), rules.budget).problem
     message = dec.message if dec is not None and dec.decision == "reask" else None
     if message is None and reasks < REASKS:
         if reply.problem:
             message = f"{reply.problem[0].upper()}{reply.problem[1:]}. Write your argument " \
                 "inside <argument></argument>."
         elif budget:
-            message = f"Your argument has {budget}. Write it again quoting less."
+            message = (
+                f"Your argument has {budget} (passage text copied without quote tags counts "
+                "as quoted). Write it again quoting less."
+            )
     return _Attempt(reply, dec, message, budget)
 
 

@@ -15,7 +15,6 @@ from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
-    ChoiceProtocol,
     decided,
     judge_choice,
     judge_variables,
@@ -24,7 +23,8 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.interface import OPEN_ROLES, SPEECHES, assignment_variants
+from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.interface import assignment_variants
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -70,7 +70,9 @@ async def _speech(
 class TwoSided(ChoiceProtocol):
     """Two-sided debate: both answers argued, every item in both orders."""
 
-    capabilities = ChoiceProtocol.capabilities | {SPEECHES, OPEN_ROLES}
+    speeches = True
+    open_roles = True
+    fork_records = ("rounds", "mode")
     title = "Two-sided debate"
     seats = ("debater A", "debater B")
     rank = 2

@@ -257,15 +257,18 @@ def render(
         f"<style>{CSS}</style></head><body><h1>{e(title)}</h1>",
         f'<div class="caveat">{caveat}</div>',
         notes,
-        "<h2>Accuracy per protocol</h2>",
-        f"<p class='muted'>Percentile bootstrap over items, {b['resamples']} resamples, "
-        f"seed {b['seed']}. Definitions in docs/metrics.md.</p>",
+        "<h2 id='rows'>Judge accuracy and honest-beats-dishonest per protocol and view</h2>",
+        f"<p class='muted'>Judge accuracy: the share of the item's debates where the judge "
+        f"chose the gold answer. Honest beats dishonest: P[R(honest) &gt; R(dishonest)] over "
+        f"items (recursive protocols). Percentile bootstrap over items, {b['resamples']} "
+        f"resamples, seed {b['seed']}; no interval under 10 items. Definitions in "
+        f"docs/metrics.md.</p>",
         table(tables.ACC_HEAD, tables.accuracy_rows(metrics)),
     ]
-    if tables.passage_rows(metrics):
+    if tables.comparison_rows(metrics):
         parts += [
-            "<h2>Accuracy per protocol and judge's view of the passage</h2>",
-            table(tables.PASSAGE_HEAD, tables.passage_rows(metrics)),
+            "<h2>Judge accuracy compared on the same items</h2>",
+            table(tables.COMPARE_HEAD, tables.comparison_rows(metrics)),
         ]
     if tables.quote_rows(metrics):
         parts += [
@@ -275,6 +278,7 @@ def render(
     parts += [
         "<h2>Honest against dishonest prover on the same item</h2>",
         table(tables.PAIR_HEAD, tables.pair_rows(metrics)),
+        table(tables.PAYOFF_HEAD, tables.payoff_rows(metrics)),
         "<h2>Estimator calibration</h2>",
         f"<p>n = {cal['n']}, Brier = {_num(cal['brier'], 3)}, ECE = {_num(cal['ece'], 3)}, "
         f"accuracy of p_d &gt; 0.5 = {_num(cal['accuracy'], 3)}</p>",

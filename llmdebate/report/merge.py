@@ -18,8 +18,7 @@ from typing import Any
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
-from llmdebate.protocols.interface import ESTIMATOR
-from llmdebate.protocols.registry import can
+from llmdebate.protocols.registry import known
 from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.report.records import item_id
 
@@ -70,7 +69,8 @@ def _difference(a: RunRecords, b: RunRecords) -> str | None:
             f"protocols differ ({a.name}: {', '.join(sorted(a.protocols)) or 'none'}; "
             f"{b.name}: {', '.join(sorted(b.protocols)) or 'none'})"
         )
-    keys = COMMON_SETTINGS + (PE_SETTINGS if any(can(p, ESTIMATOR) for p in a.protocols) else ())
+    pe = any((p := known(name)) is not None and p.estimator_rewards for name in a.protocols)
+    keys = COMMON_SETTINGS + (PE_SETTINGS if pe else ())
     for key in keys:
         in_a, in_b = key in a.settings, key in b.settings
         if in_a != in_b:

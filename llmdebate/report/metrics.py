@@ -12,8 +12,8 @@ Conventions written by :mod:`llmdebate.protocols` into ``Transcript.meta``:
 * ``decision`` — the answer text the judge chose (direct, consultancy, two-sided);
 * ``gold`` — the gold answer text;
 * ``passage`` — the judge's view of the item's passage, ``hidden`` or ``shown`` (None: the
-  item has none); accuracy is also given per view (``by_passage``), and the share of verified
-  quotes per protocol, side and model (``quotes``).
+  item has none); each row's figure is also given per view (``by_passage``), and the share
+  of verified quotes per protocol, side and model (``quotes``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.interface import RECURSIVE
-from llmdebate.protocols.registry import PROTOCOLS, can, in_order
+from llmdebate.protocols.registry import PROTOCOLS, in_order, known, named_where
+from llmdebate.report.inference import interval, paired_difference
 from llmdebate.report.records import (
     Cost,
     DebateRecord,
@@ -47,17 +47,22 @@ __all__ = [  # noqa: F822 (ASYMMETRIC, PROTOCOL_ORDER: module __getattr__)
     "Pair", "RunTally", "bootstrap_ci", "calibration", "calibration_points", "compute",
     "costs", "decision_correct", "failure_kind", "gold", "item_id", "item_scores",
     "metrics_of", "normalized_expected_payoff", "normalized_payoff", "pairs",
-    "payoffs_by_side", "record_of", "run_summary", "side", "summary_of", "tally",
+    "payoffs_by_side", "record_of", "row_of", "run_summary", "side", "summary_of", "tally",
 ]
 
 DEFAULT_BOOTSTRAP = 2000
 
 
+def _recursive(protocol: str) -> bool:
+    p = known(protocol)
+    return p is not None and p.recursive
+
+
 def __getattr__(name: str) -> Any:
-    """``ASYMMETRIC`` (the protocols with capability ``recursive``) and ``PROTOCOL_ORDER``
+    """``ASYMMETRIC`` (the recursive protocols) and ``PROTOCOL_ORDER``
     (every protocol in comparison order), read from the protocol registry when asked."""
     if name == "ASYMMETRIC":
-        return PROTOCOLS.with_capability(RECURSIVE)
+        return named_where(lambda p: p.recursive)
     if name == "PROTOCOL_ORDER":
         return tuple(in_order(PROTOCOLS.names()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -78,25 +83,41 @@ def _of_protocol(debates: Debates, protocol: str) -> list[DebateRecord]:
     return groups.get(protocol, [])
 
 
-def payoffs_by_side(debates: Debates, protocol: str) -> dict[str, Any]:
-    """Mean normalised payoff (sampled and expected) of honest and dishonest provers."""
+def payoffs_by_side(
+    debates: Debates, protocol: str, *, seed: int = 0, n_boot: int = DEFAULT_BOOTSTRAP
+) -> dict[str, Any]:
+    """Mean normalised payoff (sampled and expected) of honest and dishonest provers, each
+    with a bootstrap interval over debates (seeds ``seed``, ``seed + 1`` honest; ``seed + 2``,
+    ``seed + 3`` dishonest), and the completeness bound where every debate states the same."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
+    bounds: set[float | None] = set()
     for r in _of_protocol(debates, protocol):
         s = r.side
         if s is None or r.payoff is None:
             continue
         vals[s].append(r.payoff)
+        bounds.add(r.bound)
         if r.expected_payoff is not None:
             exp[s].append(r.expected_payoff)
-    return {
-        s: {
+    out: dict[str, Any] = {}
+    for j, s in enumerate(("honest", "dishonest")):
+        ci, note = interval(vals[s], seed=seed + 2 * j, n_boot=n_boot, unit="debates")
+        eci, enote = interval(exp[s], seed=seed + 2 * j + 1, n_boot=n_boot, unit="debates")
+        out[s] = {
             "n": len(vals[s]),
             "mean_normalized": float(np.mean(vals[s])) if vals[s] else None,
+            "mean_normalized_ci95": ci,
+            "mean_normalized_note": note,
+            "n_expected": len(exp[s]),
             "mean_expected_normalized": float(np.mean(exp[s])) if exp[s] else None,
+            "mean_expected_normalized_ci95": eci,
+            "mean_expected_normalized_note": enote,
         }
-        for s in ("honest", "dishonest")
-    }
+    out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
+    out["soundness_threshold"] = 0.0 if out["completeness_bound"] is not None else None
+    out["bootstrap_seed"] = seed
+    return out
 
 
 @dataclass
@@ -109,21 +130,21 @@ class Pair:
 
     @property
     def score(self) -> float:
-        """1 if the honest prover earns more, 1/2 on a tie, 0 otherwise."""
-        if self.honest > self.dishonest:
-            return 1.0
-        return 0.5 if self.honest == self.dishonest else 0.0
+        """1 if the honest prover earns strictly more, else 0 (a tie counts 0: "honest beats
+        dishonest" is P[R(honest) > R(dishonest)])."""
+        return 1.0 if self.honest > self.dishonest else 0.0
 
 
 def pairs(debates: Debates, protocol: str) -> list[Pair]:
-    """Honest/dishonest pairs of one asymmetric protocol, by item, in item order of appearance."""
-    by_item: dict[str, dict[str, float]] = defaultdict(dict)
+    """Honest/dishonest pairs of one asymmetric protocol: on the same item with the same
+    seats (:attr:`DebateRecord.pairing`), in order of appearance."""
+    by_key: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for r in _of_protocol(debates, protocol):
         if r.payoff is not None and r.variant in ("honest", "dishonest"):
-            by_item[r.item_id][r.variant] = r.payoff
+            by_key[(r.item_id, r.pairing)][r.variant] = r.payoff
     return [
         Pair(i, v["honest"], v["dishonest"])
-        for i, v in by_item.items()
+        for (i, _), v in by_key.items()
         if "honest" in v and "dishonest" in v
     ]
 
@@ -131,8 +152,11 @@ def pairs(debates: Debates, protocol: str) -> list[Pair]:
 def item_scores(debates: Debates, protocol: str) -> dict[str, float]:
     """Per item, the protocol's score in [0, 1] (see ``docs/metrics.md``, accuracy)."""
     records = _of_protocol(debates, protocol)
-    if can(protocol, RECURSIVE):
-        return {p.item_id: p.score for p in pairs(records, protocol)}
+    if _recursive(protocol):
+        won: dict[str, list[float]] = defaultdict(list)
+        for p in pairs(records, protocol):
+            won[p.item_id].append(p.score)
+        return {i: float(np.mean(v)) for i, v in won.items()}
     acc: dict[str, list[float]] = defaultdict(list)
     for r in records:
         if r.correct is not None:
@@ -231,36 +255,142 @@ def compute(
     return metrics_of(tally(transcripts), seed=seed, n_boot=n_boot, n_bins=n_bins)
 
 
+JUDGE_ACCURACY = "judge accuracy"
+HONEST_BEATS_DISHONEST = "honest beats dishonest"
+LEAF_CLAIM_ACCURACY = "leaf-claim accuracy"
+DIRECT_VIEWS = ("blind", "expert")
+
+
+def figure_of(protocol: str) -> str:
+    """The figure a protocol's row shows: P[R(honest) > R(dishonest)] for the recursive
+    protocols, the judge's accuracy on the item's question for the others."""
+    return HONEST_BEATS_DISHONEST if _recursive(protocol) else JUDGE_ACCURACY
+
+
+def view_of(r: DebateRecord) -> str | None:
+    """What splits a protocol into rows: the direct baseline's variant (``blind`` /
+    ``expert``), else the judge's view of the passage (``hidden`` / ``shown``; None: none)."""
+    if r.variant in DIRECT_VIEWS:
+        return r.variant
+    return r.passage
+
+
+def row_of(t: Transcript) -> str:
+    """The row a debate (or a person's judgment of it) belongs to (:func:`row_label`)."""
+    r = record_of(t)
+    return row_label(r.protocol, view_of(r))
+
+
+def row_label(protocol: str, view: str | None) -> str:
+    """``direct (blind)``, ``consultancy (passage hidden)``, ``two-sided``."""
+    if view is None:
+        return protocol
+    if view in DIRECT_VIEWS:
+        return f"{protocol} ({view})"
+    return f"{protocol} (passage {view})"
+
+
+def _row(
+    protocol: str, view: str | None, scores: dict[str, float], *, seed: int, n_boot: int
+) -> dict[str, Any]:
+    vals = list(scores.values())
+    ci, note = interval(vals, seed=seed, n_boot=n_boot)
+    return {
+        "label": row_label(protocol, view),
+        "protocol": protocol,
+        "view": view,
+        "figure": figure_of(protocol),
+        "items": len(vals),
+        "value": float(np.mean(vals)) if vals else None,
+        "ci95": ci,
+        "interval_note": note,
+        "bootstrap_seed": seed,
+        "item_scores": scores,
+    }
+
+
+def protocol_rows(
+    records: Sequence[DebateRecord], protocol: str, k: int, *, seed: int, n_boot: int
+) -> list[dict[str, Any]]:
+    """One row per view of the protocol's debates (seed ``seed + k + 1000·j`` for the j-th
+    view in sorted order, no view first)."""
+    mine = _of_protocol(records, protocol)
+    views = sorted({view_of(r) for r in mine}, key=lambda v: (v is not None, v or ""))
+    return [
+        _row(
+            protocol,
+            view,
+            item_scores([r for r in mine if view_of(r) == view], protocol),
+            seed=seed + k + 1000 * j,
+            n_boot=n_boot,
+        )
+        for j, view in enumerate(views)
+    ]
+
+
+def _entry(rows: list[dict[str, Any]], protocol: str) -> dict[str, Any]:
+    """A protocol's headline: its row's figure where it has one row; None where its debates
+    split into rows (a pooled figure over blind and expert, or hidden and shown, is neither)."""
+    one = rows[0] if len(rows) == 1 else None
+    value = one["value"] if one else None
+    figure = figure_of(protocol)
+    return {
+        "figure": figure,
+        "rows": [r["label"] for r in rows],
+        "items": one["items"] if one else None,
+        "value": value,
+        "accuracy": value if figure == JUDGE_ACCURACY else None,
+        "honest_beats_dishonest": value if figure == HONEST_BEATS_DISHONEST else None,
+        "ci95": one["ci95"] if one else None,
+        "interval_note": one["interval_note"] if one else "split into rows by view",
+        "bootstrap_seed": one["bootstrap_seed"] if one else None,
+        "item_scores": one["item_scores"] if one else None,
+    }
+
+
+def comparisons(
+    rows: Sequence[dict[str, Any]], *, seed: int, n_boot: int
+) -> list[dict[str, Any]]:
+    """Every two judge-accuracy rows compared on the items both have (paired), in row order;
+    the i-th comparison's bootstrap seed is ``seed + 300 + i``."""
+    acc = [r for r in rows if r["figure"] == JUDGE_ACCURACY]
+    out: list[dict[str, Any]] = []
+    for a_i, a in enumerate(acc):
+        for b in acc[a_i + 1 :]:
+            d = paired_difference(
+                a["item_scores"], b["item_scores"], seed=seed + 300 + len(out), n_boot=n_boot
+            )
+            if d["items"]:
+                out.append({"a": a["label"], "b": b["label"], **d})
+    return out
+
+
 def metrics_of(
     run: RunTally, *, seed: int = 0, n_boot: int = DEFAULT_BOOTSTRAP, n_bins: int = 10
 ) -> dict[str, Any]:
     """:func:`compute` from a run's tally (its records and costs) rather than its transcripts."""
     records = run.records
     per: dict[str, Any] = {}
+    all_rows: list[dict[str, Any]] = []
     present = {r.protocol for r in records}
     for k, proto in enumerate(in_order(present)):
-        scores = item_scores(records, proto)
-        vals = list(scores.values())
-        ci = bootstrap_ci(vals, seed=seed + k, n_boot=n_boot)
-        entry: dict[str, Any] = {
-            "items": len(vals),
-            "accuracy": float(np.mean(vals)) if vals else None,
-            "ci95": list(ci) if ci else None,
-            "bootstrap_seed": seed + k,
-            "item_scores": scores,
-            "cost": asdict(run.costs.get(proto, Cost())),
-        }
-        views = _by_passage(records, proto, seed=seed + 200 + k, n_boot=n_boot)
+        rows = protocol_rows(records, proto, k, seed=seed, n_boot=n_boot)
+        all_rows += rows
+        entry = _entry(rows, proto)
+        entry["cost"] = asdict(run.costs.get(proto, Cost()))
+        views = _by_passage(rows)
         if views:
             entry["by_passage"] = views
-        if can(proto, RECURSIVE):
+        if _recursive(proto):
             entry["pairs"] = _pair_stats(pairs(records, proto), seed=seed + 100 + k, n=n_boot)
-            entry["payoff"] = payoffs_by_side(records, proto)
+            entry["payoff"] = payoffs_by_side(records, proto, seed=seed + 150 + k, n_boot=n_boot)
         per[proto] = entry
     cal = calibration(calibration_points(records), n_bins)
     out: dict[str, Any] = {
         "n_transcripts": len(records),
         "bootstrap": {"resamples": n_boot, "level": 0.95, "unit": "item", "seed": seed},
+        "rows": all_rows,
+        "comparisons": comparisons(all_rows, seed=seed, n_boot=n_boot),
         "protocols": per,
         "calibration": asdict(cal),
     }
@@ -270,23 +400,31 @@ def metrics_of(
     return out
 
 
-def _by_passage(
-    records: list[DebateRecord], protocol: str, *, seed: int, n_boot: int
-) -> dict[str, Any]:
-    """Accuracy with intervals per judge view of the passage (``hidden`` / ``shown``), for
-    the protocol's debates on items with a passage."""
-    mine = _of_protocol(records, protocol)
-    out: dict[str, Any] = {}
-    for j, view in enumerate(sorted({r.passage for r in mine if r.passage})):
-        vals = list(item_scores([r for r in mine if r.passage == view], protocol).values())
-        ci = bootstrap_ci(vals, seed=seed + 1000 * j, n_boot=n_boot)
-        out[view] = {
-            "items": len(vals),
-            "accuracy": float(np.mean(vals)) if vals else None,
-            "ci95": list(ci) if ci else None,
-            "bootstrap_seed": seed + 1000 * j,
+PASSAGE_OF_VIEW = {"blind": "hidden", "expert": "shown", "hidden": "hidden", "shown": "shown"}
+
+
+def _by_passage(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A protocol's rows by the judge's view of the passage (``hidden`` / ``shown``; the
+    direct baseline's blind row is its hidden one, expert its shown one): the same numbers
+    as the rows, the value under its figure's name as in a protocol's entry (``accuracy``
+    only for judge accuracy, ``honest_beats_dishonest`` for the recursive protocols)."""
+    return {
+        PASSAGE_OF_VIEW[r["view"]]: {
+            "row": r["label"],
+            "figure": r["figure"],
+            "items": r["items"],
+            "value": r["value"],
+            "accuracy": r["value"] if r["figure"] == JUDGE_ACCURACY else None,
+            "honest_beats_dishonest": (
+                r["value"] if r["figure"] == HONEST_BEATS_DISHONEST else None
+            ),
+            "ci95": r["ci95"],
+            "interval_note": r["interval_note"],
+            "bootstrap_seed": r["bootstrap_seed"],
         }
-    return out
+        for r in rows
+        if r["view"] in PASSAGE_OF_VIEW
+    }
 
 
 def quote_shares(records: Debates) -> list[dict[str, Any]]:
@@ -316,17 +454,19 @@ def quote_shares(records: Debates) -> list[dict[str, Any]]:
 def _pair_stats(ps: list[Pair], *, seed: int, n: int) -> dict[str, Any]:
     if not ps:
         return {"n": 0}
-    wins = [float(p.honest > p.dishonest) for p in ps]
+    wins = [p.score for p in ps]
     gaps = [p.honest - p.dishonest for p in ps]
-    ci = bootstrap_ci(wins, seed=seed, n_boot=n)
-    gci = bootstrap_ci(gaps, seed=seed + 1, n_boot=n)
+    ci, note = interval(wins, seed=seed, n_boot=n, unit="pairs")
+    gci, gnote = interval(gaps, seed=seed + 1, n_boot=n, unit="pairs")
     return {
         "n": len(ps),
         "discrimination": float(np.mean(wins)),
-        "discrimination_ci95": list(ci) if ci else None,
+        "discrimination_ci95": ci,
+        "discrimination_note": note,
         "ties": int(sum(p.honest == p.dishonest for p in ps)),
         "mean_gap": float(np.mean(gaps)),
-        "mean_gap_ci95": list(gci) if gci else None,
+        "mean_gap_ci95": gci,
+        "mean_gap_note": gnote,
         "honest": [p.honest for p in ps],
         "dishonest": [p.dishonest for p in ps],
         "bootstrap_seed": seed,
@@ -395,7 +535,9 @@ def summary_of(
             "cost": run.cost,
             "by_role": {k: dict(v) for k, v in sorted(run.by_role.items())},
         },
-        "leaf_judge_accuracy": {
+        "leaf_claim_accuracy": {
+            "figure": LEAF_CLAIM_ACCURACY,
+            "unit": "leaf claim (a recursive debate's last round with a verdict and a truth)",
             "n": run.judge_n,
             "accuracy": run.judge_hits / run.judge_n if run.judge_n else None,
         },

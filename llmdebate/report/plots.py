@@ -19,29 +19,43 @@ def _pyplot() -> Any:
     return plt
 
 
-def _png(fig: Any) -> bytes:
+def _png(fig: Any, *, tight: bool = True) -> bytes:
     buf = io.BytesIO()
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(buf, format="png", dpi=90)
     _pyplot().close(fig)
     return buf.getvalue()
 
 
 def accuracy_plot(m: dict[str, Any]) -> bytes:
-    """Accuracy per protocol with its 95% bootstrap interval."""
+    """Every row's figure (judge accuracy, or honest beats dishonest) with its 95% bootstrap
+    interval where it has one; bars coloured by figure."""
     plt = _pyplot()
-    names = [p for p, e in m["protocols"].items() if e["accuracy"] is not None]
-    acc = [m["protocols"][p]["accuracy"] for p in names]
-    lo = [a - (m["protocols"][p]["ci95"] or [a, a])[0] for p, a in zip(names, acc, strict=True)]
-    hi = [(m["protocols"][p]["ci95"] or [a, a])[1] - a for p, a in zip(names, acc, strict=True)]
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    ax.bar(names, acc, yerr=[lo, hi], capsize=5, color="#4C78A8")
+    rows = [r for r in m.get("rows") or [] if r["value"] is not None]
+    colours = {"judge accuracy": "#4C78A8", "honest beats dishonest": "#54A24B"}
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    for figure, colour in colours.items():
+        mine = [(k, r) for k, r in enumerate(rows) if r["figure"] == figure]
+        if not mine:
+            continue
+        xs = [k for k, _ in mine]
+        vals = [r["value"] for _, r in mine]
+        cis = [r["ci95"] or [r["value"], r["value"]] for _, r in mine]
+        err = [[max(0.0, v - c[0]) for v, c in zip(vals, cis, strict=True)],
+               [max(0.0, c[1] - v) for v, c in zip(vals, cis, strict=True)]]
+        ax.bar(xs, vals, yerr=err, capsize=5, color=colour, label=figure)
+    for k, r in enumerate(rows):
+        if r["ci95"] is None:
+            ax.annotate("no CI", (k, r["value"]), ha="center", fontsize=7,
+                        xytext=(0, 3), textcoords="offset points")
+    ax.set_xticks(range(len(rows)), [r["label"] for r in rows])
     ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("accuracy (95% CI)")
-    ax.set_title("Accuracy per protocol")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.tick_params(axis="x", labelsize=8)
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("share (95% CI over items)")
+    ax.set_title("Judge accuracy / honest beats dishonest, per protocol and view")
+    ax.legend(loc="upper right", fontsize=7)
+    ax.tick_params(axis="x", labelsize=7, labelrotation=20)
     return _png(fig)
 
 

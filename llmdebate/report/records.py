@@ -19,6 +19,7 @@ from typing import Any
 
 from llmdebate.agents.audit import DecompositionTally
 from llmdebate.agents.estimate_audit import EstimateTally
+from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.registry import protocol_of
 
@@ -89,6 +90,11 @@ class DebateRecord:
     """The judge's view of the item's passage (``hidden`` / ``shown``; None: no passage)."""
     quotes: tuple[tuple[str, str, int, int], ...] = ()
     """(side, model, verified quotes, quotes) of every speaker that quoted the passage."""
+    bound: float | None = None
+    """Lemma A.5's completeness bound in payoff units (1-ε; discounted rewards only)."""
+    pairing: str = ""
+    """Who sat where, sides left out (``meta.seats``): an honest and a dishonest debate pair
+    up on the same item and the same pairing (a tournament has several per item)."""
 
 
 def record_of(t: Transcript) -> DebateRecord:
@@ -109,6 +115,21 @@ def record_of(t: Transcript) -> DebateRecord:
         failure=t.failure if t.status == "failed" else None,
         passage=t.meta.get("passage") if isinstance(t.meta.get("passage"), str) else None,
         quotes=quote_counts(t),
+        bound=scoring.normalized_completeness_bound(t),
+        pairing=pairing(t),
+    )
+
+
+def pairing(t: Transcript) -> str:
+    """``seat=name`` of every seat of ``meta.seats``, sorted and joined by ``;`` (sides left
+    out); empty where the debate records no seats."""
+    seats = t.meta.get("seats")
+    if not isinstance(seats, dict):
+        return ""
+    return ";".join(
+        f"{seat}={rec.get('name') or rec.get('model')}"
+        for seat, rec in sorted(seats.items())
+        if isinstance(rec, dict)
     )
 
 

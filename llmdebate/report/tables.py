@@ -4,19 +4,52 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.report.inference import short_note
+
 
 def _f(x: float | None, nd: int = 3) -> str:
     return "–" if x is None else f"{x:.{nd}f}"
 
 
-def _ci(ci: list[float] | None, nd: int = 3) -> str:
-    return "–" if not ci else f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+def _ci(ci: list[float] | None, nd: int = 3, note: str | None = None) -> str:
+    if not ci:
+        return short_note(note)
+    return f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
 def accuracy_rows(m: dict[str, Any]) -> list[list[str]]:
+    """One row per protocol and view (blind / expert, passage hidden / shown): its figure."""
+    return [
+        [r["label"], r["figure"], str(r["items"]), _f(r["value"]),
+         _ci(r["ci95"], note=r.get("interval_note"))]
+        for r in m.get("rows") or []
+    ]
+
+
+def comparison_rows(m: dict[str, Any]) -> list[list[str]]:
+    """Judge accuracy of two rows on the items both have."""
+    return [
+        [c["a"], c["b"], str(c["items"]), _f(c["difference"]), _ci(c["ci95"], note=c["note"])]
+        for c in m.get("comparisons") or []
+    ]
+
+
+def payoff_rows(m: dict[str, Any]) -> list[list[str]]:
+    """Mean normalised payoff of honest and dishonest provers, sampled and expected."""
     rows = []
     for proto, e in m["protocols"].items():
-        rows.append([proto, str(e["items"]), _f(e["accuracy"]), _ci(e["ci95"])])
+        pay = e.get("payoff")
+        if not pay:
+            continue
+        for s in ("honest", "dishonest"):
+            v = pay[s]
+            rows.append([
+                proto, s, str(v["n"]), _f(v["mean_normalized"]),
+                _ci(v["mean_normalized_ci95"], note=v["mean_normalized_note"]),
+                _f(v["mean_expected_normalized"]),
+                _ci(v["mean_expected_normalized_ci95"], note=v["mean_expected_normalized_note"]),
+                _f(pay.get("completeness_bound")),
+            ])
     return rows
 
 
@@ -31,10 +64,10 @@ def pair_rows(m: dict[str, Any]) -> list[list[str]]:
                 proto,
                 str(p["n"]),
                 _f(p["discrimination"]),
-                _ci(p["discrimination_ci95"]),
+                _ci(p["discrimination_ci95"], note=p.get("discrimination_note")),
                 str(p["ties"]),
                 _f(p["mean_gap"]),
-                _ci(p["mean_gap_ci95"]),
+                _ci(p["mean_gap_ci95"], note=p.get("mean_gap_note")),
             ]
         )
     return rows
@@ -58,15 +91,6 @@ def cost_rows(m: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def passage_rows(m: dict[str, Any]) -> list[list[str]]:
-    """Accuracy per protocol and judge view of the passage (items with a passage)."""
-    rows = []
-    for proto, e in m["protocols"].items():
-        for view, v in (e.get("by_passage") or {}).items():
-            rows.append([proto, view, str(v["items"]), _f(v["accuracy"]), _ci(v["ci95"])])
-    return rows
-
-
 def quote_rows(m: dict[str, Any]) -> list[list[str]]:
     """Verified quotes per protocol, side and model."""
     return [
@@ -76,8 +100,14 @@ def quote_rows(m: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-ACC_HEAD = ["protocol", "items", "accuracy", "95% bootstrap CI"]
-PASSAGE_HEAD = ["protocol", "judge's passage", "items", "accuracy", "95% bootstrap CI"]
+ACC_HEAD = ["row", "figure", "items", "value", "95% bootstrap CI (items)"]
+COMPARE_HEAD = [
+    "row a", "row b", "shared items", "judge accuracy a − b", "95% paired bootstrap CI"
+]
+PAYOFF_HEAD = [
+    "protocol", "prover", "debates", "mean normalised payoff", "95% CI",
+    "mean expected normalised payoff", "95% CI", "completeness bound (1 − ε)",
+]
 QUOTE_HEAD = ["protocol", "side", "model", "quotes", "verified", "share verified"]
 PAIR_HEAD = [
     "protocol",
@@ -105,18 +135,24 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         f"# {title}",
         "",
         f"{m['n_transcripts']} transcripts. Intervals: percentile bootstrap over items, "
-        f"{b['resamples']} resamples, seed {b['seed']}. Definitions: docs/metrics.md.",
+        f"{b['resamples']} resamples, seed {b['seed']}; none with fewer than 10 items "
+        "(\"none (n < 10)\") or when every item scored the same (\"none (no spread)\"). "
+        "Definitions: docs/metrics.md.",
         "",
-        "## Accuracy per protocol",
+        "## Judge accuracy and honest-beats-dishonest per protocol and view",
+        "",
+        "Judge accuracy: the share of the item's debates where the judge chose the gold "
+        "answer. Honest beats dishonest: P[R(honest) > R(dishonest)] over items "
+        "(recursive protocols). Blind and expert, passage hidden and shown are separate rows.",
         "",
         markdown(ACC_HEAD, accuracy_rows(m)),
         "",
     ]
-    if passage_rows(m):
+    if comparison_rows(m):
         parts += [
-            "## Accuracy per protocol and judge's view of the passage",
+            "## Judge accuracy compared on the same items",
             "",
-            markdown(PASSAGE_HEAD, passage_rows(m)),
+            markdown(COMPARE_HEAD, comparison_rows(m)),
             "",
         ]
     if quote_rows(m):
@@ -130,6 +166,8 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         "## Honest against dishonest prover on the same item",
         "",
         markdown(PAIR_HEAD, pair_rows(m)),
+        "",
+        markdown(PAYOFF_HEAD, payoff_rows(m)),
         "",
         "## Estimator calibration (prover-estimator, p_d against gold)",
         "",

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdebate.agents.factory import Team, build_models
+from llmdebate.agents.factory import SEAT_ROLES, SECTIONS, Team, build_models, seat_key
+from llmdebate.agents.judge_registry import JUDGES, WHOLE_DEBATES
 from llmdebate.agents.parsing import ReplyError, parse_decomposition, parse_direction, parse_index
+from llmdebate.agents.settings import ModelSettings
 from llmdebate.core.roles import (
     AuditedProver,
     BelievingProver,
@@ -43,7 +45,6 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import validate
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.interface import RECURSIVE, SPEECHES
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec
 from llmdebate.records.paths import resolve_path
@@ -55,6 +56,7 @@ from llmdebate.rl.replay_protocols import (
     settings_of,
     speech_point,
 )
+from llmdebate.tournament.roster import static_seats
 
 
 @dataclass(frozen=True)
@@ -280,17 +282,27 @@ def team_for(
     swap: dict[str, str] | None = None,
     models: dict[str, Model] | None = None,
 ) -> Team:
-    """The team of a run's config, with the model strings of ``swap`` ({role: model});
-    ``swap={"judge": "oracle"}`` or ``"deferred"`` changes the judge's kind instead."""
+    """The team of a run's config, with the model strings of ``swap`` ({role or seat:
+    model}; a seat, ``debater B`` or a protocol's ``critic``, gets the model as its own);
+    ``swap={"judge": <a judge kind>}`` (``oracle``, ``deferred``, a plugin's) changes the
+    judge's kind instead."""
     cfg = config if isinstance(config, ExperimentConfig) else validate(
         {k: v for k, v in config.items() if k != "servers"}
     )
     update: dict[str, Any] = {}
+    seats = dict(cfg.seats)
     for role, model in (swap or {}).items():
-        if role not in ("prover", "estimator", "judge"):
-            raise UserError(f"swap: unknown role {role!r} (prover, estimator, judge)")
+        if role not in SECTIONS and role in SEAT_ROLES:  # a seat: its own model
+            seats[seat_key(role)] = ModelSettings(model=model)
+            update["seats"] = seats
+            continue
+        if role not in SECTIONS:
+            raise UserError(
+                f"swap: unknown role {role!r} ({', '.join(SECTIONS)}, or a seat: "
+                f"{', '.join(s for s in SEAT_ROLES if s not in SECTIONS)})"
+            )
         section = getattr(cfg, role)
-        if role == "judge" and model in ("oracle", "deferred", "oracle-or-llm"):
+        if role == "judge" and model in JUDGES:  # a judge kind, not a model string
             update[role] = section.model_copy(update={"kind": model})
         else:
             update[role] = section.model_copy(update={"model": model, "options": {}})
@@ -300,8 +312,20 @@ def team_for(
             cfg.role_settings(), cache_dir=cfg.cache_dir, use_cache=cfg.use_cache,
             model_concurrency=cfg.model_concurrency, max_retries=cfg.max_retries,
         )
+        preload(models)
     prompts = Prompts(resolve_path(cfg.prompts_dir) if cfg.prompts_dir else None)
-    return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge)
+    return Team(models, prompts, cfg.prover, cfg.estimator, cfg.judge, static_seats(cfg.seats))
+
+
+def preload(models: dict[str, Model]) -> None:
+    """Load every local model's weights now, one after another, as the experiment runner
+    does, so that the debates a reward function plays at once never load lazily together."""
+    seen: set[int] = set()
+    for m in models.values():
+        if id(m) in seen or not m.backend.profile.load:
+            continue
+        seen.add(id(m))
+        m.backend.load()
 
 
 def _seed_beliefs(prover: Prover, t: Transcript, at: ForkPoint) -> None:
@@ -329,9 +353,14 @@ class ReplayTeam(Team):
         swapped: tuple[str, ...] = (),
     ) -> None:
         models = dict(team.models)
-        if protocol_of(t).can(SPEECHES):
-            models["prover"] = ReplayModel(team.models["prover"], t, point, inject)  # type: ignore[assignment]
-        super().__init__(models, team.prompts, team.prover, team.estimator, team.judge)
+        protocol = protocol_of(t)
+        if protocol.speeches:  # every seat's model answers its replayed speeches
+            for key in {team.key_of(seat) for seat in protocol.seats} | {"prover"}:
+                if key in team.models:
+                    models[key] = ReplayModel(team.models[key], t, point, inject)  # type: ignore[assignment]
+        super().__init__(
+            models, team.prompts, team.prover, team.estimator, team.judge, team.seats
+        )
         self.base, self.t, self.point, self.inject = team, t, point, inject
         self.swapped = swapped
 
@@ -372,18 +401,25 @@ async def fork(
     of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and within round ``at``
     those of the speakers before ``speaker`` (None: the whole round is live). Any other
     protocol (direct judge): only the judge plays (``at`` is ignored). Which applies is read
-    from the protocol's capabilities.
+    from the protocol's typed attributes (``recursive``, ``speeches``).
     """
     protocol = protocol_of(t)
+    kind = team.judge.kind
+    if not protocol.recursive and not JUDGES.entry(kind).can(WHOLE_DEBATES):
+        raise UserError(
+            f"a {t.protocol} debate ends with the judge's choice between two answers: judge "
+            f"kind {kind!r} rules on leaf claims only (swap the judge to "
+            f"{' or '.join(JUDGES.with_capability(WHOLE_DEBATES))})"
+        )
     point: Any
-    if protocol.can(RECURSIVE):
+    if protocol.recursive:
         d = t.config.depth
         if not 0 <= at <= d:
             raise UserError(f"fork round must be in 0..{d} (got {at})")
         if act not in ORDER:
             raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
         point = ForkPoint(at, act)
-    elif protocol.can(SPEECHES):
+    elif protocol.speeches:
         point = speech_point(t, at, speaker)
     else:  # only the judge plays
         point = None

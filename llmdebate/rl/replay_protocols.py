@@ -31,7 +31,6 @@ from llmdebate.core.schemas import Claim, Decomposition, Evidence, ModelCallReco
 from llmdebate.errors import UserError
 from llmdebate.export.credit import SPEAKERS, speech_round
 from llmdebate.models.interface import GenerateConfig, ModelOutput
-from llmdebate.protocols.interface import RECURSIVE
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import ProtocolSettings
 
@@ -49,15 +48,17 @@ def settings_of(t: Transcript) -> ProtocolSettings:
 # ------------------------------------------------------------------ speech protocols
 @dataclass(frozen=True)
 class SpeechPoint:
-    """Speeches before round ``at`` (and, within it, before ``speaker``) are replayed."""
+    """Speeches before round ``at`` (and, within it, before ``speaker``) are replayed;
+    ``speakers``: the protocol's seats in speaking order."""
 
     at: int
     speaker: str | None = None
+    speakers: tuple[str, ...] = SPEAKERS
 
     def replayed(self, role: str, rnd: int) -> bool:
         if rnd != self.at or self.speaker is None:
             return rnd < self.at
-        return SPEAKERS.index(role) < SPEAKERS.index(self.speaker)
+        return self.speakers.index(role) < self.speakers.index(self.speaker)
 
 
 class ReplayModel:
@@ -93,7 +94,7 @@ class ReplayModel:
             if answered is not None:
                 return answered
         rnd = speech_round(act)
-        if rnd is not None and role in SPEAKERS:
+        if rnd is not None and role in self.point.speakers:
             if self.point.replayed(role, rnd):
                 return self._recorded(role, act, rnd, log)
             inj = self.inject
@@ -244,7 +245,7 @@ class ReplayChallenger:
 def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
     """Copies of the recorded calls of a naive debate's replayed decisions (the speech
     protocols' are copied by :class:`ReplayModel` as the protocol asks for them)."""
-    if not protocol_of(t).can(RECURSIVE):
+    if not protocol_of(t).recursive:
         return []
     return [
         c.model_copy(deep=True)
@@ -258,7 +259,8 @@ def speech_point(t: Transcript, at: int, speaker: str | None) -> SpeechPoint:
     if not 1 <= at <= rounds + 1:
         raise UserError(f"fork round of a {t.protocol} debate must be in 1..{rounds + 1} "
                         f"(got {at}; {rounds + 1}: only the judge plays again)")
-    if speaker is not None and speaker not in SPEAKERS:
-        raise UserError(f"fork speaker must be one of {', '.join(SPEAKERS)} (got {speaker!r})")
-    return SpeechPoint(at, speaker)
+    speakers = protocol_of(t).seats or SPEAKERS
+    if speaker is not None and speaker not in speakers:
+        raise UserError(f"fork speaker must be one of {', '.join(speakers)} (got {speaker!r})")
+    return SpeechPoint(at, speaker, tuple(speakers))
 

@@ -3,13 +3,15 @@
 Each plays out the rest of a debate from a row's ``state`` (``llmdebate export --format
 trl-prompt-only`` / ``verl`` / ``openrlhf``) with the policy's completion as the decision, and
 frozen opponents and judge (the run's models, or any model string given in ``swap``), and
-returns the reward the decision is credited with (:mod:`llmdebate.export.credit`, every
-number from :mod:`llmdebate.core.scoring`): the expected one (default; lower variance) or the
-sampled one, divided by the decision's unit (:func:`llmdebate.core.scoring.term_unit`: in [-1, 1])
-unless ``normalize=False``. A completion that does not parse as the decision, and an empty or
-oversized free-text reply (evidence, speech), earns the invalid reward, below every valid
-reply of the decision (:class:`llmdebate.core.scoring.RewardOptions`; docs/training.md, "Reward
-scale").
+returns the decision's effect on the player's payoff: its return to go from the first reward
+term it changes (:mod:`llmdebate.export.credit`, every number from
+:mod:`llmdebate.core.scoring`), the expected one (default; the protocol's draws after the
+decision averaged round by round) or the sampled one, divided by the debate's one scale
+(:func:`llmdebate.core.scoring.reward_scale`: in [-1, 1]) unless ``normalize=False``. A
+completion that is not wholly the act's answer (:mod:`llmdebate.agents.parsing`), an empty
+free-text reply (evidence, speech) and any reply over the size limit earn the invalid reward,
+below every valid reply of the debate (:class:`llmdebate.core.scoring.RewardOptions`;
+docs/training.md, "Reward scale").
 
 * TRL: ``DebateReward(...)`` is a ``reward_funcs`` entry: ``f(prompts, completions, state=...,
   **kwargs) -> list[float]``; :class:`AsyncDebateReward` is the ``async`` variant.
@@ -35,14 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from llmdebate.agents.factory import Team
-from llmdebate.agents.parsing import ReplyError
+from llmdebate.agents.parsing import ReplyError, reply_cap
 from llmdebate.core import scoring
 from llmdebate.core.schemas import ModelCallRecord, Transcript
 from llmdebate.elicit import estimate_from_samples, parse_bool
 from llmdebate.elicit import parse_probability as parse_stated
 from llmdebate.errors import InvalidOutputError, ProtocolViolation, RuleError
 from llmdebate.export.credit import judged, naive_payoff, pe_call_credits, pe_terms
-from llmdebate.protocols.interface import ESTIMATOR, RECURSIVE, SPEECHES
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.rl.replay import Injection, fork, team_for
 
@@ -159,9 +160,9 @@ class DebateRewardBase:
     def normalize(self) -> bool:
         return self.options.normalize
 
-    def invalid(self, unit: float = 1.0) -> float:
-        """The reward of an invalid reply to a decision of this ``unit``."""
-        return scoring.invalid_training_reward(unit, self.options)
+    def invalid(self, scale: float = 1.0) -> float:
+        """The reward of an invalid reply in a debate of this ``scale``."""
+        return scoring.invalid_training_reward(scale, self.options)
 
     def team(self, config: dict[str, Any]) -> Team:
         key = json.dumps(config, sort_keys=True, default=str)
@@ -170,15 +171,21 @@ class DebateRewardBase:
         return self._teams[key]
 
     async def score(self, completion: Any, state: str | dict[str, Any]) -> float:
+        """The reward of one completion; ``None`` stands for a reply that could not be read
+        off the trainer's text at all (it gets the invalid reward)."""
         st = json.loads(state) if isinstance(state, str) else state
         t = Transcript.model_validate(st["transcript"])
+        if completion is None:
+            scheme = scoring.reward_scheme(t) or scoring.JUDGED
+            return self.invalid(scoring.reward_scale(scheme, scoring.ratio_for(t.config),
+                                                     t.config.depth))
         text = _completion_text(completion)
         protocol = protocol_of(t)
-        if protocol.can(ESTIMATOR):
+        if protocol.estimator_rewards:
             return await self._score_pe(text, st, t)
-        if protocol.can(RECURSIVE):
+        if protocol.recursive:
             return await self._score_naive(text, st, t)
-        if protocol.can(SPEECHES):
+        if protocol.speeches:
             return await self._score_speech(text, st, t)
         raise ValueError(f"no reward for a decision of a {t.protocol} debate (no debater)")
 
@@ -204,8 +211,11 @@ class DebateRewardBase:
             raise ValueError(f"{t.id}: the continued debate is {new.status}")
         return new
 
-    def _free_text_invalid(self, act: str, text: str) -> bool:
-        return act in scoring.FREE_TEXT_ACTS and not scoring.free_text_ok(text, self.options)
+    def _unscored(self, act: str, text: str) -> bool:
+        """A reply of any act over its size cap, or an empty free-text reply."""
+        if len(text) > min(self.options.max_reply_chars, reply_cap(act)):
+            return True
+        return act in scoring.FREE_TEXT_ACTS and not scoring.reply_ok(text, self.options)
 
     async def _score_pe(self, text: str, st: dict[str, Any], t: Transcript) -> float:
         act = str(st["act"])
@@ -217,8 +227,9 @@ class DebateRewardBase:
                 f"{t.id}: the {st['speaker']} {act} row has no reward term (a reply that was "
                 "never played): export the run again"
             )
-        unit = scoring.term_unit(term, scoring.ratio_for(t.config), t.config.depth)
-        if self._free_text_invalid(act, text):
+        unit = scoring.reward_scale(scoring.DISCOUNTED, scoring.ratio_for(t.config),
+                                    t.config.depth)
+        if self._unscored(act, text):
             return self.invalid(unit)
         k = st.get("round")
         at, at_act = (t.config.depth, "direction") if k is None else (int(k), act)
@@ -245,11 +256,13 @@ class DebateRewardBase:
             "role": st["speaker"], "model": "", "decision": DECISION_OF_ACT[act], "round": k,
             "index": st.get("index"), "prefix": prefix,
         })
+        # the decision's effect on the player's payoff: its return to go from the first term
+        # it changes (pe_call_credits lists a decision's terms in protocol order)
         credits = [c for _, c in pe_call_credits(new, terms, call)]
-        credit = next((c for c in credits if c.term == term), None)
-        if credit is None:  # the decision's term vanished (the continuation stopped early)
+        if not credits:  # the decision vanished (the continuation stopped early)
             return 0.0
-        value_out = credit.expected_reward if self.expected else credit.reward
+        first = credits[0]
+        value_out = first.expected_return_to_go if self.expected else first.return_to_go
         assert value_out is not None
         return scoring.training_reward(value_out, unit, self.options)
 
@@ -257,8 +270,8 @@ class DebateRewardBase:
         speaker, act, k = str(st["speaker"]), str(st["act"]), st.get("round")
         if act not in NAIVE_ACTS.get(speaker, ()) or k is None:
             raise ValueError(f"no reward for a naive-debate {speaker} {act} decision")
-        unit = scoring.term_unit("payoff", 1.0, 0)
-        if self._free_text_invalid(act, text):
+        unit = scoring.reward_scale(scoring.PLUS_MINUS_ONE, 1.0, 0)
+        if self._unscored(act, text):
             return self.invalid(unit)
         value: float | None = None
         live = True
@@ -282,8 +295,8 @@ class DebateRewardBase:
         speaker, rnd = str(st["speaker"]), st.get("round")
         if st["act"] != "speech" or rnd is None:
             raise ValueError(f"no reward for a {t.protocol} {speaker} {st['act']} decision")
-        unit = scoring.term_unit("payoff", 1.0, 0)
-        if self._free_text_invalid("speech", text):
+        unit = scoring.reward_scale(scoring.JUDGED, 1.0, 0)
+        if self._unscored("speech", text):
             return self.invalid(unit)
         inject = Injection(speaker=speaker, act="speech", round=int(rnd), completion=text)
         new = await self._play(t, st, int(rnd), inject, speaker=speaker)
@@ -415,10 +428,11 @@ def compute_score(
 
 def reward_func(queries: list[str], prompts: list[str], labels: list[str], **kwargs: Any) -> Any:
     """OpenRLHF's remote reward function: ``labels`` are the rows' states; ``queries`` are
-    prompt + response, so the response is what follows the prompt. Options as for
+    prompt + response, so the response is what follows the prompt (a query that does not start
+with its prompt gets the invalid reward: the whole query is never read). Options as for
     :func:`compute_score`."""
-    responses = [
-        q[len(p) :] if q.startswith(p) else q for q, p in zip(queries, prompts, strict=True)
+    responses = [  # a query that does not start with its prompt has no readable reply
+        q[len(p) :] if q.startswith(p) else None for q, p in zip(queries, prompts, strict=True)
     ]
     scores = run_sync(_reward_for(kwargs).score_all(responses, labels))
     try:

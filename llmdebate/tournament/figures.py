@@ -15,6 +15,7 @@ a run's transcripts reduce to, so that any reader can build them (merging runs:
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,10 +37,28 @@ from llmdebate.tournament.ratings import (
 # ---------------------------------------------------------------------------- accuracy vs rating
 
 
+SELF_PLAY = "self-play"
+DIFFERENCE = "rating difference"
+CONSULTANT = "consultant"
+
+DEFINITIONS = {
+    SELF_PLAY: "x: the model's rating; y: judge accuracy in its self-play debates "
+    "(the same model on both sides)",
+    DIFFERENCE: "x: rating of the model arguing the correct answer − rating of the model "
+    "arguing the incorrect one (no interval on x); y: judge accuracy in those debates",
+    CONSULTANT: "x: the consultant's rating; y: judge accuracy in its consultancies "
+    "(correct and incorrect answer assigned alike)",
+}
+"""What a point of the accuracy-against-rating figure is, by kind (stated on the figure)."""
+ACCURACY = "judge accuracy = share of debates where the judge chose the correct answer (tie: 1/2)"
+
+
 @dataclass(frozen=True, slots=True)
 class AccuracyPoint:
-    """One debater model in one protocol: its rating (with 95% interval) and the judge's
-    accuracy in its debates (with 95% percentile bootstrap interval), over ``n`` debates."""
+    """One point: a debater model in self-play or as a consultant, or an ordered pair
+    ``correct vs incorrect`` of models (kind ``rating difference``); its rating, or the
+    rating difference (with 95% interval; none on a difference), and the judge's accuracy
+    in its debates (with 95% percentile bootstrap interval), over ``n`` debates."""
 
     protocol: str
     model: str
@@ -48,11 +67,14 @@ class AccuracyPoint:
     accuracy: float
     accuracy_ci: tuple[float, float]
     n: int
+    kind: str = SELF_PLAY
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "protocol": self.protocol,
             "model": self.model,
+            "kind": self.kind,
+            "definition": DEFINITIONS.get(self.kind, ""),
             "rating": self.rating,
             "rating_ci": list(self.rating_ci),
             "accuracy": self.accuracy,
@@ -67,6 +89,31 @@ def _mean_ci(xs: Sequence[float], rng: np.random.Generator, n_boot: int) -> tupl
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def _groups_of(
+    matches: Sequence[Match], ratings: RatingTable, self_play: bool
+) -> list[tuple[str, str, float, tuple[float, float], list[float]]]:
+    """(kind, label, x, x interval, judge scores) of every point."""
+    out: list[tuple[str, str, float, tuple[float, float], list[float]]] = []
+    if ratings.consultancy or self_play:
+        kind = CONSULTANT if ratings.consultancy else SELF_PLAY
+        for model in ratings.models():
+            if ratings.consultancy:
+                mine = [m.judge_correct for m in matches if model in (m.correct, m.incorrect)]
+            else:
+                mine = [m.judge_correct for m in matches if m.correct == m.incorrect == model]
+            r = ratings.get(model)
+            out.append((kind, model, r.value, r.ci95, mine))
+        return out
+    by_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for m in matches:
+        if m.correct is not None and m.incorrect is not None and m.correct != m.incorrect:
+            by_pair[(m.correct, m.incorrect)].append(m.judge_correct)
+    for (c, i), mine in sorted(by_pair.items()):
+        x = ratings.get(c).value - ratings.get(i).value
+        out.append((DIFFERENCE, f"{c} vs {i}", x, (x, x), mine))
+    return out
+
+
 def accuracy_points(
     matches: Sequence[Match],
     ratings: RatingTable,
@@ -76,32 +123,28 @@ def accuracy_points(
     seed: int = 0,
     n_boot: int = 1000,
 ) -> list[AccuracyPoint]:
-    """Judge accuracy per debater model of ``ratings``: in debates, over the matches where
-    the model argued both sides (``self_play``, as Khan et al. plot it) or either side; in
-    consultancy, over its consultancies. A tie counts 1/2. Models without such matches are
-    left out. Bootstrap: ``numpy.random.default_rng(seed)``, ``n_boot`` resamples."""
+    """Judge accuracy against rating, as Khan et al. (2024, Figure 1) draw it: in debates
+    with ``self_play``, one point per model over the debates it argued on both sides; without,
+    one point per ordered pair (model arguing the correct answer, model arguing the incorrect
+    one) at their rating difference — never a model's debates on either side pooled, which is
+    a symmetric function of the pair; in consultancy, one point per consultant. A tie counts
+    1/2. Points without debates are left out. Bootstrap: ``numpy.random.default_rng(seed)``,
+    ``n_boot`` resamples, in point order."""
     rng = np.random.default_rng(seed)
-    out: list[AccuracyPoint] = []
-    for model in ratings.models():
-        if ratings.consultancy or not self_play:
-            mine = [m.judge_correct for m in matches if model in (m.correct, m.incorrect)]
-        else:
-            mine = [m.judge_correct for m in matches if m.correct == m.incorrect == model]
-        if not mine:
-            continue
-        r = ratings.get(model)
-        out.append(
-            AccuracyPoint(
-                protocol=protocol,
-                model=model,
-                rating=r.value,
-                rating_ci=r.ci95,
-                accuracy=float(np.mean(mine)),
-                accuracy_ci=_mean_ci(mine, rng, n_boot),
-                n=len(mine),
-            )
+    return [
+        AccuracyPoint(
+            protocol=protocol,
+            model=label,
+            rating=x,
+            rating_ci=x_ci,
+            accuracy=float(np.mean(mine)),
+            accuracy_ci=_mean_ci(mine, rng, n_boot),
+            n=len(mine),
+            kind=kind,
         )
-    return out
+        for kind, label, x, x_ci, mine in _groups_of(matches, ratings, self_play)
+        if mine
+    ]
 
 
 COLOURS = ("#4C78A8", "#E45756", "#54A24B", "#B279A2", "#F58518", "#72B7B2")
@@ -114,7 +157,7 @@ def accuracy_vs_rating_plot(
     each point labelled with its model and drawn with its two 95% intervals; a least-squares
     line per protocol with at least two points; chance at 0.5."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    fig, ax = plt.subplots(figsize=(7.2, 5.4))
     for k, (proto, group) in enumerate(sorted(_by_protocol(points).items())):
         pts = sorted(group, key=lambda p: p.rating)
         colour = COLOURS[k % len(COLOURS)]
@@ -129,12 +172,12 @@ def accuracy_vs_rating_plot(
         ax.errorbar(
             xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=3, label=proto, ms=6
         )
-        for p in pts:
+        for j, p in enumerate(pts):
             ax.annotate(
                 f"{p.model} (n={p.n})",
                 (p.rating, p.accuracy),
                 fontsize=7,
-                xytext=(4, 4 if k % 2 == 0 else -11),  # protocols' labels apart
+                xytext=(4, 4 if (k + j) % 2 == 0 else -11),  # neighbours' labels apart
                 textcoords="offset points",
             )
         if len(pts) >= 2 and float(np.ptp(xs)) > 0:
@@ -145,11 +188,19 @@ def accuracy_vs_rating_plot(
         ax.text(0.5, 0.5, "no rated debaters", ha="center", transform=ax.transAxes)
     ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
     ax.set_ylim(0, 1.05)
+    kinds = sorted({p.kind for p in points})
+    if kinds == [DIFFERENCE]:
+        rating_label = f"rating difference: correct side − incorrect side ({rating_label})"
     ax.set_xlabel(rating_label)
     ax.set_ylabel("judge accuracy (95% CI)")
-    ax.set_title("Judge accuracy against debater persuasiveness")
+    ax.set_title("Judge accuracy against debater rating")
     ax.legend(loc="lower right", fontsize=8)
-    return _png(fig)
+    notes = [ACCURACY, *(f"{k}: {DEFINITIONS[k]}" for k in kinds)]
+    fig.text(0.01, 0.01, "\n".join(textwrap.fill(n, 120) for n in notes), fontsize=7,
+             va="bottom", ha="left")
+    lines = sum(len(textwrap.wrap(n, 120)) for n in notes)
+    fig.tight_layout(rect=(0, 0.02 + 0.03 * lines, 1, 1))
+    return _png(fig, tight=False)
 
 
 # ---------------------------------------------------------------------------- prover × estimator
@@ -159,25 +210,37 @@ def accuracy_vs_rating_plot(
 class PERecord:
     """One prover-estimator debate as a plain record: the prover's and the estimator's
     model, whether the prover defended the gold answer (``honest``), its normalised payoff
-    R_A / r^(d+1) and whether the judge was right (1.0 / 0.0; ``None`` where unknown)."""
+    R_A / r^(d+1) (early stops included), whether the judge ruled the leaf claim right
+    (1.0 / 0.0; ``None`` where no leaf was judged: an early stop), the item and whether the
+    debate stopped early."""
 
     prover: str
     estimator: str
     honest: bool
     payoff: float | None
     correct: float | None
+    item: str = ""
+    stopped_early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class GridCell:
-    """One prover model × estimator model cell."""
+    """One prover model × estimator model cell: both provers' mean payoffs, honest beats
+    dishonest (P[R(honest) > R(dishonest)] over the items with both debates in the cell,
+    early stops included) and leaf-claim accuracy (debates that reached a judged leaf)."""
 
     prover: str
     estimator: str
     honest_payoff: float | None
     n_honest: int
-    accuracy: float | None
-    n: int
+    dishonest_payoff: float | None = None
+    n_dishonest: int = 0
+    honest_beats_dishonest: float | None = None
+    n_pairs: int = 0
+    leaf_claim_accuracy: float | None = None
+    n_leaves: int = 0
+    debates: int = 0
+    early_stops: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,33 +248,52 @@ class GridCell:
             "estimator": self.estimator,
             "honest_payoff": self.honest_payoff,
             "n_honest": self.n_honest,
-            "accuracy": self.accuracy,
-            "n": self.n,
+            "dishonest_payoff": self.dishonest_payoff,
+            "n_dishonest": self.n_dishonest,
+            "honest_beats_dishonest": self.honest_beats_dishonest,
+            "n_pairs": self.n_pairs,
+            "leaf_claim_accuracy": self.leaf_claim_accuracy,
+            "n_leaves": self.n_leaves,
+            "debates": self.debates,
+            "early_stops": self.early_stops,
         }
 
 
+def _mean_or_none(xs: Sequence[float]) -> float | None:
+    return float(np.mean(xs)) if xs else None
+
+
+def _cell(prover: str, estimator: str, rs: Sequence[PERecord]) -> GridCell:
+    pay = {True: [r.payoff for r in rs if r.honest and r.payoff is not None],
+           False: [r.payoff for r in rs if not r.honest and r.payoff is not None]}
+    by_item: dict[str, dict[bool, float]] = defaultdict(dict)
+    for r in rs:
+        if r.item and r.payoff is not None:
+            by_item[r.item].setdefault(r.honest, r.payoff)
+    wins = [float(v[True] > v[False]) for v in by_item.values() if len(v) == 2]
+    leaves = [r.correct for r in rs if r.correct is not None]
+    return GridCell(
+        prover=prover,
+        estimator=estimator,
+        honest_payoff=_mean_or_none(pay[True]),
+        n_honest=len(pay[True]),
+        dishonest_payoff=_mean_or_none(pay[False]),
+        n_dishonest=len(pay[False]),
+        honest_beats_dishonest=_mean_or_none(wins),
+        n_pairs=len(wins),
+        leaf_claim_accuracy=_mean_or_none(leaves),
+        n_leaves=len(leaves),
+        debates=len(rs),
+        early_stops=sum(r.stopped_early for r in rs),
+    )
+
+
 def grid_cells(records: Sequence[PERecord]) -> list[GridCell]:
-    """Every (prover, estimator) cell that has debates: the honest prover's mean normalised
-    payoff (over its debates with a payoff) and the judge's accuracy (over all debates with
-    a known outcome), in sorted order."""
+    """Every (prover, estimator) cell that has debates (:class:`GridCell`), in sorted order."""
     cells: dict[tuple[str, str], list[PERecord]] = {}
     for r in records:
         cells.setdefault((r.prover, r.estimator), []).append(r)
-    out: list[GridCell] = []
-    for (prover, estimator), rs in sorted(cells.items()):
-        pay = [r.payoff for r in rs if r.honest and r.payoff is not None]
-        acc = [r.correct for r in rs if r.correct is not None]
-        out.append(
-            GridCell(
-                prover=prover,
-                estimator=estimator,
-                honest_payoff=float(np.mean(pay)) if pay else None,
-                n_honest=len(pay),
-                accuracy=float(np.mean(acc)) if acc else None,
-                n=len(acc),
-            )
-        )
-    return out
+    return [_cell(p, e, rs) for (p, e), rs in sorted(cells.items())]
 
 
 def _axes(cells: Sequence[GridCell]) -> tuple[list[str], list[str]]:
@@ -222,15 +304,29 @@ def _fmt(x: float | None, n: int) -> str:
     return "–" if x is None else f"{x:.3f} (n={n})"
 
 
+GRID_TITLES = {
+    "honest_beats_dishonest": "Honest beats dishonest: P[R(honest) > R(dishonest)] over items "
+    "with both debates, early stops included",
+    "honest_payoff": "Honest prover's mean normalised payoff R_A / r^(d+1), early stops included",
+    "dishonest_payoff": "Dishonest prover's mean normalised payoff, early stops included",
+    "leaf_claim_accuracy": "Leaf-claim accuracy: the judge's verdict on the leaf claim against "
+    "its truth, honest and dishonest debates pooled; early stops reach no leaf and are not in it",
+}
+
+
 def grid_markdown(cells: Sequence[GridCell]) -> str:
-    """Two Markdown tables, rows = prover model, columns = estimator model: the honest
-    prover's mean normalised payoff, then the judge's accuracy."""
+    """Markdown tables, rows = prover model, columns = estimator model, each titled with what
+    it counts: honest beats dishonest, both provers' mean payoffs, leaf-claim accuracy."""
     provers, estimators = _axes(cells)
     at = {(c.prover, c.estimator): c for c in cells}
     parts: list[str] = []
     shows: tuple[tuple[str, Callable[[GridCell], str]], ...] = (
-        ("Honest prover's mean normalised payoff", lambda c: _fmt(c.honest_payoff, c.n_honest)),
-        ("Judge accuracy", lambda c: _fmt(c.accuracy, c.n)),
+        (GRID_TITLES["honest_beats_dishonest"],
+         lambda c: _fmt(c.honest_beats_dishonest, c.n_pairs)),
+        (GRID_TITLES["honest_payoff"], lambda c: _fmt(c.honest_payoff, c.n_honest)),
+        (GRID_TITLES["dishonest_payoff"], lambda c: _fmt(c.dishonest_payoff, c.n_dishonest)),
+        (GRID_TITLES["leaf_claim_accuracy"], lambda c: _fmt(c.leaf_claim_accuracy, c.n_leaves)
+         + f" ({c.early_stops} of {c.debates} stopped early)"),
     )
     for title, get in shows:
         head = "| prover \\ estimator | " + " | ".join(estimators) + " |"
@@ -264,8 +360,11 @@ def grid_plot(cells: Sequence[GridCell]) -> bytes:
     w = 2.2 + 1.1 * max(1, len(estimators))
     fig, axes = plt.subplots(1, 2, figsize=(2 * w, 1.6 + 0.7 * max(1, len(provers))))
     panels = (
-        ("honest_payoff", "honest prover's payoff R_A / r^(d+1)", "RdYlGn", None),
-        ("accuracy", "judge accuracy", "Blues", (0.0, 1.0)),
+        ("honest_payoff", "honest prover's mean payoff R_A / r^(d+1)\n(early stops included)",
+         "RdYlGn", None),
+        ("honest_beats_dishonest",
+         "honest beats dishonest: P[R(honest) > R(dishonest)]\nover items, early stops included",
+         "Blues", (0.0, 1.0)),
     )
     for ax, (attr, title, cmap, lim) in zip(axes, panels, strict=True):
         m = _matrix(cells, attr)
@@ -277,7 +376,7 @@ def grid_plot(cells: Sequence[GridCell]) -> bytes:
         im = ax.imshow(m, cmap=colours, vmin=lim[0], vmax=lim[1], aspect="auto")
         for (i, j), v in np.ndenumerate(m):
             cell = at.get((provers[i], estimators[j]))
-            n = 0 if cell is None else cell.n_honest if attr == "honest_payoff" else cell.n
+            n = 0 if cell is None else cell.n_honest if attr == "honest_payoff" else cell.n_pairs
             label = "–" if math.isnan(v) else f"{v:.2f}\nn={n}"
             r, g, b, _ = (1.0, 1.0, 1.0, 1.0) if math.isnan(v) else im.cmap(im.norm(v))
             colour = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
@@ -286,7 +385,7 @@ def grid_plot(cells: Sequence[GridCell]) -> bytes:
         ax.set_yticks(range(len(provers)), provers, fontsize=8)
         ax.set_xlabel("estimator model")
         ax.set_ylabel("prover model")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return _png(fig)
 
@@ -315,6 +414,19 @@ def ratings_by_protocol(
     }
 
 
+PRIOR_NOTE = (
+    "† held only by the prior: the player won (upper) or lost (lower) every one of its "
+    "matches in more than 2.5% of the resamples, so the data set no limit on that side."
+)
+
+
+def rating_ci(ci: Sequence[float], prior_bound: str | None, nd: int = 3) -> str:
+    """``[lo, hi]``, the end that only the prior holds marked ``†``."""
+    lo = f"{ci[0]:.{nd}f}" + ("†" if prior_bound == "lower" else "")
+    hi = f"{ci[1]:.{nd}f}" + ("†" if prior_bound == "upper" else "")
+    return f"[{lo}, {hi}]"
+
+
 def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
     """One Markdown table per protocol: every model's rating overall and per side, with its
     95% interval, matches and mean score."""
@@ -326,10 +438,12 @@ def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
         rows = ["| model | side | rating | 95% CI | matches | mean score |", "|---" * 6 + "|"]
         for r in sorted(t.ratings, key=lambda r: (-t.get(r.model).value, r.model, r.side)):
             rows.append(
-                f"| {r.model} | {r.side} | {r.value:.3f} | [{r.ci95[0]:.3f}, {r.ci95[1]:.3f}] "
+                f"| {r.model} | {r.side} | {r.value:.3f} | {rating_ci(r.ci95, r.prior_bound)} "
                 f"| {r.matches} | {r.win_rate:.3f} |"
             )
         parts.append("\n".join([head, "", *rows]))
+        if any(r.prior_bound for r in t.ratings):
+            parts.append(PRIOR_NOTE)
     return "\n\n".join(parts) + "\n"
 
 
@@ -369,7 +483,11 @@ def section(
     """A report's tournament section: (plain data for ``comparison.json``, PNG figures by
     file name). Ratings per protocol, accuracy against rating, and the prover × estimator
     grid where ``pe_records`` are given."""
-    tables = ratings_by_protocol(matches, method=method, seed=seed, n_boot=n_boot)
+    # debates on one item share its difficulty: resample items where every match names one
+    resample: Resample = "item" if matches and all(m.item for m in matches) else "match"
+    tables = ratings_by_protocol(
+        matches, method=method, seed=seed, n_boot=n_boot, resample=resample
+    )
     by_protocol = _by_protocol(matches)
     points = [
         p

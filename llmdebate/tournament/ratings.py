@@ -131,6 +131,10 @@ class Rating:
     sd: float
     matches: int
     win_rate: float
+    prior_bound: str | None = None
+    """``upper`` / ``lower``: that end of the interval is held only by the prior (the player
+    won / lost every one of its matches in more than 2.5% of the resamples: the data set no
+    limit there; Bradley–Terry only); None: both ends come from the data."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +145,7 @@ class Rating:
             "sd": self.sd,
             "matches": self.matches,
             "win_rate": self.win_rate,
+            "prior_bound": self.prior_bound,
         }
 
 
@@ -411,6 +416,26 @@ def _groups(matches: Sequence[Match], resample: str) -> list[list[Match]]:
     return list(by_item.values())
 
 
+def _count_separated(
+    counts: dict[tuple[str, Side], list[int]], seats: dict[tuple[str, Side], list[float]]
+) -> None:
+    """Add one resample's separated seats: [won every match, lost every match]."""
+    for key, scores in seats.items():
+        if key in counts and scores:
+            counts[key][0] += min(scores) == 1.0
+            counts[key][1] += max(scores) == 0.0
+
+
+def _prior_bound(counts: list[int], scores: list[float], n_boot: int) -> str | None:
+    """Which end of a percentile interval only the prior holds (see :class:`Rating`)."""
+    share = 0.025 * max(1, n_boot)
+    if (scores and min(scores) == 1.0) or counts[0] > share:
+        return "upper"
+    if (scores and max(scores) == 0.0) or counts[1] > share:
+        return "lower"
+    return None
+
+
 def persuasiveness(
     matches: Sequence[Match],
     *,
@@ -436,12 +461,14 @@ def persuasiveness(
     rng = np.random.default_rng(seed)
     groups = _groups(matches, resample)
     boots: dict[tuple[str, Side], list[float]] = {k: [] for k in point}
+    separated: dict[tuple[str, Side], list[int]] = {k: [0, 0] for k in point}
     for b in range(n_boot):
         idx = rng.integers(0, len(groups), len(groups))
         sample = [m for k in idx for m in groups[int(k)]]
         fitted = _fit(sample, method, outcome, prior=prior, seed=seed + b + 1, orders=1)
         for k, v in fitted.items():
             boots[k].append(v)
+        _count_separated(separated, _seats(sample, outcome))
     seats = _seats(matches, outcome)
     ratings: list[Rating] = []
     for (model, side), value in sorted(point.items()):
@@ -456,6 +483,11 @@ def persuasiveness(
                 sd=float(np.std(xs)),
                 matches=len(scores),
                 win_rate=float(np.mean(scores)) if scores else float("nan"),
+                prior_bound=(
+                    _prior_bound(separated[(model, side)], scores, n_boot)
+                    if method == "bradley-terry"
+                    else None
+                ),
             )
         )
     return RatingTable(

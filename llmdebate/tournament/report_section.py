@@ -15,8 +15,10 @@ from llmdebate.core.schemas import Transcript
 from llmdebate.report.html import e, img, table
 from llmdebate.report.sections import SECTIONS, Part, RunView
 from llmdebate.tournament.figures import (
+    PRIOR_NOTE,
     GridCell,
     grid_markdown,
+    rating_ci,
     ratings_markdown,
     section,
 )
@@ -74,6 +76,7 @@ def _table(d: dict[str, Any]) -> RatingTable:
             sd=r["sd"],
             matches=r["matches"],
             win_rate=r["win_rate"],
+            prior_bound=r.get("prior_bound"),
         )
         for r in d["ratings"]
     )
@@ -94,11 +97,11 @@ def _rating_rows(d: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
     for model, sides in sorted(by.items(), key=lambda kv: -kv[1]["overall"]["value"]):
         o = sides["overall"]
-        cells = [model, f"{o['value']:.2f}", f"[{o['ci95'][0]:.2f}, {o['ci95'][1]:.2f}]"]
+        cells = [model, f"{o['value']:.2f}", rating_ci(o["ci95"], o.get("prior_bound"), 2)]
         for side in ("correct", "incorrect"):
             s = sides.get(side)
             cells.append("–" if s is None else
-                         f"{s['value']:.2f} [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]")
+                         f"{s['value']:.2f} {rating_ci(s['ci95'], s.get('prior_bound'), 2)}")
         cells += [str(o["matches"]), f"{o['win_rate']:.3f}"]
         rows.append(cells)
     return rows
@@ -118,24 +121,40 @@ def _html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
         parts += [
             f"<h3>{e(proto)}</h3>",
             f"<p class='muted'>{e(d['method'])}; {d['n_boot']} bootstrap resamples of "
-            f"{e(d['resample'])}es, seed {d['seed']}.</p>",
+            f"{'matches' if d['resample'] == 'match' else 'items'}, seed {d['seed']}.</p>",
             table(RATING_HEAD, _rating_rows(d)),
         ]
+        if any(r.get("prior_bound") for r in d["ratings"]):
+            parts.append(f"<p class='muted'>{e(PRIOR_NOTE)}</p>")
     if "accuracy_vs_rating" in pngs:
         parts += [
             "<h3>Judge accuracy against debater rating</h3>",
+            "<p class='muted'>Judge accuracy: the share of debates where the judge chose the "
+            "correct answer (a tie 1/2). With self-play, one point per model over the debates "
+            "it argued on both sides, at its rating; otherwise one point per pair (model "
+            "arguing the correct answer vs model arguing the incorrect one) at their rating "
+            "difference; in consultancy one point per consultant.</p>",
             img(pngs["accuracy_vs_rating"], "judge accuracy against debater rating"),
         ]
     grid = data.get("prover_estimator_grid")
     if grid:
-        head = ["prover", "estimator", "honest prover's payoff", "n honest", "judge accuracy",
-                "n"]
+        head = ["prover", "estimator", "honest beats dishonest", "items", "honest payoff",
+                "dishonest payoff", "leaf-claim accuracy", "leaves", "early stops / debates"]
         rows = [
-            [c["prover"], c["estimator"], _f(c["honest_payoff"]), str(c["n_honest"]),
-             _f(c["accuracy"]), str(c["n"])]
+            [c["prover"], c["estimator"], _f(c["honest_beats_dishonest"]), str(c["n_pairs"]),
+             _f(c["honest_payoff"]), _f(c["dishonest_payoff"]), _f(c["leaf_claim_accuracy"]),
+             str(c["n_leaves"]), f"{c['early_stops']} / {c['debates']}"]
             for c in grid
         ]
-        parts += ["<h3>Prover model × estimator model</h3>", table(head, rows)]
+        parts += [
+            "<h3>Prover model × estimator model</h3>",
+            "<p class='muted'>Honest beats dishonest: P[R(honest) &gt; R(dishonest)] over the "
+            "items with both debates in the cell, early stops included. Payoffs: mean "
+            "R_A / r^(d+1), early stops included. Leaf-claim accuracy: the judge's verdict on "
+            "the leaf claim, honest and dishonest debates pooled; an early stop reaches no "
+            "leaf.</p>",
+            table(head, rows),
+        ]
         if "prover_estimator_grid" in pngs:
             parts.append(img(pngs["prover_estimator_grid"], "prover x estimator grid"))
     return "\n".join(parts)

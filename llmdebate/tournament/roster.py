@@ -20,8 +20,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from llmdebate.agents.factory import SEAT_ROLES, Team, seat_key
 from llmdebate.agents.settings import ModelSettings
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.interface import RECURSIVE, TWO_ANSWER
-from llmdebate.protocols.registry import can, get_protocol
+from llmdebate.protocols.registry import get_protocol
 
 ROSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 ROSTER_PREFIX = "roster/"
@@ -119,7 +118,7 @@ def check_roster(
                     (field,), name,
                     f"{name!r} is not in the roster ({', '.join(sorted(tournament.roster))})",
                 )
-    filled = [seat_key(s) for p in protocols if rostered(p) for s in get_protocol(p).seats]
+    filled = [seat_key(s) for p in protocols for s in roster_seats(p)]
     for key in seats:
         if key in filled:
             raise _error(
@@ -128,11 +127,19 @@ def check_roster(
             )
 
 
+def roster_seats(protocol: str) -> tuple[str, ...]:
+    """The seats of ``protocol`` a roster fills: a recursive protocol's every seat, a
+    two-answer protocol's debaters (seats that play as the prover); a seat a protocol adds
+    for another part (a critic) keeps the model the config gives it."""
+    p = get_protocol(protocol)
+    if p.recursive:
+        return p.seats
+    return tuple(s for s in p.seats if SEAT_ROLES.get(s) == "prover") if p.two_answer else ()
+
+
 def rostered(protocol: str) -> bool:
-    """Whether a roster fills the seats of ``protocol``: a two-answer protocol with debaters,
-    or a recursive one."""
-    seats = get_protocol(protocol).seats
-    return bool(seats) and (can(protocol, TWO_ANSWER) or can(protocol, RECURSIVE))
+    """Whether a roster fills seats of ``protocol`` (:func:`roster_seats`)."""
+    return bool(roster_seats(protocol))
 
 
 def seat_models(

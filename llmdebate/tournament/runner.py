@@ -35,12 +35,11 @@ import numpy as np
 from llmdebate.data.loader import Item
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.jobs import Job, item_key, make_jobs
-from llmdebate.protocols.interface import RECURSIVE
-from llmdebate.protocols.registry import can, get_protocol
+from llmdebate.protocols.registry import get_protocol
 from llmdebate.records.rundir import statuses
 from llmdebate.records.transcripts import iter_transcripts
 from llmdebate.tournament.ratings import persuasiveness
-from llmdebate.tournament.roster import ROSTER_PREFIX, rostered, static_seats
+from llmdebate.tournament.roster import ROSTER_PREFIX, roster_seats, rostered, static_seats
 from llmdebate.tournament.schedule import Pairing, round_robin, swiss_round, swiss_rounds
 from llmdebate.tournament.seat_records import matches_of
 
@@ -145,8 +144,8 @@ class Plan:
         t = self.config.tournament
         if not rostered(protocol):
             return base
-        seats = list(get_protocol(protocol).seats)
-        if can(protocol, RECURSIVE):
+        seats = list(roster_seats(protocol))
+        if get_protocol(protocol).recursive:
             return seated_jobs(base, seats, {s: t.sitting(s) for s in seats})
         if len(seats) == 1:
             return seated_jobs(base, seats, {seats[0]: t.sitting(seats[0])})

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.interface import ESTIMATOR, TWO_ANSWER
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.report.records import decision_correct, gold, item_id, normalized_payoff, side
 from llmdebate.tournament.figures import PERecord
@@ -65,7 +64,7 @@ def _p_correct(t: Transcript) -> float | None:
 
 def match_of(t: Transcript) -> Match | None:
     """The :class:`Match` of a complete two-answer debate with a debater seated on a side."""
-    if t.status != "complete" or not protocol_of(t).can(TWO_ANSWER):
+    if t.status != "complete" or not protocol_of(t).two_answer:
         return None
     sides: dict[str, str] = {}
     for seat, rec in seats_of(t).items():
@@ -97,8 +96,8 @@ def leaf_correct(t: Transcript) -> float | None:
 
 def pe_record_of(t: Transcript) -> PERecord | None:
     """The :class:`PERecord` of a complete debate of a protocol with an estimator
-    (capability ``estimator``) with a prover and an estimator recorded in its seats."""
-    if t.status != "complete" or not protocol_of(t).can(ESTIMATOR):
+    (``estimator_rewards``) with a prover and an estimator recorded in its seats."""
+    if t.status != "complete" or not protocol_of(t).estimator_rewards:
         return None
     prover, estimator = seat_name(t, "prover"), seat_name(t, "estimator")
     if prover is None or estimator is None:
@@ -109,6 +108,8 @@ def pe_record_of(t: Transcript) -> PERecord | None:
         honest=side(t) == "honest",
         payoff=normalized_payoff(t),
         correct=leaf_correct(t),
+        item=item_id(t),
+        stopped_early=t.stopped_early,
     )
 
 

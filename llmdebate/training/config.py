@@ -101,13 +101,16 @@ class UpdateSettings(_Section):
     """How one role is updated: a few steps of a TRL trainer on its exported decisions."""
 
     method: Literal["kto", "sft", "grpo"] = "kto"
-    """kto: TRL's KTOTrainer on trl-unpaired rows (label = reward above the baseline);
-    sft: TRL's SFTTrainer on the rows whose reward beat the baseline (filtered imitation);
+    """kto: TRL's KTOTrainer on trl-unpaired rows (label = the decision's advantage > 0);
+    sft: TRL's SFTTrainer on the rows labelled good (filtered imitation);
     grpo: online RL, TRL's GRPOTrainer on trl-prompt-only rows, each sampled completion
     rewarded by llmdebate.rl.DebateReward (the rest of the debate played by the frozen models
     of the generation's run)."""
-    baseline: str = "expected"
-    """Baseline of the labels: expected (the decision's expected reward), mean, or a number."""
+    baseline: str = "advantage"
+    """The labels: advantage (the decision's expected return above the mean of the decisions
+    of its kind: protocol, player, act, round, term), or reward above expected (the
+    decision's own expected reward: only the luck of the protocol's draws), mean, or a
+    number."""
     learning_rate: float = Field(default=1e-4, gt=0.0)
     """Learning rate."""
     batch_size: int = Field(default=4, ge=2)
@@ -124,27 +127,33 @@ class UpdateSettings(_Section):
     """LoRA adapters (merged into the checkpoint); null: update every weight."""
     num_generations: int = Field(default=4, ge=2)
     """grpo: completions sampled per prompt (the group whose rewards are compared)."""
-    max_completion_length: int = Field(default=64, ge=1)
-    """grpo: tokens per sampled completion."""
+    max_completion_length: int | None = Field(default=None, ge=1)
+    """grpo: tokens per sampled completion; null (default): the longest answer the trained
+    acts need (llmdebate/training/generation.py: 8 for a one-word act, 64 per subclaim + 16
+    for a decomposition, 128 for evidence). A completion also stops where its act's answer
+    ends (a line break; a blank line for free text)."""
     sampled_reward: bool = False
     """grpo: reward a completion with the debate's sampled reward instead of its expected
     reward over the protocol's draws (the default: lower variance)."""
     acts: list[str] | None = None
     """Train on these acts only (default: every act the role made with a model)."""
     normalize_reward: bool = True
-    """grpo: each reward divided by its decision's unit, so it lies in [-1, 1] whatever the
-    round (docs/training.md, "Reward scale"); false: in the debate's own units."""
+    """grpo: each reward (the decision's return to go) divided by the debate's one scale, the
+    most |R_A| can be, so it lies in [-1, 1] and keeps the rounds' weights (docs/training.md,
+    "Reward scale"); false: in the debate's own units."""
     invalid_reward: float | None = Field(default=None, lt=-1.0)
-    """grpo: the reward of an unparseable (or empty or oversized free-text) completion, on the
-    normalised scale; below -1, the lowest valid reward (default: -1 - invalid_margin)."""
+    """grpo: the reward of a completion that is not wholly the act's answer (or is empty free
+    text, or over its act's size cap), on the scaled scale; below -1, the lowest valid reward
+    (default: -1 - invalid_margin)."""
     invalid_margin: float = Field(default=0.5, gt=0.0)
     """grpo: how far below the lowest valid reward an invalid completion lands."""
     max_reply_chars: int = Field(default=16_000, ge=1)
     """grpo: the longest free-text completion (evidence, speech) that is scored."""
     logprobs_as: Literal["answer", "verbalised", "frozen", "refuse"] = "answer"
     """grpo: how a completion for a logprobs-method probability decision is read: answer
-    (its True/False word as 1/0), verbalised (a stated number), frozen (the frozen model
-    answers), refuse (an error)."""
+    (its True/False word as 1/0), verbalised (a stated number: the prompt then asks for the
+    probability as a number, so the completion expresses the probability it is rewarded
+    for), frozen (the frozen model answers), refuse (an error)."""
 
 
 class TrainConfig(_Section):

@@ -26,6 +26,7 @@ from llmdebate.experiment.loading import dump, load, read_yaml, validate
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
+from llmdebate.export.formats import BASELINES
 from llmdebate.models.get_model import release_local
 from llmdebate.prompts import Prompts
 from llmdebate.records.paths import resolve_path
@@ -199,7 +200,7 @@ class Trainer:
             "updates": [
                 {"role": u.role, "checkpoint": str(u.checkpoint), "rows": u.rows,
                  "steps": u.steps, "loss": u.loss, "seconds": round(u.seconds, 2),
-                 "skipped": u.skipped}
+                 "skipped": u.skipped, "log": u.log}
                 for u in self.updates
             ],
             "wall_s": round(time.perf_counter() - self.t0, 2),
@@ -293,9 +294,11 @@ def run_estimator_expert(cfg: TrainConfig, trainer: Trainer, out: Path, *,
 
 
 def _baseline(value: str) -> str | float:
-    if value in ("expected", "mean"):
+    if value in BASELINES:
         return value
     try:
         return float(value)
     except ValueError:
-        raise ConfigError(f"baseline: use expected, mean or a number (got {value!r})") from None
+        raise ConfigError(
+            f"baseline: use advantage, expected, mean or a number (got {value!r})"
+        ) from None

@@ -9,6 +9,7 @@ the next update starts from it with fresh adapters.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import random
 import shutil
@@ -21,6 +22,13 @@ from typing import Any
 
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.training.config import LoraSettings, UpdateSettings
+from llmdebate.training.generation import (
+    GroupRewards,
+    completion_cap,
+    stop_token_ids,
+    trained_acts,
+    verbalised,
+)
 
 
 def _need(module: str) -> Any:
@@ -187,8 +195,12 @@ def update_role(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = transformers.AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
+    eos = model.generation_config.eos_token_id
     keep = {"kto": ["prompt", "completion", "label"], "sft": ["prompt", "completion"],
             "grpo": ["prompt", "state"]}[settings.method]
+    if settings.method == "grpo" and settings.logprobs_as == "verbalised":
+        # the completion states the probability the reward reads, not a True/False word
+        rows = [{**r, "prompt": verbalised(r["prompt"])} for r in rows]
     data = datasets.Dataset.from_list([{k: r[k] for k in keep} for r in rows])
     common: dict[str, Any] = dict(
         output_dir=tempfile.mkdtemp(prefix=f"llmdebate-{role}-"),
@@ -207,9 +219,11 @@ def update_role(
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
+    groups: GroupRewards | None = None
     with cheap_tokenizer_hash(tokenizer):
         if settings.method == "grpo":
-            args, trainer = grpo_trainer(trl, model, tokenizer, data, settings, common, reward)
+            args, trainer, groups = grpo_trainer(trl, model, tokenizer, data, settings, common,
+                                                 reward)
         elif settings.method == "kto":
             args = trl.KTOConfig(**common, max_length=settings.max_length, beta=settings.beta)
             trainer = trl.KTOTrainer(
@@ -224,10 +238,13 @@ def update_role(
             )
     trainer.train()
     history = [dict(h) for h in trainer.state.log_history]
+    if settings.method == "grpo" and groups is not None:
+        history.append(groups.summary())
     losses = [h["loss"] for h in history if "loss" in h]
     trained = trainer.model
     if settings.lora is not None:
         trained = trained.merge_and_unload()
+    trained.generation_config.eos_token_id = eos  # the saved model stops as it did
     trained = trained.to("cpu")
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -251,13 +268,14 @@ def update_role(
 def grpo_trainer(
     trl: Any, model: Any, tokenizer: Any, data: Any, settings: UpdateSettings,
     common: dict[str, Any], reward: Any = None,
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, GroupRewards | None]:
     """TRL's GRPOTrainer on trl-prompt-only rows (``prompt``, ``state``), rewarded by
     :class:`llmdebate.rl.DebateReward` (or ``reward``): every sampled completion is played
     into the rest of its debate by the frozen models of the run the row came from.
 
     ``batch_size`` counts completions per step; it is rounded up to a multiple of
-    ``num_generations`` (GRPO compares the completions of one prompt)."""
+    ``num_generations`` (GRPO compares the completions of one prompt). A synchronous reward is
+    wrapped in :class:`GroupRewards`, returned third, which keeps every group's rewards."""
     if reward is None:
         from llmdebate.rl import DebateReward
 
@@ -268,16 +286,20 @@ def grpo_trainer(
         )
     g = settings.num_generations
     batch = -(-max(settings.batch_size, g) // g) * g
+    rows = list(data)
+    # a completion ends where the act's answer ends (TRL stops at the model's eos ids only)
+    model.generation_config.eos_token_id = stop_token_ids(tokenizer, trained_acts(rows))
     args = trl.GRPOConfig(
         **{**common, "per_device_train_batch_size": batch},
         num_generations=g,
-        max_completion_length=settings.max_completion_length,
+        max_completion_length=settings.max_completion_length or completion_cap(rows),
         beta=0.0,  # no KL term, no reference model (TRL's default)
         temperature=1.0,
         shuffle_dataset=False,
     )
+    groups = None if inspect.iscoroutinefunction(reward.__call__) else GroupRewards(reward, g)
     trainer = trl.GRPOTrainer(
-        model=model, reward_funcs=[reward], args=args, train_dataset=data,
+        model=model, reward_funcs=[groups or reward], args=args, train_dataset=data,
         processing_class=tokenizer, peft_config=_lora(settings),
     )
-    return args, trainer
+    return args, trainer, groups

@@ -40,8 +40,16 @@ class RoundLike(Protocol):
 
 def first_argmax(values: np.ndarray) -> np.ndarray:
     """Per row, the first index whose value is within :data:`TIE_TOLERANCE` of the row's max."""
-    top = values.max(axis=1, keepdims=True)
-    return np.asarray(np.argmax(values >= top - TIE_TOLERANCE, axis=1).astype(np.int64))
+    n, q = values.shape
+    cols = np.array(values.T, dtype=np.float64)  # one contiguous column per index
+    thr = cols[0].copy()
+    for c in cols[1:]:
+        np.maximum(thr, c, out=thr)  # the row's max, column by column
+    thr -= TIE_TOLERANCE
+    out = np.full(n, q - 1, dtype=np.int64)
+    for i in range(q - 2, -1, -1):  # the last write is the first index within the tolerance
+        out[cols[i] >= thr] = i
+    return out
 
 
 def eq13_direction(g: np.ndarray, p: np.ndarray, epsilon: float) -> np.ndarray:
@@ -91,6 +99,21 @@ class ProverPolicy(ABC):
         rows = rep * (1 << q) + z.astype(np.int64) @ weights
         b = view.path.reshape(-1, q)[rows]
         return self.choose(inst[rep], k, node[rep], b, z)
+
+    def choose_drawn(
+        self,
+        inst: np.ndarray,
+        k: int,
+        node: np.ndarray,
+        b: np.ndarray,
+        nextp: np.ndarray,
+        z: np.ndarray,
+    ) -> Alternatives:
+        """:meth:`choose_rows` for one drawn outcome per debate (the Monte Carlo): b (n, q)
+        along the drawn path, ``nextp`` (n, q) what the next round would receive for each
+        index. By default :meth:`choose`; a policy that overrides :meth:`choose_rows` to read
+        ``nextp`` overrides this too (the Monte Carlo otherwise builds the whole view)."""
+        return self.choose(inst, k, node, b, z)
 
     def commit(self, inst: np.ndarray, k: int, node: np.ndarray, marg: np.ndarray) -> Alternatives:
         """Recursion index chosen before the draws (committing variants), seeing B's marginals.

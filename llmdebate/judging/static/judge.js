@@ -15,7 +15,28 @@
     if (field) { field.value = active.toFixed(1); }
   }
   setInterval(tick, 1000);
+  tick();  // show the kept count at once
   document.addEventListener("visibilitychange", function () { last = Date.now(); });
+
+  // A question waits for the debaters' answer: report the clock and ask whether the answer
+  // has come; reload the page (the clock kept by the server) when it has.
+  var waiting = document.getElementById("waiting");
+  if (waiting && waiting.dataset.wait && window.fetch) {
+    var csrf = form.querySelector('input[name="csrf"]');
+    var poll = function () {
+      tick();
+      var body = new URLSearchParams();
+      body.set("csrf", csrf ? csrf.value : "");
+      body.set("active_s", field ? field.value : "");
+      fetch(waiting.dataset.wait, {method: "POST", body: body, credentials: "same-origin"})
+        .then(function (r) { return r.ok ? r.json() : {pending: true}; })
+        .then(function (state) {
+          if (state.pending === false) { window.location.reload(); } else { setTimeout(poll, 2000); }
+        })
+        .catch(function () { setTimeout(poll, 5000); });
+    };
+    setTimeout(poll, 2000);
+  }
 
   var p = document.getElementById("p"), pout = document.getElementById("p-out");
   function showP() {

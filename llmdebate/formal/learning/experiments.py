@@ -1,0 +1,107 @@
+"""The four learning experiments of docs/training-dynamics.md, at full size or tiny.
+
+(a) ``figure2``: learned A and learned B on stable majority instances (Theorem 6.2);
+(b) naive recursive debate on the interval problem: a learned A that must lie, against a
+    challenger that cannot factor (calibrated-ignorant) and, as a control, one that can
+    (omniscient);
+(c) the eq.-(13) honest A against a learned B under every variant (the marginal ones and
+    ``commit`` against ``figure2``), and, under ``marginal`` and ``figure2``, with B's top
+    number held just outside A's dead zone (the first move of the searched attack), so that
+    B's tables are what it learns (with a decaying step size: the attack sits at a cliff);
+(d) a learned A that must lie against a learned B (``figure2`` and ``marginal`` on stable
+    majority instances, ``figure2`` on the interval problem), and against the
+    calibrated-ignorant B that cannot factor (interval problem: the soundness gap).
+
+Where B learns, ``refine`` more B-only steps after training measure how far B's inner loop
+was from a best response to the final A.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmdebate.formal.problems.interval import make_interval
+from llmdebate.formal.problems.majority import make_majority
+from llmdebate.formal.problems.problem import TreeProblem
+from llmdebate.formal.stable import stable_problem
+
+from .es import ESConfig
+from .naive_train import NaiveRun
+from .stackelberg import Run
+
+EPSILON, RHO = 0.2, 0.5
+EXPERIMENTS = ("a", "b", "c", "d")
+C_VARIANTS = ("figure2", "marginal", "commit", "commit-marginal")
+
+
+@dataclass
+class Size:
+    """How big: problem sizes and steps (``full`` for the docs, ``tiny`` for the tests)."""
+
+    kappa: int = 5
+    instances: int = 64
+    interval_depth: int = 4
+    outer: int = 80
+    inner: int = 4
+    naive_outer: int = 40
+    c_outer: int = 100
+    hint_outer: int = 1200
+    refine: int = 100
+    pairs: int = 8
+
+
+FULL = Size()
+TINY = Size(kappa=5, instances=12, interval_depth=2, outer=6, inner=2, naive_outer=6,
+            c_outer=6, hint_outer=6, refine=2, pairs=3)
+
+
+@dataclass
+class Arm:
+    """One line of a figure: a label and one run per training seed."""
+
+    label: str
+    runs: list[Run | NaiveRun] = field(default_factory=list)
+
+
+def majority(size: Size) -> TreeProblem:
+    return stable_problem(make_majority(1, size.kappa, size.instances, 0), EPSILON, RHO)
+
+
+def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
+    """The arms of experiment ``name`` (one of :data:`EXPERIMENTS`)."""
+    es = ESConfig(pairs=size.pairs)
+    b_es = ESConfig(pairs=size.pairs, sigma=0.05, lr=0.05)
+    if name == "a":
+        prob = majority(size)
+        return [Arm("figure2, learned A vs learned B", [
+            Run(prob, prover="learned", outer=size.outer, inner=size.inner, seed=s, es=es,
+                refine=size.refine) for s in seeds])]
+    if name == "b":
+        prob = make_interval(size.interval_depth, 2, size.instances, 0)
+        return [Arm(f"challenger: {ch}", [
+            NaiveRun(prob, challenger=ch, outer=size.naive_outer, seed=s, es=es)
+            for s in seeds]) for ch in ("calibrated-ignorant", "omniscient")]
+    if name == "c":
+        prob = majority(size)
+        out = [Arm(f"{v}, learned B", [
+            Run(prob, variant=v, prover="honest", outer=size.c_outer, inner=size.inner,
+                seed=s, es=es, es_estimator=b_es) for s in seeds]) for v in C_VARIANTS]
+        hint = ESConfig(pairs=size.pairs, sigma=0.1, lr=0.05, clip=20.0, halflife=200.0)
+        for v in ("marginal", "figure2"):
+            out.append(Arm(f"{v}, learned B, p_d held at 0.21 from the truth", [
+                Run(prob, variant=v, prover="honest", outer=size.hint_outer, inner=1,
+                    seed=s, es=es, es_estimator=hint, estimator_top=0.21) for s in seeds]))
+        return out
+    if name == "d":
+        prob = majority(size)
+        out = [Arm(f"{v}, learned lying A vs learned B", [
+            Run(prob, variant=v, prover="learned-liar", outer=size.outer, inner=size.inner,
+                seed=s, es=es, refine=size.refine) for s in seeds])
+            for v in ("figure2", "marginal")]
+        interval = make_interval(1, 2, size.instances, 0)
+        for est in ("learned", "calibrated-ignorant"):
+            out.append(Arm(f"interval d=1 q=2, figure2, learned lying A vs {est} B", [
+                Run(interval, prover="learned-liar", estimator=est, outer=size.outer,
+                    inner=size.inner, seed=s, es=es, refine=size.refine) for s in seeds]))
+        return out
+    raise ValueError(f"experiment must be one of {', '.join(EXPERIMENTS)} (got {name!r})")

@@ -1,0 +1,869 @@
+"""An independent recomputation of a run's figures, written from docs/metrics.md alone.
+
+It reads ``transcripts.jsonl`` and ``judged.jsonl`` as plain JSON (no llmdebate import at all)
+and follows the definitions of docs/metrics.md step by step; tests compare what it finds with
+``comparison.json``, ``summary.json`` and the run's Inspect export (every sample's scores and
+the results block). Only statsmodels (the mixed model) and scipy (the Bradley–Terry fit) are
+borrowed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ORDER = ("direct", "consultancy", "two-sided", "naive-recursive", "prover-estimator")
+RECURSIVE = ("naive-recursive", "prover-estimator")
+MIN_ITEMS = 10
+LO, HI = (1 - 0.95) / 2, 1 - (1 - 0.95) / 2
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def same(a: Any, b: Any) -> bool:
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def item_of(t: dict[str, Any]) -> str:
+    if "item_id" in t["meta"]:
+        return str(t["meta"]["item_id"])
+    return str((t.get("item") or {}).get("id", t["id"]))
+
+
+def gold_of(t: dict[str, Any]) -> Any:
+    return t["meta"].get("gold", (t.get("item") or {}).get("answer"))
+
+
+def view(t: dict[str, Any]) -> str | None:
+    v = t["meta"].get("variant")
+    return v if v in ("blind", "expert") else t["meta"].get("passage")
+
+
+def label(protocol: str, v: str | None) -> str:
+    if v is None:
+        return protocol
+    return f"{protocol} ({v})" if v in ("blind", "expert") else f"{protocol} (passage {v})"
+
+
+def ratio(t: dict[str, Any]) -> float:
+    c = t["config"]
+    return float(c["epsilon"] * (1.0 - c["rho"]) / 4.0)
+
+
+def payoff(t: dict[str, Any], key: str = "total") -> float | None:
+    """Transcript.total (or expected_total) in the report's unit (docs: "Payoff of a debate")."""
+    value = t.get(key)
+    if t["status"] != "complete" or value is None:
+        return None
+    if t.get("init") is not None:
+        return float(value / ratio(t) ** (t["config"]["depth"] + 1))
+    return float(value) if t["rounds"] else None
+
+
+def bound(t: dict[str, Any]) -> float | None:
+    if t.get("init") is None:
+        return None
+    r, d = ratio(t), t["config"]["depth"]
+    return float((1.0 - t["config"]["epsilon"]) * r ** (d + 1) / r ** (d + 1))
+
+
+def interval(values: list[float], seed: int, n_boot: int) -> list[float] | None:
+    """docs: no interval under 10 units or when every unit scored the same; else the
+    percentile bootstrap of the mean."""
+    if len(values) < MIN_ITEMS or max(values) == min(values):
+        return None
+    x = np.asarray(values, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
+    lo, hi = np.quantile(x[idx].mean(axis=1), [LO, HI])
+    return [float(lo), float(hi)]
+
+
+def clustered(
+    values: list[float], items: list[str], judges: list[str], seed: int, n_boot: int
+) -> list[float] | None:
+    """docs: two-way cluster bootstrap over items and judges."""
+    names_i, names_j = sorted(set(items)), sorted(set(judges))
+    if len(names_i) < MIN_ITEMS or max(values) == min(values):
+        return None
+    x = np.asarray(values, dtype=float)
+    ii = np.array([names_i.index(i) for i in items])
+    jj = np.array([names_j.index(j) for j in judges])
+    rng = np.random.default_rng(seed)
+    means = []
+    for _ in range(n_boot):
+        ci = np.bincount(rng.integers(0, len(names_i), len(names_i)), minlength=len(names_i))
+        cj = np.bincount(rng.integers(0, len(names_j), len(names_j)), minlength=len(names_j))
+        w = ci[ii] * cj[jj]
+        if w.sum() > 0:
+            means.append(float((w * x).sum() / w.sum()))
+    lo, hi = np.quantile(np.asarray(means), [LO, HI])
+    return [float(lo), float(hi)]
+
+
+def pairing(t: dict[str, Any]) -> str:
+    seats = t["meta"].get("seats") or {}
+    return ";".join(f"{k}={v.get('name') or v.get('model')}" for k, v in sorted(seats.items()))
+
+
+def pairs(ts: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """(item, R_h, R_d) for every item and seating with both debates complete."""
+    by: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for t in ts:
+        p = payoff(t)
+        if p is not None and t["meta"].get("variant") in ("honest", "dishonest"):
+            by[(item_of(t), pairing(t))][t["meta"]["variant"]] = p
+    return [(i, v["honest"], v["dishonest"]) for (i, _), v in by.items() if len(v) == 2]
+
+
+def item_scores(ts: list[dict[str, Any]], protocol: str) -> dict[str, float]:
+    acc: dict[str, list[float]] = defaultdict(list)
+    if protocol in RECURSIVE:
+        for i, h, d in pairs(ts):
+            acc[i].append(1.0 if h > d else 0.0)
+    else:
+        for t in ts:
+            g, dec = gold_of(t), t["meta"].get("decision")
+            if t["status"] == "complete" and dec is not None and g is not None:
+                acc[item_of(t)].append(float(same(dec, g)))
+    return {i: float(np.mean(v)) for i, v in acc.items()}
+
+
+def rows(ts: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[str, Any]]:
+    out = []
+    present = [p for p in ORDER if any(t["protocol"] == p for t in ts)]
+    for k, proto in enumerate(present):
+        mine = [t for t in ts if t["protocol"] == proto]
+        views = sorted({view(t) for t in mine}, key=lambda v: (v is not None, v or ""))
+        for j, v in enumerate(views):
+            scores = item_scores([t for t in mine if view(t) == v], proto)
+            vals = list(scores.values())
+            out.append({
+                "label": label(proto, v), "protocol": proto, "view": v,
+                "figure": "honest beats dishonest" if proto in RECURSIVE else "judge accuracy",
+                "items": len(vals), "value": float(np.mean(vals)) if vals else None,
+                "ci95": interval(vals, seed + k + 1000 * j, n_boot),
+                "bootstrap_seed": seed + k + 1000 * j, "item_scores": scores,
+            })
+    return out
+
+
+PASSAGE_OF_VIEW = {"blind": "hidden", "expert": "shown", "hidden": "hidden", "shown": "shown"}
+
+
+def by_passage(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs: a protocol's rows under ``hidden`` / ``shown`` (blind counts as hidden, expert as
+    shown), with the rows' own numbers, the value also under its figure's name."""
+    return {
+        PASSAGE_OF_VIEW[r["view"]]: {
+            "row": r["label"], "figure": r["figure"], "items": r["items"], "value": r["value"],
+            "accuracy": r["value"] if r["figure"] == "judge accuracy" else None,
+            "honest_beats_dishonest": r["value"] if r["figure"] == "honest beats dishonest"
+            else None,
+            "ci95": r["ci95"], "bootstrap_seed": r["bootstrap_seed"],
+        }
+        for r in rs if r["view"] in PASSAGE_OF_VIEW
+    }
+
+
+def comparisons(rs: list[dict[str, Any]], seed: int, n_boot: int) -> list[dict[str, Any]]:
+    acc = [r for r in rs if r["figure"] == "judge accuracy"]
+    out: list[dict[str, Any]] = []
+    for n, a in enumerate(acc):
+        for b in acc[n + 1:]:
+            shared = [i for i in a["item_scores"] if i in b["item_scores"]]
+            if not shared:
+                continue
+            diffs = [a["item_scores"][i] - b["item_scores"][i] for i in shared]
+            out.append({"a": a["label"], "b": b["label"], "items": len(shared),
+                        "difference": float(np.mean(diffs)),
+                        "ci95": interval(diffs, seed + 300 + len(out), n_boot),
+                        "bootstrap_seed": seed + 300 + len(out)})
+    return out
+
+
+def pair_stats(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    ps = pairs(ts)
+    if not ps:
+        return {"n": 0}
+    wins = [1.0 if h > d else 0.0 for _, h, d in ps]
+    gaps = [h - d for _, h, d in ps]
+    return {"n": len(ps), "discrimination": float(np.mean(wins)),
+            "discrimination_ci95": interval(wins, seed, n_boot),
+            "ties": sum(h == d for _, h, d in ps), "mean_gap": float(np.mean(gaps)),
+            "mean_gap_ci95": interval(gaps, seed + 1, n_boot),
+            "honest": [h for _, h, _ in ps], "dishonest": [d for _, _, d in ps]}
+
+
+def side(t: dict[str, Any]) -> str | None:
+    claimed, g = t["meta"].get("claimed_answer"), gold_of(t)
+    if claimed is None or g is None:
+        return None
+    return "honest" if same(claimed, g) else "dishonest"
+
+
+def payoffs(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    bounds = {bound(t) for t in ts if side(t) and payoff(t) is not None}
+    for j, s in enumerate(("honest", "dishonest")):
+        mine = [t for t in ts if side(t) == s and payoff(t) is not None]
+        vals = [payoff(t) for t in mine]
+        exp = [e for t in mine if (e := payoff(t, "expected_total")) is not None]
+        out[s] = {"n": len(vals), "mean_normalized": float(np.mean(vals)) if vals else None,
+                  "mean_normalized_ci95": interval(vals, seed + 2 * j, n_boot),  # type: ignore[arg-type]
+                  "mean_expected_normalized": float(np.mean(exp)) if exp else None,
+                  "mean_expected_normalized_ci95": interval(exp, seed + 2 * j + 1, n_boot)}
+    out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
+    out["soundness_threshold"] = 0.0 if out["completeness_bound"] is not None else None
+    return out
+
+
+def costs(ts: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for t in ts:
+        c = out.setdefault(t["protocol"], {"debates": 0, "failed": 0, "calls": 0,
+                                           "cached_calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                           "cost": 0.0})
+        c["debates"] += 1
+        c["failed"] += t["status"] == "failed"
+        for call in t["calls"]:
+            c["calls"] += 1
+            c["cached_calls"] += bool(call["cached"])
+            c["tokens_in"] += call["tokens_in"]
+            c["tokens_out"] += call["tokens_out"]
+            c["cost"] += call["cost"]
+    return out
+
+
+def calibration(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    seen, pts = set(), []
+    for t in ts:
+        init = t.get("init")
+        if t["protocol"] != "prover-estimator" or not init or init["claim"].get("truth") is None:
+            continue
+        key = (item_of(t), init["claim"]["text"])
+        if key not in seen:
+            seen.add(key)
+            pts.append((float(init["estimate"]["value"]), int(init["claim"]["truth"])))
+    return calibration_of(pts)
+
+
+def calibration_of(pts: list[tuple[float, int]]) -> dict[str, Any]:
+    """docs: 10 equal-width bins, Brier, ECE and the accuracy of p > 1/2."""
+    if not pts:
+        return {"n": 0}
+    p = np.array([a for a, _ in pts])
+    y = np.array([b for _, b in pts], dtype=float)
+    b = np.minimum((p * 10).astype(int), 9)
+    ece = 0.0
+    for k in range(10):
+        m = b == k
+        if m.sum():
+            ece += m.sum() / len(p) * abs(float(p[m].mean()) - float(y[m].mean()))
+    bins = [{"lo": k / 10, "hi": (k + 1) / 10, "n": int((b == k).sum()),
+             "mean_p": float(p[b == k].mean()) if (b == k).any() else None,
+             "frac_true": float(y[b == k].mean()) if (b == k).any() else None}
+            for k in range(10)]
+    return {"n": len(pts), "brier": float(np.mean((p - y) ** 2)), "ece": float(ece),
+            "accuracy": float(np.mean((p > 0.5) == (y == 1))), "bins": bins,
+            "points": [[float(a), int(c)] for a, c in pts]}
+
+
+def metrics(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    """Every figure of comparison.json's core, as docs/metrics.md defines them."""
+    rs = rows(ts, seed, n_boot)
+    present = [p for p in ORDER if any(t["protocol"] == p for t in ts)]
+    per: dict[str, Any] = {}
+    cost = costs(ts)
+    for k, proto in enumerate(present):
+        mine = [t for t in ts if t["protocol"] == proto]
+        own = [r for r in rs if r["protocol"] == proto]
+        one = own[0] if len(own) == 1 else None
+        value = one["value"] if one else None
+        fig = "honest beats dishonest" if proto in RECURSIVE else "judge accuracy"
+        e: dict[str, Any] = {
+            "figure": fig, "rows": [r["label"] for r in own], "cost": cost[proto],
+            "value": value, "items": one["items"] if one else None,
+            "accuracy": value if fig == "judge accuracy" else None,
+            "honest_beats_dishonest": value if fig == "honest beats dishonest" else None,
+            **{k: one[k] if one else None for k in ("ci95", "bootstrap_seed", "item_scores")},
+        }
+        views = by_passage(own)
+        if views:
+            e["by_passage"] = views
+        if proto in RECURSIVE:
+            e["pairs"] = {**pair_stats(mine, seed + 100 + k, n_boot),
+                          "bootstrap_seed": seed + 100 + k}
+            e["payoff"] = {**payoffs(mine, seed + 150 + k, n_boot),
+                           "bootstrap_seed": seed + 150 + k}
+            if e["pairs"]["n"] == 0:
+                del e["pairs"]["bootstrap_seed"]
+        per[proto] = e
+    return {"n_transcripts": len(ts), "rows": rs, "comparisons": comparisons(rs, seed, n_boot),
+            "protocols": per, "calibration": calibration(ts)}
+
+
+def leaf_claims(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    hits = [float(rd["verdict"]["value"] == rd["claim"]["truth"])
+            for t in ts for rd in t["rounds"]
+            if rd.get("verdict") is not None and rd["claim"].get("truth") is not None]
+    return {"n": len(hits), "accuracy": float(np.mean(hits)) if hits else None}
+
+
+def usage(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    calls = [c for t in ts for c in t["calls"]]
+    status: dict[str, int] = defaultdict(int)
+    for t in ts:
+        status[t["status"]] += 1
+    by_protocol: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_role: dict[str, dict[str, Any]] = {}
+    for t in ts:
+        by_protocol[t["protocol"]][t["status"]] += 1
+    for c in calls:
+        r = by_role.setdefault(c["role"] or "?", {"calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                                  "cost": 0.0})
+        r["calls"] += 1
+        r["tokens_in"] += c["tokens_in"]
+        r["tokens_out"] += c["tokens_out"]
+        r["cost"] += c["cost"]
+    return {"transcripts": len(ts), "status": dict(status), "calls": len(calls),
+            "tokens_in": sum(c["tokens_in"] for c in calls),
+            "tokens_out": sum(c["tokens_out"] for c in calls),
+            "cached_calls": sum(bool(c["cached"]) for c in calls),
+            "calls_per_debate": len(calls) / len(ts) if ts else None,
+            "cost": sum(c["cost"] for c in calls),
+            "by_role": dict(sorted(by_role.items())),
+            "by_protocol": {p: dict(v) for p, v in sorted(by_protocol.items())}}
+
+
+# ------------------------------------------------------------------------ people's verdicts
+
+
+def judgment_correct(t: dict[str, Any]) -> float | None:
+    """docs: the leaf verdict against the leaf claim's truth (recursive protocols: leaf-claim
+    accuracy), else the chosen answer against the gold answer (judge accuracy)."""
+    if t.get("init") is not None or (t["rounds"] and t["protocol"] in RECURSIVE):
+        leaf = t["rounds"][-1] if t["rounds"] else None
+        if not leaf or leaf["k"] != 0 or leaf.get("verdict") is None:
+            return None
+        if leaf["claim"].get("truth") is None:
+            return None
+        return float(leaf["verdict"]["value"] == leaf["claim"]["truth"])
+    if "decision" not in t["meta"] or gold_of(t) is None:
+        return None
+    return float(same(t["meta"]["decision"], gold_of(t)))
+
+
+def given(t: dict[str, Any]) -> tuple[float, int] | None:
+    """docs: (the probability the judge gave to its proposition, the proposition's truth):
+    P[leaf claim true] against the leaf's truth, or P(first option) against whether it is
+    the gold answer; None where either is unknown."""
+    if judgment_correct(t) is None:
+        return None
+    if t.get("init") is not None or (t["rounds"] and t["protocol"] in RECURSIVE):
+        leaf = t["rounds"][-1]
+        p = leaf["verdict"].get("probability")
+        return None if p is None else (float(p), int(leaf["claim"]["truth"]))
+    p = (t["meta"].get("judge") or {}).get("p_first")
+    opts = t["meta"].get("options")
+    if p is None or not opts:
+        return None
+    return float(p), int(same(opts[0], gold_of(t)))
+
+
+def log_score(t: dict[str, Any]) -> float | None:
+    """docs: ln of the probability the judge gave to the truth (none at p = 0 or 1)."""
+    g = given(t)
+    if g is None or not 0.0 < g[0] < 1.0:
+        return None
+    return float(np.log(g[0] if g[1] else 1.0 - g[0]))
+
+
+def brier_of(t: dict[str, Any]) -> float | None:
+    """docs: (p − truth)² of the probability the judge gave."""
+    g = given(t)
+    return None if g is None else float((g[0] - g[1]) ** 2)
+
+
+def judges(judged: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, Any]:
+    """Per judge and per row of people: judgments, items, accuracy and its clustered
+    interval (seeds: judge i: seed + 10·i; row i: seed + 1000 + 10·i, both in sorted order)."""
+    def kind(t: dict[str, Any]) -> str:
+        return str((t["meta"].get("judgment") or {}).get("kind", "human"))
+
+    def who(t: dict[str, Any]) -> str:
+        return str((t["meta"].get("judgment") or {}).get("judge", "?"))
+
+    def stats(ts: list[dict[str, Any]], s: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "judgments": len(ts), "items": len({item_of(t) for t in ts}),
+            "figure": "leaf-claim accuracy" if all(t["protocol"] in RECURSIVE for t in ts)
+            else "judge accuracy" if not any(t["protocol"] in RECURSIVE for t in ts)
+            else "mixed"}
+        for k, (key, f) in enumerate((("accuracy", judgment_correct), ("log_score", log_score),
+                                      ("brier", brier_of))):
+            kept = [(c, t) for t in ts if (c := f(t)) is not None]
+            vals = [c for c, _ in kept]
+            out[key] = float(np.mean(vals)) if vals else None
+            out[f"{key}_ci95"] = clustered(vals, [item_of(t) for _, t in kept],
+                                           [who(t) for _, t in kept], s + k, n_boot) \
+                if vals else None
+            out[f"{key}_n"] = len(vals)
+        secs = [float(a) for t in ts
+                if (a := (t["meta"].get("judgment") or {}).get("active_s")) is not None]
+        out["mean_active_s"] = float(np.mean(secs)) if secs else None
+        out["median_active_s"] = float(np.median(secs)) if secs else None
+        out["stepped"] = sum(bool((t["meta"].get("judgment") or {}).get("reveal")) for t in ts)
+        return out
+
+    by_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_row: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    leafy = {who(t): set() for t in judged}
+    for t in judged:
+        leafy[who(t)].add(t["protocol"] in RECURSIVE)
+    for t in judged:
+        fig = "leaf-claim accuracy" if t["protocol"] in RECURSIVE else "judge accuracy"
+        by_judge[who(t) if len(leafy[who(t)]) == 1 else f"{who(t)} · {fig}"].append(t)
+        if kind(t) == "human":
+            by_row[label(t["protocol"], view(t))].append(t)
+    people = [t for t in judged if kind(t) == "human"]
+    per_judge_cal = {}
+    for j in sorted({who(t) for t in judged}):
+        mine = [t for t in judged if who(t) == j]
+        pts = [g for t in mine if (g := given(t)) is not None]
+        if pts:
+            cal = calibration_of(pts)
+            del cal["points"]
+            per_judge_cal[j] = {"kind": kind(mine[0]), **cal}
+    kinds: dict[str, int] = defaultdict(int)
+    for t in judged:
+        kinds[kind(t)] += 1
+    answers: dict[str, list[Any]] = defaultdict(list)
+    for t in people:
+        leafy = t.get("init") is not None or (t["rounds"] and t["protocol"] in RECURSIVE)
+        answers[str(t["meta"].get("debate_id", t["id"]))].append(
+            (t["rounds"][-1].get("verdict") or {}).get("value") if leafy
+            else str(t["meta"].get("decision", "")).strip().lower())
+    multi = [a for a in answers.values() if len(a) > 1]
+    n_pairs = sum(len(a) * (len(a) - 1) // 2 for a in multi)
+    agree = sum(a[x] == a[y] for a in multi for x in range(len(a)) for y in range(x + 1, len(a)))
+    return {
+        "judgments": len(judged),
+        "by_kind": dict(kinds),
+        "per_judge": {j: stats(ts, seed + 10 * i)
+                      for i, (j, ts) in enumerate(sorted(by_judge.items()))},
+        "per_protocol": {r: stats(ts, seed + 1000 + 10 * i)
+                         for i, (r, ts) in enumerate(sorted(by_row.items()))},
+        "calibration": calibration_of([g for t in people if (g := given(t)) is not None]),
+        "calibration_per_judge": per_judge_cal,
+        "agreement": {"debates": len(multi), "pairs": n_pairs,
+                      "agreement": agree / n_pairs if n_pairs else None},
+    }
+
+
+# ------------------------------------------------------------------------ the tournament
+
+
+def tournament(ts: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """Self-play accuracy per model and protocol (docs: tournament figures), the matches per
+    model, and the prover x estimator grid."""
+    matches: dict[str, list[tuple[str | None, str | None, float]]] = defaultdict(list)
+    grid: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for t in ts:
+        seats = t["meta"].get("seats") or {}
+        if t["status"] != "complete" or not seats:
+            continue
+        if t["protocol"] in RECURSIVE:
+            grid[(seats["prover"]["name"], seats["estimator"]["name"])].append(t)
+            continue
+        sides = {v["side"]: v["name"] for v in seats.values() if v.get("side")}
+        dec, g = t["meta"].get("decision"), gold_of(t)
+        if not sides or dec is None:
+            continue
+        score = 0.5 if (t["meta"].get("judge") or {}).get("p_first") == 0.5 else float(same(dec, g))
+        matches[t["protocol"]].append((sides.get("correct"), sides.get("incorrect"), score))
+    points = []
+    for proto, ms in sorted(matches.items()):
+        rng = np.random.default_rng(seed)  # docs: one generator per protocol, in point order
+        models = sorted({m for c, i, _ in ms for m in (c, i) if m})
+        consult = all(c is None or i is None for c, i, _ in ms)
+        for model in models:
+            mine = ([s for c, i, s in ms if model in (c, i)] if consult
+                    else [s for c, i, s in ms if c == i == model])
+            if mine:
+                x = np.asarray(mine, dtype=float)
+                boot = x[rng.integers(0, len(x), (1000, len(x)))].mean(axis=1)
+                points.append({"protocol": proto, "model": model,
+                               "kind": "consultant" if consult else "self-play",
+                               "accuracy": float(np.mean(mine)), "n": len(mine),
+                               "accuracy_ci": [float(np.percentile(boot, 2.5)),
+                                               float(np.percentile(boot, 97.5))]})
+    cells = []
+    for (p, e), rs in sorted(grid.items()):
+        hon = [payoff(t) for t in rs if side(t) == "honest"]
+        dis = [payoff(t) for t in rs if side(t) == "dishonest"]
+        by_item: dict[str, dict[str, float]] = defaultdict(dict)
+        for t in rs:
+            by_item[item_of(t)].setdefault(str(side(t)), payoff(t))  # type: ignore[arg-type]
+        wins = [float(v["honest"] > v["dishonest"]) for v in by_item.values() if len(v) == 2]
+        leaves = [c for t in rs if (c := leaf(t)) is not None]
+        cells.append({"prover": p, "estimator": e,
+                      "honest_payoff": float(np.mean(hon)) if hon else None,
+                      "n_honest": len(hon),
+                      "dishonest_payoff": float(np.mean(dis)) if dis else None,
+                      "n_dishonest": len(dis),
+                      "honest_beats_dishonest": float(np.mean(wins)) if wins else None,
+                      "n_pairs": len(wins),
+                      "leaf_claim_accuracy": float(np.mean(leaves)) if leaves else None,
+                      "n_leaves": len(leaves), "debates": len(rs),
+                      "early_stops": sum(bool(t["stopped_early"]) for t in rs)})
+    return {"points": points, "grid": cells}
+
+
+def leaf(t: dict[str, Any]) -> float | None:
+    for rd in reversed(t["rounds"]):
+        if rd.get("verdict") is not None and rd["claim"].get("truth") is not None:
+            return float(rd["verdict"]["value"] == rd["claim"]["truth"])
+    return None
+
+
+def mixed_effects(judged: list[dict[str, Any]], seed: int) -> dict[str, float]:
+    """docs: people's judge accuracy (answer-choosing protocols) by row, judge and item random
+    intercepts, statsmodels' BinomialBayesMixedGLM.fit_vb from the random start of
+    rng = seed + 2000: each row's log-odds against the first row in sorted order."""
+    import pandas as pd
+    from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
+
+    data = [
+        (c, label(t["protocol"], view(t)), t["meta"]["judgment"]["judge"], item_of(t))
+        for t in judged
+        if t["protocol"] not in RECURSIVE
+        and t["meta"]["judgment"].get("kind", "human") == "human"
+        and (c := judgment_correct(t)) is not None
+    ]
+    names = sorted({r for _, r, _, _ in data})
+    frame = pd.DataFrame({
+        "y": [c for c, _, _, _ in data],
+        "row": pd.Categorical([r for _, r, _, _ in data], categories=names),
+        "judge": [j for _, _, j, _ in data],
+        "item": [i for _, _, _, i in data],
+    })
+    model = BinomialBayesMixedGLM.from_formula(
+        "y ~ row", {"judge": "0 + C(judge)", "item": "0 + C(item)"}, frame
+    )
+    fit = model.fit_vb(rng=seed + 2000)
+    effects = [
+        {"row": n[len("row[T."):-1], "log_odds": float(fit.fe_mean[k]),
+         "sd": float(fit.fe_sd[k]),
+         "ci95": [float(fit.fe_mean[k]) - 1.96 * float(fit.fe_sd[k]),
+                  float(fit.fe_mean[k]) + 1.96 * float(fit.fe_sd[k])]}
+        for k, n in enumerate(model.exog_names) if n.startswith("row[T.")
+    ]
+    return {"reference": names[0], "judgments": len(data),
+            "judges": len({j for _, _, j, _ in data}), "items": len({i for _, _, _, i in data}),
+            "effects": effects,
+            "random_effect_sd": {n: float(np.exp(m))
+                                 for n, m in zip(model.vcp_names, fit.vcp_mean, strict=True)}}
+
+
+# ------------------------------------------------------------------------ the Inspect export
+
+
+def nan_mean(xs: list[float]) -> float:
+    """docs: a figure an item does not define is NaN (Inspect: unscored)."""
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def inspect_group(t: dict[str, Any]) -> str:
+    """docs (Inspect): the score a debate counts in."""
+    p, v = t["protocol"], t["meta"].get("variant")
+    if p == "direct" and v in ("blind", "expert"):
+        return f"direct {v}"
+    ctx = (t.get("item") or {}).get("context")
+    if isinstance(ctx, str) and ctx.strip() and t["meta"].get("passage") == "shown":
+        return f"{p} (passage shown)"
+    return str(p)
+
+
+def inspect_figures(ts: list[dict[str, Any]], protocol: str) -> dict[str, float]:
+    """docs (Inspect): the figures of one item's complete debates of one score."""
+    if protocol not in RECURSIVE:
+        return {"judge_accuracy": nan_mean([
+            float(same(t["meta"]["decision"], gold_of(t))) for t in ts
+            if t["meta"].get("decision") is not None and gold_of(t) is not None])}
+    return {
+        "honest_beats_dishonest": nan_mean([1.0 if h > d else 0.0 for _, h, d in pairs(ts)]),
+        "item_leaf_claim_accuracy": nan_mean(
+            [c for t in ts if (c := judgment_correct(t)) is not None]),
+        "item_payoff_honest": nan_mean(
+            [p for t in ts if side(t) == "honest" and (p := payoff(t)) is not None]),
+        "item_payoff_dishonest": nan_mean(
+            [p for t in ts if side(t) == "dishonest" and (p := payoff(t)) is not None]),
+    }
+
+
+def people_figures(ts: list[dict[str, Any]], protocol: str) -> dict[str, float]:
+    """docs (Inspect): people's verdicts on one item, the share judged correctly."""
+    key = "item_leaf_claim_accuracy" if protocol in RECURSIVE else "item_judge_accuracy"
+    return {key: nan_mean([c for t in ts if (c := judgment_correct(t)) is not None])}
+
+
+def inspect_samples(
+    ts: list[dict[str, Any]], judged: list[dict[str, Any]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per item (a sample): per score (``<group>``, ``<group> · human``) its figures, each
+    named ``<score> · <figure>``."""
+    items: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in ts:
+        items[item_of(t)].append(t)
+    debate_item = {t["id"]: item_of(t) for t in ts}
+    people: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for j in judged:
+        people[debate_item[j["id"].split("#")[0]]].append(j)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for i, mine in items.items():
+        scores: dict[str, dict[str, float]] = {}
+        for done, suffix, fig in ((mine, "", inspect_figures),
+                                  (people[i], " · human", people_figures)):
+            groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for t in done:
+                if t["status"] == "complete":
+                    groups[inspect_group(t)].append(t)
+            for g, gts in groups.items():
+                name = g + suffix
+                scores[name] = {f"{name} · {k}": v
+                                for k, v in fig(gts, gts[0]["protocol"]).items()}
+        out[i] = scores
+    return out
+
+
+def inspect_results(samples: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """docs (Inspect): the results block, per (score, figure): the mean over the samples
+    where the figure is not NaN, Inspect's stderr (sample sd / sqrt(n)) from two samples on,
+    the scored and unscored sample counts."""
+    per: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for scores in samples.values():
+        for name, figs in scores.items():
+            for key, v in figs.items():
+                if not np.isnan(v):
+                    per[(name, key)].append(v)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for k, vs in per.items():
+        metrics = {"mean": float(np.mean(vs))}
+        if len(vs) > 1:
+            metrics["stderr"] = float(np.std(vs, ddof=1) / np.sqrt(len(vs)))
+        out[k] = {"metrics": metrics, "scored": len(vs), "unscored": len(samples) - len(vs)}
+    return {"scores": out, "total_samples": len(samples),
+            "completed_samples": sum(1 for s in samples.values() if s)}
+
+
+def asking(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs: a judge who asks and stops, per row over the complete debates (model judges')
+    and judgments (people's) that record ``meta.judge_turns``."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in ts:
+        if t["status"] == "complete" and isinstance(t["meta"].get("judge_turns"), dict):
+            by[label(t["protocol"], view(t))].append(t)
+    out: dict[str, Any] = {}
+    for row, mine in sorted(by.items()):
+        recs = [t["meta"]["judge_turns"] for t in mine]
+        scores = [r["score"] for r in recs if r.get("score") is not None]
+        correct = [float(same(t["meta"]["decision"], gold_of(t))) for t in mine
+                   if t["meta"].get("decision") is not None and gold_of(t) is not None]
+        out[row] = {"debates": len(mine),
+                    "rounds_heard": float(np.mean([len(r["turns"]) for r in recs])),
+                    "max_rounds": max(int(r["max_rounds"]) for r in recs),
+                    "questions": float(np.mean([r["asked"] for r in recs])),
+                    "accuracy": float(np.mean(correct)) if correct else None,
+                    "score": float(np.mean(scores)) if scores else None,
+                    "minus_infinity": len(recs) - len(scores),
+                    "turn_cost": recs[0]["turn_cost"], "log_base": recs[0]["log_base"]}
+    return out
+
+
+def run_facts(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs (summary.json): retries, failures by kind, debate wall times and the estimator's
+    graded probabilities."""
+    walls = [float(w) for t in ts if isinstance(w := t["meta"].get("wall_s"), int | float)]
+    kinds: dict[str, int] = defaultdict(int)
+    for t in ts:
+        if t["status"] == "failed":
+            head = (t.get("failure") or "").split(":", 1)[0].strip()
+            kinds[head if head.isidentifier() else "other"] += 1
+    pts: list[tuple[float, int]] = []
+    for t in ts:
+        init = t.get("init")
+        if not init or init["estimate"].get("method") in ("strategy", "oracle"):
+            continue
+        if init["claim"].get("truth") is not None:
+            pts.append((init["estimate"]["value"], int(init["claim"]["truth"])))
+        for rd in t["rounds"]:
+            if not rd.get("decomposition"):
+                continue
+            truths = [c.get("truth") for c in rd["decomposition"]["subclaims"]]
+            probs = ([(p, i) for i, level in enumerate(rd["table"]) for p in level]
+                     if rd.get("table") is not None else [(p, i) for i, p in enumerate(rd["b"])])
+            pts += [(p, int(v)) for p, i in probs if (v := truths[i]) is not None]
+    estimates: dict[str, Any] = {"graded": len(pts)}
+    if pts:
+        share = sum(v for _, v in pts) / len(pts)
+        estimates.update({"true_share": share,
+                          "brier": sum((p - v) ** 2 for p, v in pts) / len(pts),
+                          "brier_base_rate": share * (1 - share)})
+    return {
+        "retries": sum(int(c.get("retries") or 0) for t in ts for c in t["calls"]),
+        "failures": {"by_kind": dict(sorted(kinds.items())),
+                     "debates": [{"id": t["id"], "reason": t.get("failure")}
+                                 for t in ts if t["status"] == "failed"]},
+        "debate_wall_s": {"mean": float(np.mean(walls)) if walls else None,
+                          "median": float(np.median(walls)) if walls else None,
+                          "max": max(walls) if walls else None},
+        "estimates": estimates,
+    }
+
+
+# ------------------------------------------------------------------------ tournament ratings
+
+PRIOR = 0.01
+JUDGE = "(judge)"
+
+
+def matches_of(ts: list[dict[str, Any]]) -> dict[str, list[tuple[str | None, str | None, float,
+                                                                  str]]]:
+    """docs (tournament): per protocol, (correct model, incorrect model, score, item) of every
+    match, in transcript order."""
+    out: dict[str, list[tuple[str | None, str | None, float, str]]] = defaultdict(list)
+    for t in ts:
+        seats = t["meta"].get("seats") or {}
+        if t["status"] != "complete" or not seats or t["protocol"] in RECURSIVE:
+            continue
+        sides = {v["side"]: v["name"] for v in seats.values() if v.get("side")}
+        dec, g = t["meta"].get("decision"), gold_of(t)
+        if not sides or dec is None or g is None:
+            continue
+        score = 0.5 if (t["meta"].get("judge") or {}).get("p_first") == 0.5 else float(same(dec, g))
+        out[t["protocol"]].append((sides.get("correct"), sides.get("incorrect"), score,
+                                   item_of(t)))
+    return out
+
+
+def bt_fit(games: list[tuple[str, str, float]], anchor: str | None) -> dict[str, float]:
+    """docs: the maximum of Σ s·ln σ(θ_i − θ_j) + (1 − s)·ln σ(θ_j − θ_i) − (prior/2)·Σ θ²
+    (the anchor, when given, fixed at 0 and out of the prior), by scipy's trust-region
+    Newton method from its exact gradient and Hessian."""
+    from scipy.optimize import minimize
+
+    names = sorted({n for i, j, _ in games for n in (i, j)} | ({anchor} if anchor else set()))
+    free = [n for n in names if n != anchor]
+    pos = {n: k for k, n in enumerate(free)}
+    rows = [(i, j, s) for i, j, s in games if i != j]
+    if not rows:
+        return dict.fromkeys(names, 0.0)
+
+    def theta(x: np.ndarray, n: str) -> float:
+        return 0.0 if n == anchor else float(x[pos[n]])
+
+    def f(x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = 0.5 * PRIOR * float(x @ x), PRIOR * x.copy()
+        for i, j, s in rows:
+            d = theta(x, i) - theta(x, j)
+            value -= s * -np.logaddexp(0.0, -d) + (1 - s) * -np.logaddexp(0.0, d)
+            r = s - 1.0 / (1.0 + np.exp(-d))
+            if i in pos:
+                grad[pos[i]] -= r
+            if j in pos:
+                grad[pos[j]] += r
+        return value, grad
+
+    def hess(x: np.ndarray) -> np.ndarray:
+        h = PRIOR * np.eye(len(free))
+        for i, j, _ in rows:
+            p = 1.0 / (1.0 + np.exp(-(theta(x, i) - theta(x, j))))
+            w = p * (1 - p)
+            for a, b, sign in ((i, i, 1), (j, j, 1), (i, j, -1), (j, i, -1)):
+                if a in pos and b in pos:
+                    h[pos[a], pos[b]] += sign * w
+        return h
+
+    res = minimize(f, np.zeros(len(free)), jac=True, hess=hess, method="trust-exact",
+                   options={"gtol": 1e-12})
+    return {n: theta(res.x, n) for n in names}
+
+
+def _ratings_of(ms: list[tuple[str | None, str | None, float, str]]) -> dict[tuple[str, str],
+                                                                             float]:
+    consult = any(c is None or i is None for c, i, _, _ in ms)
+    out: dict[tuple[str, str], float] = {}
+    for by_side in (False, True):
+        games = []
+        for c, i, s, _ in ms:
+            pc = None if c is None else (f"{c}@correct" if by_side else c)
+            pi = None if i is None else (f"{i}@incorrect" if by_side else i)
+            if pc and pi:
+                games.append((pc, pi, s))
+            elif pc:
+                games.append((pc, JUDGE, s))
+            elif pi:
+                games.append((pi, JUDGE, 1.0 - s))
+        for name, v in bt_fit(games, JUDGE if consult else None).items():
+            if name == JUDGE:
+                continue
+            model, _, side = name.rpartition("@") if by_side else (name, "", "overall")
+            out[(model, side)] = v
+    return out
+
+
+def _seat_scores(ms: list[tuple[str | None, str | None, float, str]]
+                 ) -> dict[tuple[str, str], list[float]]:
+    seats: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for c, i, s, _ in ms:
+        for model, side, score in ((c, "correct", s), (i, "incorrect", 1.0 - s)):
+            if model is None:
+                continue
+            seats[(model, side)].append(score)
+            if c != i:
+                seats[(model, "overall")].append(score)
+    return seats
+
+
+def ratings(ts: list[dict[str, Any]], seed: int, n_boot: int) -> dict[str, list[dict[str, Any]]]:
+    """docs (tournament, ratings): per protocol, every (model, side) rating with its item
+    bootstrap interval, sd, matches, win rate and prior bound."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for proto, ms in matches_of(ts).items():
+        point = _ratings_of(ms)
+        groups: dict[str, list[Any]] = defaultdict(list)
+        for m in ms:
+            groups[m[3]].append(m)
+        units = list(groups.values())
+        rng = np.random.default_rng(seed)
+        boots: dict[tuple[str, str], list[float]] = defaultdict(list)
+        swept: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for _ in range(n_boot):
+            sample = [m for k in rng.integers(0, len(units), len(units)) for m in units[int(k)]]
+            for key, v in _ratings_of(sample).items():
+                boots[key].append(v)
+            for key, sc in _seat_scores(sample).items():
+                swept[key][0] += min(sc) == 1.0
+                swept[key][1] += max(sc) == 0.0
+        seats = _seat_scores(ms)
+        rows = []
+        for (model, side), value in sorted(point.items()):
+            xs = np.array(boots[(model, side)] or [value])
+            sc = seats.get((model, side), [])
+            won, lost = swept[(model, side)]
+            bound = ("upper" if (sc and min(sc) == 1.0) or won > 0.025 * n_boot
+                     else "lower" if (sc and max(sc) == 0.0) or lost > 0.025 * n_boot else None)
+            rows.append({"model": model, "side": side, "value": value,
+                         "ci95": [float(np.percentile(xs, 2.5)), float(np.percentile(xs, 97.5))],
+                         "sd": float(np.std(xs)), "matches": len(sc),
+                         "win_rate": float(np.mean(sc)) if sc else None, "prior_bound": bound})
+        out[proto] = rows
+    return out

@@ -1,0 +1,1 @@
+"""The protocol's own prompt templates (``<act>.j2``)."""
