@@ -52,6 +52,12 @@ else
   step "llmdebate[$extras] installed (editable)" "${editable[@]}" ".[$extras]"
 fi
 case ",$extras," in
+  *,verifiers,*|*,all,*)  # its declared openai<3 clashes with Inspect's openai>=3.4 (pyproject)
+    step "verifiers installed (its other requirements came with the extra)" \
+      "${pip[@]}" install --no-deps "verifiers==0.4.0"
+    ;;
+esac
+case ",$extras," in
   *,dev,*)  # the report's browser test drives Debian's headless Chromium
     if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
       sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
