@@ -59,6 +59,9 @@ def ctx(width: int = 2) -> DebateContext:
 
 
 def openai(server: FakeServer, **options: Any) -> Model:
+    # declared enforcing: these tests check the request bodies (the probe that finds out is
+    # tested in test_structured_enforcement.py)
+    options.setdefault("enforcement", "enforced")
     return get_model("openai/gpt-4o-mini", base_url=server.url, retry_base_delay=0.01, **options)
 
 
