@@ -198,3 +198,39 @@ def test_a_run_records_the_verdict_and_its_resume_sends_no_probe_again(
     assert again.summary["structured_outputs"][key]["how"] == "recorded"
     assert again.summary["structured_outputs"][key]["enforced"] is False
     assert all("json_schema" not in b for b in server.bodies)
+
+
+async def test_a_probe_the_server_refuses_is_a_refusal_and_a_failed_one_no_verdict(
+    server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = GenerateConfig(max_tokens=16, json_schema=SCHEMA)
+    server.reject_fields, server.reject_status = {"json_schema"}, 500  # llama-cpp-python chat
+    refused = completions(server, retry_base_delay=0.001)
+    log: list[ModelCallRecord] = []
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        await refused.generate(ask(1), config, log=log)
+    assert server.requests == 2 and [r.constrained for r in log] == [False]  # probe, call
+    assert [r.getMessage() for r in caplog.records].count(
+        f"openai-completions/base: the server at {server.url} fails (HTTP 500) on structured: "
+        "json_schema; replies are prompted and parsed from now on (set structured to one the "
+        "server applies, e.g. grammar for llama.cpp)"
+    ) == 1
+    assert ENFORCEMENT.get(refused.backend.enforcement_key) is False
+    await refused.aclose()
+
+    # a probe with no answer settles nothing: the call is retried, and the probe with it
+    server.reject_fields = set()
+    server.enforce_fields = {"grammar"}
+    server.faults.append({"status": 503})
+    m = get_model(
+        "openai-completions/other", base_url=server.url, structured="grammar",
+        use_cache=False, retry_base_delay=0.001,
+    )
+    server.reset_counts()
+    out = await m.generate(ask(2), config)
+    assert out.constrained and m.usage.retries == 1
+    assert [("grammar" in b, "ok-" in b.get("grammar", "")) for b in server.bodies] == [
+        (True, True), (True, True), (True, False)
+    ]
+    assert ENFORCEMENT.snapshot()[m.backend.enforcement_key]["how"] == "probe"
+    await m.aclose()
