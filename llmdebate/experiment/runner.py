@@ -323,7 +323,8 @@ def run(
             )
             jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
-    summary["structured_outputs"], probes = enforcement_summary()
+    verdicts, probes = enforcement_summary()  # this process's: workers keep their own
+    summary["structured_outputs"] = verdicts if executor.in_process else None
     summary["last_invocation"].update(
         probe_requests=probes if executor.in_process else None,
         debates_run=invocation.finished,
