@@ -13,9 +13,11 @@ one line: debates complete and failed, the failures' kinds, the decomposition ca
 the log lines about structured outputs. What to look for:
 
 * ``json_schema`` and ``response_format`` on ``/v1/completions``: the server answers 200 and
-  drops the field; replies that do not open as JSON make the backend stop sending it (one
-  log line);
-* ``grammar``: applied; every decomposition call constrained;
+  drops the field; the probe before the first structured call shows it (``structured_outputs``:
+  ``enforced: false``, one probe), the backend stops sending it (one log line, ``<server>
+  ignores json_schema on /v1/completions: replies are parsed, not constrained``) and no call
+  is recorded constrained, even one whose reply happens to match the schema;
+* ``grammar``: applied (the probe says ``enforced: true``); decomposition calls constrained;
 * the prover on the chat endpoint with ``response_format``: the server answers HTTP 500
   naming the field; the backend takes it as a refusal (one log line, no retries) and the
   debates complete.
@@ -90,6 +92,10 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
         "failures": summary.get("failures", {}).get("by_kind"),
         "constrained_calls": f"{dec.get('constrained_calls')} of {dec.get('calls')}",
         "http_requests": summary.get("last_invocation", {}).get("http_requests"),
+        "probe_requests": summary.get("last_invocation", {}).get("probe_requests"),
+        "structured_outputs": {
+            k.split(" ", 1)[1]: v for k, v in summary.get("structured_outputs", {}).items()
+        },
         "assessment": dec.get("assessment"),
         "log_lines": [ln for ln in proc.stderr.splitlines() if "structured" in ln],
         "error": proc.stderr.strip().splitlines()[-1] if proc.returncode == 2 else None,

@@ -128,6 +128,8 @@ def fake_responder(body: dict[str, Any]) -> str:
 
 async def one_debate(server: FakeServer, **options: Any) -> int:
     server.reset_counts()
+    # the fake replies in the schema: taken at its word, so no probe request enters the count
+    options = {"enforcement": "enforced", **options}
     model = get_model("openai/fake", base_url=server.url, use_cache=False, **options)
     claim = Claim(text=claims(1)[0], id="x")
     cfg = DebateConfig(depth=2, width=3, expected_rewards=True)

@@ -174,7 +174,7 @@ async def test_sampling_uses_separate_cached_samples(server: FakeServer):
 async def test_verbalised_reasks_with_the_error(server: FakeServer):
     replies = iter(["Quite likely!", "0.8"])
     server.responder = lambda body: next(replies)
-    m = openai_model(server)
+    m = openai_model(server, enforcement="ignored")  # as the fake is: no probe takes a reply
     est = await estimate(m, Q, "verbalised")
     assert est.value == pytest.approx(0.8) and est.evidence["attempts"] == 2
     reask = server.bodies[1]["messages"]

@@ -13,6 +13,7 @@ import pytest
 
 from llmdebate.core.schemas import ModelCallRecord
 from llmdebate.models import GenerateConfig, get_model
+from llmdebate.models.enforcement import ENFORCEMENT
 from llmdebate.models.hf_backend import HFBackend
 from llmdebate.models.structured import OutputSchema
 
@@ -104,9 +105,11 @@ async def test_replies_prompted_after_a_dropped_mode_are_cached_as_unconstrained
     await dropped.aclose()
 
     server.reject_fields = set()
+    server.enforce_fields = {"response_format"}
+    ENFORCEMENT.begin()  # another run: the server is asked again (one probe)
     applied = get_model("openai/base", base_url=server.url, cache_dir=cache)
     outs = [await applied.generate(ask(i), STRUCTURED) for i in (1, 2)]
-    assert [o.cached for o in outs] == [False, False] and server.requests == 5
+    assert [o.cached for o in outs] == [False, False] and server.requests == 6
     assert all(json.loads(o.text) == {"answer": True} for o in outs)
     await applied.aclose()
 
@@ -114,7 +117,7 @@ async def test_replies_prompted_after_a_dropped_mode_are_cached_as_unconstrained
         "openai/base", base_url=server.url, cache_dir=cache, structured="none"
     )
     hits = [await unconstrained.generate(ask(i), STRUCTURED) for i in (1, 2)]
-    assert all(h.cached and h.text == PLAIN_REPLY for h in hits) and server.requests == 5
+    assert all(h.cached and h.text == PLAIN_REPLY for h in hits) and server.requests == 6
     await unconstrained.aclose()
 
 

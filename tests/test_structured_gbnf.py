@@ -210,6 +210,7 @@ async def test_grammar_mode_sends_the_converted_schema(server: FakeServer) -> No
         "rule": {"kind": "or", "k": None, "expr": None},
     }
     server.responder = lambda body: json.dumps(good)
+    server.enforce_fields = {"grammar"}  # the probe before the first call shows it applied
     model = get_model(
         "openai/llama", base_url=server.url, structured="grammar", endpoint="completions"
     )
@@ -217,7 +218,7 @@ async def test_grammar_mode_sends_the_converted_schema(server: FakeServer) -> No
     claim = Claim(text="91 has a divisor d with 2 <= d < 10.", id="x")
     dec = await LLMProver(model).decompose(claim, 2, c)
     assert dec.rule.kind == "or"
-    body = server.bodies[0]
+    body = server.bodies[1]
     assert body["grammar"] == schema_to_gbnf(decomposition_schema(2).schema)
     assert "response_format" not in body and c.calls[0].constrained is True
     assert _is_grammar_accept_string(xgrammar.Grammar.from_ebnf(body["grammar"]), json.dumps(good))

@@ -53,8 +53,10 @@ def ctx(width: int = 2) -> DebateContext:
 
 
 def base_model(server: FakeServer, **options: Any) -> Model:
+    # declared enforcing: these tests check the prompts (the probe: test_structured_enforcement)
     return get_model(
-        "openai/base", base_url=server.url, endpoint="completions", use_cache=False, **options
+        "openai/base", base_url=server.url, endpoint="completions", use_cache=False,
+        enforcement="enforced", **options,
     )
 
 

@@ -19,10 +19,12 @@ from llmdebate.records.rundir import load_transcripts
 
 try:
     from tests.fixtures import llm_fixtures, tournament_players
+    from tests.fixtures.enforcing import is_probe
     from tests.fixtures.fake_server import FakeServer
 except ImportError:  # pytest run from inside tests/
     sys.path.insert(0, str(Path(__file__).parent))
     from fixtures import llm_fixtures, tournament_players  # type: ignore[no-redef]
+    from fixtures.enforcing import is_probe  # type: ignore[no-redef]
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -302,6 +304,8 @@ def test_open_consultancy_the_consultant_picks_its_side_and_is_rated_apart(
 
 
 def _interactive_responder(body: dict[str, Any]) -> str:
+    if is_probe(body):  # whether the server applies response_format: it does not
+        return "{}"
     messages = body["messages"]
     name = str(body["model"])
     if name == "judge":
@@ -332,7 +336,8 @@ def test_an_interactive_model_judge_asks_once_and_stops_early_on_the_fake_server
             "use_cache": False,
         })
         res = run(cfg, tmp_path / "a", progress=False)
-        judge_bodies = [b for b in server.bodies if b["model"] == "judge"]
+        judge_bodies = [b for b in server.bodies if b["model"] == "judge" and not is_probe(b)]
+        assert sum(map(is_probe, server.bodies)) == 1  # the judge's endpoint, probed once
     assert res.exit_code == 0, res.summary
     ts = load_transcripts(tmp_path / "a")
     assert len(ts) == 2 * 2 + 2 * 2

@@ -57,7 +57,13 @@ from llmdebate.experiment.executors import (
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
-from llmdebate.experiment.runtime import lean_gc, protocol_settings, servers_of
+from llmdebate.experiment.runtime import (
+    begin_enforcement,
+    enforcement_summary,
+    lean_gc,
+    protocol_settings,
+    servers_of,
+)
 from llmdebate.experiment.warnings_log import warnings_to_log
 from llmdebate.models import Model
 from llmdebate.models.wrapper import requests_sent
@@ -278,9 +284,10 @@ def run(
     own_models = models is None
     models = models if models is not None else _build_models(config)
     servers = servers_of(models)
-    check_resume(run_dir, config, servers, allow_server_change)
+    resuming = check_resume(run_dir, config, servers, allow_server_change)
     # --- from here on, the run directory is written
     run_dir.mkdir(parents=True, exist_ok=True)
+    begin_enforcement(run_dir, resuming)
     write_atomic(
         run_dir / CONFIG_FILE,
         yaml.safe_dump({**dump(config), "servers": servers}, sort_keys=False),
@@ -316,7 +323,10 @@ def run(
             )
             jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
+    verdicts, probes = enforcement_summary()  # this process's: workers keep their own
+    summary["structured_outputs"] = verdicts if executor.in_process else None
     summary["last_invocation"].update(
+        probe_requests=probes if executor.in_process else None,
         debates_run=invocation.finished,
         debates_not_run=len(jobs) - skipped - invocation.finished,
         debates_skipped=skipped,

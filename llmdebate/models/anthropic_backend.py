@@ -11,13 +11,16 @@ sent through ``extra_body`` (same wire payload), capped at 1, and left out when 
 
 Structured outputs: a call with ``json_schema`` offers one tool named after the schema, with
 the schema as its ``input_schema``, and forces it (``tool_choice``); the tool call's input is
-returned as the reply's JSON text (recorded ``constrained`` when it matches the schema). The
+returned as the reply's JSON text. The
 tool is strict (``"strict": true``: the API guarantees that its input matches the schema) when
 the installed SDK knows the field; strict tools take a subset of JSON schema, so the schema is
 sent through the SDK's own ``transform_schema`` (constraints outside the subset, such as
 ``maxLength`` or ``maximum``, move into the description; the reply is validated against the
 full schema either way).
 ``strict=False`` sends the schema as is, without the flag (for servers that do not know it).
+A call is recorded ``constrained`` only under a strict tool (the API's guarantee) whose input
+matches the schema: a forced tool without the flag is written freely, and a match by chance
+does not count.
 ``structured="none"`` sends the plain prompt.
 """
 
@@ -160,6 +163,7 @@ class AnthropicBackend(Backend):
                 tokens_in=int(resp.usage.input_tokens),
                 tokens_out=int(resp.usage.output_tokens),
                 constrained=bool(tool)
+                and self.strict
                 and schema is not None
                 and reply_matches(text, schema.schema),
             )

@@ -93,6 +93,7 @@ class OpenAIChatBackend(OpenAIServer):
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
     ) -> ModelOutput:
+        await self.ensure_enforcement(config.json_schema)
         fields = self.structured_fields(config.json_schema)
         try:
             out = await self._chat(messages, config, fields)
@@ -103,6 +104,12 @@ class OpenAIChatBackend(OpenAIServer):
             out = await self._chat(messages, config, None)
         self.check_constrained(out, config.json_schema, fields)
         return out
+
+    async def probe_text(
+        self, prompt: str, config: GenerateConfig, fields: dict[str, Any] | None
+    ) -> str:
+        messages: list[ChatMessage] = [{"role": "user", "content": prompt}]
+        return (await self._chat(messages, config, fields)).text
 
     async def _chat(
         self, messages: list[ChatMessage], config: GenerateConfig, fields: dict[str, Any] | None

@@ -13,8 +13,13 @@ the field, or fails on it: retrying would fail again),
 or a reply that no JSON constraint could have written (it ignored the field:
 llama-cpp-python answers 200 and drops ``response_format`` and ``json_schema``), removes
 the mode from the backend's profile: later calls send the plain prompt (the reply is
-parsed and validated either way), and one log line says so. A call is recorded
-``constrained`` only when the field was sent and the reply matches the schema.
+parsed and validated either way), and one log line says so.
+
+A call is recorded ``constrained`` only where enforcement is established for its endpoint
+(:mod:`llmdebate.models.enforcement`): OpenAI's own API with strict ``response_format`` is
+documented to enforce it, the ``enforcement`` option may say what the server does, and
+otherwise the first structured call of an endpoint sends a probe first. A probe that shows
+the field ignored drops the mode (one log line) and later calls send the plain prompt.
 """
 
 from __future__ import annotations
@@ -23,8 +28,19 @@ import hashlib
 import logging
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from llmdebate.errors import InvalidOutputError, RequestRejectedError, UserError
+from llmdebate.models.enforcement import (
+    ENFORCEMENT,
+    ENFORCEMENT_OPTIONS,
+    PROBE_MAX_TOKENS,
+    PROBE_PROMPT,
+    Verdict,
+    endpoint_key,
+    probe_enforced,
+    probe_schema,
+)
 from llmdebate.models.http1 import Reply
 from llmdebate.models.http_errors import api_key, failure_error, reply_error
 from llmdebate.models.interface import (
@@ -64,6 +80,7 @@ class OpenAIServer(Backend):
         timeout: float = 60.0,  # seconds per request
         structured: str = "response_format",
         grammars: dict[str, str] | None = None,
+        enforcement: str | None = None,
     ) -> None:
         self.name = name
         self.model_id = model_id
@@ -78,7 +95,13 @@ class OpenAIServer(Backend):
                 f"{name}: structured must be one of {', '.join(STRUCTURED_MODES)} "
                 f"(got {structured!r})"
             )
+        if enforcement is not None and enforcement not in ENFORCEMENT_OPTIONS:
+            raise UserError(
+                f"{name}: enforcement must be one of {', '.join(ENFORCEMENT_OPTIONS)} "
+                f"(got {enforcement!r})"
+            )
         self.structured = structured
+        self.enforcement = enforcement
         self.grammars = dict(grammars or {})
         headers = {
             "authorization": f"Bearer {self._secret}",
@@ -95,6 +118,8 @@ class OpenAIServer(Backend):
 
     def identity_for(self, config: GenerateConfig) -> str:
         # the mode in use: a dropped one sends the plain prompt, as ``none`` does
+        if config.json_schema is not None:
+            self.known_enforcement()
         mode = self.structured if self.structured in self.profile.structured else "none"
         schema = config.json_schema
         grammar = self.grammars.get(schema.name) if schema is not None else None
@@ -119,6 +144,86 @@ class OpenAIServer(Backend):
             return None
         return server_fields(self.structured, schema, self.grammars)
 
+    @property
+    def path(self) -> str:
+        """The endpoint's path under the base URL."""
+        return "/completions" if self.endpoint == "completions" else "/chat/completions"
+
+    @property
+    def enforcement_key(self) -> str:
+        """The endpoint whose enforcement this backend's structured mode relies on."""
+        return endpoint_key(self.server_url, self.path, self.model_id, self.structured)
+
+    def known_enforcement(self) -> bool | None:
+        """Whether the server enforces the structured field, where that is known without a
+        request: the ``enforcement`` option, the documented behaviour, else this run's
+        verdict for the endpoint. A field known to be ignored is dropped here."""
+        if self.structured not in self.profile.structured:
+            return False
+        key = self.enforcement_key
+        known: bool | None
+        if self.enforcement in ("enforced", "ignored"):
+            known = self.enforcement == "enforced"
+            ENFORCEMENT.set(key, known, "option")
+        elif self.enforcement is None and self.documented_enforced():
+            known = True
+            ENFORCEMENT.set(key, known, "documented")
+        else:
+            known = ENFORCEMENT.get(key)
+        if known is False:
+            self.ignore_structured()
+        return known
+
+    def documented_enforced(self) -> bool:
+        """OpenAI's own chat API enforces a strict ``response_format`` json_schema."""
+        return (
+            self.endpoint == "chat"
+            and self.structured == "response_format"
+            and self.server_url.rstrip("/") == OPENAI_URL
+        )
+
+    async def ensure_enforcement(self, schema: OutputSchema | None) -> None:
+        """Before a structured call: establish whether the server enforces the field (one
+        probe per endpoint, :mod:`llmdebate.models.enforcement`)."""
+        if schema is None or self.known_enforcement() is not None:
+            return
+        await ENFORCEMENT.establish(self.enforcement_key, self._probe)
+        self.known_enforcement()
+
+    async def _probe(self) -> Verdict:
+        schema = probe_schema(self.enforcement_key)
+        fields = server_fields(self.structured, schema, {})
+        config = GenerateConfig(max_tokens=PROBE_MAX_TOKENS, json_schema=schema)
+        try:
+            text = await self.probe_text(PROBE_PROMPT, config, fields)
+        except (RequestRejectedError, TransientError) as exc:
+            if not self.refuses(exc, fields):
+                raise
+            return Verdict(False, "refused", 1)
+        return Verdict(probe_enforced(text, schema), "probe", 1)
+
+    async def probe_text(
+        self, prompt: str, config: GenerateConfig, fields: dict[str, Any] | None
+    ) -> str:
+        """The reply to one probe request (each endpoint sends it its own way)."""
+        raise NotImplementedError
+
+    def ignore_structured(self) -> None:
+        """The server was shown to ignore the field: send it no more, saying so once."""
+        if self.structured not in self.profile.structured:
+            return
+        self.profile = self.profile.without_structured(self.structured)
+        if not ENFORCEMENT.first_word(self.enforcement_key):
+            return  # another backend on this endpoint said it
+        log.warning(
+            "%s ignores %s on %s: replies are parsed, not constrained (%s; set structured "
+            "to a field the server applies, e.g. grammar for llama.cpp)",
+            self.server_url,
+            self.structured,
+            urlsplit(self.server_url).path.rstrip("/") + self.path,
+            self.name,
+        )
+
     def refuses(self, exc: Exception, fields: dict[str, Any] | None) -> bool:
         """``exc`` is the server refusing the structured field (then the mode is dropped): a
         400 naming it, or a 5xx naming it (llama-cpp-python's chat endpoint answers HTTP 500
@@ -140,6 +245,8 @@ class OpenAIServer(Backend):
         if self.structured not in self.profile.structured:
             return
         self.profile = self.profile.without_structured(self.structured)
+        if not ENFORCEMENT.first_word(self.enforcement_key):
+            return  # another backend on this endpoint said it
         log.warning(
             "%s: the server at %s %s structured: %s; replies are prompted and parsed from "
             "now on (set structured to one the server applies, e.g. grammar for llama.cpp)",
@@ -152,12 +259,14 @@ class OpenAIServer(Backend):
     def check_constrained(
         self, out: ModelOutput, schema: OutputSchema | None, fields: dict[str, Any] | None
     ) -> None:
-        """Set ``out.constrained``: the field was sent and the reply matches the schema. A
-        reply that no JSON constraint could have written means the server ignores the field."""
+        """Set ``out.constrained``: the field was sent, the server is known to enforce it,
+        and the reply matches the schema. A reply that no JSON constraint could have written
+        means the server ignores the field."""
         if schema is None or not fields:
             out.constrained = False
             return
-        out.constrained = reply_matches(out.text, schema.schema)
+        enforced = self.known_enforcement() is True
+        out.constrained = enforced and reply_matches(out.text, schema.schema)
         if not out.constrained and looks_unconstrained(out.text):
             self.drop_structured("ignores")
 

@@ -174,7 +174,9 @@ class OpenAICompletionsBackend(OpenAIServer):
         return results
 
     async def _request(self, prompts: list[str], config: GenerateConfig) -> list[ModelOutput]:
-        """One request for ``prompts``; the structured field dropped if the server refuses it."""
+        """One request for ``prompts``; the structured field dropped if the server refuses it
+        (or a probe shows it ignores it)."""
+        await self.ensure_enforcement(config.json_schema)
         fields = self.structured_fields(config.json_schema)
         try:
             outs = await self._post(prompts, config, fields)
@@ -186,6 +188,11 @@ class OpenAICompletionsBackend(OpenAIServer):
         for out in outs:
             self.check_constrained(out, config.json_schema, fields)
         return outs
+
+    async def probe_text(
+        self, prompt: str, config: GenerateConfig, fields: dict[str, Any] | None
+    ) -> str:
+        return (await self._post([prompt], config, fields))[0].text
 
     async def _post(
         self, prompts: list[str], config: GenerateConfig, fields: dict[str, Any] | None

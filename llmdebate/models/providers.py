@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.models.backends import BACKENDS, BackendSpec, construct
+from llmdebate.models.enforcement import EnforcementOption
 from llmdebate.models.interface import Backend
 from llmdebate.models.structured import StructuredMode
 
@@ -44,6 +45,9 @@ class OpenAICompletionsOptions(_Options):
     """How a JSON schema is asked for (default response_format)."""
     chat_template: str | None = None
     """The model's chat template (a file, or a model directory holding one)."""
+    enforcement: EnforcementOption | None = None
+    """Whether the server applies the structured field: probe (one request finds out, the
+    default except for OpenAI's own API), enforced, ignored."""
     grammars: dict[str, str] | None = None
     """GBNF grammars by schema name (structured: grammar, structured_outputs_grammar)."""
     batch_prompts: bool | None = None

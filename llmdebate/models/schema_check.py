@@ -2,8 +2,9 @@
 ``constrained``.
 
 A server may accept a structured-output field and ignore it (llama-cpp-python drops
-``response_format`` and ``json_schema``; vLLM 0.32 drops ``guided_json``), so a backend
-records a call ``constrained`` only when its reply is JSON matching the schema. The check
+``response_format`` and ``json_schema``; vLLM 0.32 drops ``guided_json``): whether it enforces
+the field is established apart (:mod:`llmdebate.models.enforcement`), and a backend records a
+call ``constrained`` only where it does and the reply is JSON matching the schema. The check
 covers the subset of JSON schema that :func:`~llmdebate.models.structured.strict_schema`
 produces (types, properties, required, additionalProperties, items, enum, const, anyOf,
 min/max items, length and value bounds); a keyword outside it is not checked.

@@ -2,7 +2,8 @@
 
 A caller that wants a structured reply puts an :class:`OutputSchema` in
 :attr:`GenerateConfig.json_schema`; each backend asks for it with its own mechanism and
-sets :attr:`ModelOutput.constrained` when the mechanism was used:
+sets :attr:`ModelOutput.constrained` when the mechanism was applied (for a server, when it is
+known to enforce the field: :mod:`llmdebate.models.enforcement`):
 
 * OpenAI: ``response_format`` ``{"type": "json_schema", "json_schema": {..., "strict": true}}``;
 * OpenAI-compatible servers: the per-role option ``structured`` picks the server's field
@@ -42,7 +43,7 @@ STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
 * ``response_format``: OpenAI's ``response_format`` json_schema, strict (OpenAI; vLLM and
   llama.cpp accept it too);
 * ``guided_json``: vLLM's ``guided_json`` (before 0.10; vLLM 0.32 answers 200 and ignores
-  it, so the call is recorded ``constrained`` although nothing constrained it);
+  it: the probe of :mod:`llmdebate.models.enforcement` finds that out);
 * ``structured_outputs``: vLLM's ``structured_outputs: {"json": schema}`` (0.10 and later).
   vLLM's JSON grammar lets whitespace run on between tokens, and a small model can spend
   all of ``max_tokens`` on it (seen with Gemma 3 270M on vLLM 0.32);

@@ -37,6 +37,9 @@ TRANSCRIPTS_FILE = "transcripts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 SUMMARY_FILE = "summary.json"
 JUDGED_FILE = "judged.jsonl"
+STRUCTURED_FILE = "structured.json"
+"""Whether each server endpoint enforces its structured-output field, as established
+(:mod:`llmdebate.models.enforcement`): a resumed run reads it instead of probing again."""
 JUDGING_DB = "judging.db"
 
 
