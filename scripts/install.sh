@@ -53,7 +53,7 @@ else
 fi
 case ",$extras," in
   *,verifiers,*|*,all,*)  # its declared openai<3 clashes with Inspect's openai>=3.4 (pyproject)
-    step "verifiers installed (its other requirements came with the extra)" \
+    step "verifiers installed (without its openai<3 pin)" \
       "${pip[@]}" install --no-deps "verifiers==0.4.0"
     ;;
 esac
