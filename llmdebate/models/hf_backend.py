@@ -54,7 +54,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import version as _version
 from pathlib import Path
@@ -70,6 +70,7 @@ from llmdebate.models.interface import (
     TokenLogprob,
     structured_identity,
 )
+from llmdebate.models.local_schedule import SHORT_WORK, is_short
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
 from llmdebate.records.paths import resolve_path
@@ -84,6 +85,8 @@ _LOAD_LOCK = threading.Lock()
 """One load at a time in the process: ``from_pretrained`` builds a model on the meta device by
 patching torch process-wide, so two backends loading at once (two roles' local models loaded
 lazily by concurrent calls) fail with "Cannot copy out of meta tensor"."""
+_HOLD_POLL_S = 0.02
+"""While generations are held, the worker looks at the short calls this often."""
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
 
 
@@ -115,6 +118,7 @@ class _Request:
     future: concurrent.futures.Future[ModelOutput] = field(
         default_factory=concurrent.futures.Future
     )
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -129,8 +133,10 @@ class HFBackend(Backend):
 
     ``source`` is a model directory, a ``.gguf`` file, or None for the embedded Gemma.
     ``structured="none"`` decodes structured replies unconstrained. ``max_batch`` bounds a
-    forward pass; ``batch_wait_s`` is how long the worker waits after
-    the first request for others to join its batch. ``threads`` (default
+    forward pass; the worker gathers requests into a batch until none has come for
+    ``batch_wait_s`` or ``batch_window_s`` has passed since the first; a batch of
+    generations waits (at most ``hold_s``) while short calls are pending at any local model of
+    the process, so that the debates behind them join it. ``threads`` (default
     ``$LLMDEBATE_TORCH_THREADS`` or 1) is torch's intra-op thread count, set process-wide:
     one thread is the robust default on a small shared machine, where more threads than free
     cores make torch several times slower (see benchmarks/README.md). ``device`` (cpu, cuda,
@@ -149,7 +155,9 @@ class HFBackend(Backend):
         *,
         cache_dir: Path | None = None,
         max_batch: int = 32,
-        batch_wait_s: float = 0.005,
+        batch_wait_s: float = 0.05,
+        batch_window_s: float = 0.5,
+        hold_s: float = 30.0,
         threads: int | None = None,
         structured: str = "xgrammar",
         adapter: str | Path | None = None,
@@ -171,6 +179,8 @@ class HFBackend(Backend):
         self.cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.max_batch = max_batch
         self.batch_wait_s = batch_wait_s
+        self.batch_window_s = batch_window_s
+        self.hold_s = hold_s
         self.threads = threads or int(os.environ.get("LLMDEBATE_TORCH_THREADS", "1"))
         self.load_info = LoadInfo()
         self.model: Any = None
@@ -326,41 +336,79 @@ class HFBackend(Backend):
                 self._worker.start()
 
     def _serve(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            deadline = time.monotonic() + self.batch_wait_s
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
+        """Answer queued requests in batches: short calls at once, generations together (see
+        :mod:`llmdebate.models.local_schedule`); None in the queue stops the worker."""
+        pending: list[_Request] = []
+        stop = False
+        while not (stop and not pending):
+            if not stop:
+                stop = self._gather(pending)
+            batch = self._next_batch(pending, force=stop)
+            if batch:
+                taken = {id(r) for r in batch}
+                pending = [r for r in pending if id(r) not in taken]
+                self._serve_batch(batch)
+
+    def _next_batch(self, pending: list[_Request], *, force: bool) -> list[_Request]:
+        short = [r for r in pending if is_short(r.config)]
+        if short:
+            return short[: self.max_batch]
+        if not pending:
+            return []
+        oldest = min(r.queued_at for r in pending)
+        if force or SHORT_WORK.idle() or time.monotonic() - oldest >= self.hold_s:
+            return pending[: self.max_batch]
+        return []
+
+    def _gather(self, pending: list[_Request]) -> bool:
+        """Add queued requests to ``pending``: wait for a first one (at most a short poll when
+        generations are held), then take those that follow it until none has come for
+        ``batch_wait_s``, ``batch_window_s`` has passed, or ``max_batch`` are pending.
+        Debates that got their replies from one pass send their next calls a few milliseconds
+        apart, so a short quiet gap, not a fixed deadline after the first, keeps them in one
+        pass. True: the worker is to stop once ``pending`` is answered."""
+        try:
+            first = self._queue.get(timeout=_HOLD_POLL_S if pending else None)
+        except queue.Empty:
+            return False
+        if first is None:
+            return True
+        pending.append(first)
+        start = time.monotonic()
+        while len(pending) < self.max_batch:
+            left = min(self.batch_wait_s, start + self.batch_window_s - time.monotonic())
             try:
-                self.load()
-                results = self.run_batch([(r.prompt, r.config, r.sample_index) for r in batch])
-            except Exception as exc:
-                for r in batch:
-                    r.future.set_exception(
-                        exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
-                    )
-            else:
-                for r, out in zip(batch, results, strict=True):
-                    r.future.set_result(out)
-            if stop:
-                return
+                item = self._queue.get(timeout=max(0.0, left))
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            pending.append(item)
+        return False
+
+    def _serve_batch(self, batch: list[_Request]) -> None:
+        """Answer ``batch`` in one pass; each future is resolved as soon as its row is done."""
+        futures = [r.future for r in batch]
+        try:
+            self.load()
+            self.run_batch(
+                [(r.prompt, r.config, r.sample_index) for r in batch],
+                on_done=lambda i, out: _resolve(futures[i], out),
+            )
+        except Exception as exc:
+            error = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
+            for f in futures:
+                if not f.done():
+                    f.set_exception(error)
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
     ) -> ModelOutput:
         self._ensure_worker()
         req = _Request(format_prompt(messages), config, sample_index)
+        if is_short(config):
+            SHORT_WORK.add(1)
+            req.future.add_done_callback(lambda _: SHORT_WORK.add(-1))
         self._queue.put(req)
         return await asyncio.wrap_future(req.future)
 
@@ -372,13 +420,23 @@ class HFBackend(Backend):
         self._worker = None
 
     # -------------------------------------------------------------- computation
-    def run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
-        """Generate for several prompts in one left-padded batch (on the calling thread)."""
+    def run_batch(
+        self,
+        batch: list[tuple[str, GenerateConfig, int]],
+        on_done: Callable[[int, ModelOutput], None] | None = None,
+    ) -> list[ModelOutput]:
+        """Generate for several prompts in one left-padded batch (on the calling thread).
+        ``on_done(i, output)`` is called as soon as row ``i`` has finished, before the longer
+        rows of the batch: a one-token probability does not wait for a batch-mate's reply."""
         self.load()
         with self.torch_threads():
-            return self._run_batch(batch)
+            return self._run_batch(batch, on_done)
 
-    def _run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
+    def _run_batch(
+        self,
+        batch: list[tuple[str, GenerateConfig, int]],
+        on_done: Callable[[int, ModelOutput], None] | None = None,
+    ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
         tok, model = self.tokenizer, self.model
         self.batch_sizes[len(batch)] += 1
@@ -409,6 +467,25 @@ class HFBackend(Backend):
             else None
             for _, cfg, _ in batch
         ]
+        results: dict[int, ModelOutput] = {}
+
+        def finish(i: int) -> ModelOutput:
+            if i not in results:
+                cfg = batch[i][1]
+                kept = [t for t in produced[i] if t not in eos]
+                text = tok.decode(kept, skip_special_tokens=True)
+                results[i] = ModelOutput(
+                    text=text if matchers[i] is not None else _cut_at_stop(text, stops[i]),
+                    model=self.name,
+                    tokens_in=len(encoded[i]),
+                    tokens_out=len(produced[i]),
+                    logprobs=lps[i] if cfg.top_logprobs else None,
+                    constrained=matchers[i] is not None,
+                )
+                if on_done is not None:
+                    on_done(i, results[i])
+            return results[i]
+
         with torch.inference_mode():
             out = model(
                 input_ids=ids,
@@ -451,6 +528,7 @@ class HFBackend(Backend):
                         finished = _hits_stop(tok.decode(produced[i]), stops[i])
                     if nxt in eos or len(produced[i]) >= cfg.max_tokens or finished:
                         done[i] = True
+                        finish(i)
                 if all(done):
                     break
                 mask = torch.cat(
@@ -465,21 +543,7 @@ class HFBackend(Backend):
                     use_cache=True,
                     logits_to_keep=1,
                 )
-        results = []
-        for i, (_, cfg, _) in enumerate(batch):
-            text = tok.decode([t for t in produced[i] if t not in eos], skip_special_tokens=True)
-            results.append(
-                ModelOutput(
-                    text=text if matchers[i] is not None else _cut_at_stop(text, stops[i]),
-                    model=self.name,
-                    tokens_in=len(encoded[i]),
-                    tokens_out=len(produced[i]),
-                    logprobs=lps[i] if cfg.top_logprobs else None,
-                    constrained=matchers[i] is not None,
-                )
-            )
-        return results
-
+        return [finish(i) for i in range(size)]
     def _top(self, logp: Any, k: int, extra: tuple[str, ...] | None) -> dict[str, float]:
         torch: Any = require("torch", "local")
         head = [int(i) for i in torch.topk(logp, k).indices]
@@ -572,6 +636,11 @@ class GrammarCache:
         row = logits.clone()[None, :]
         xgr.apply_token_bitmask_inplace(row, bitmask)
         return row[0]
+
+
+def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:
+    if not future.done():
+        future.set_result(out)
 
 
 def _as_list(x: Any) -> list[Any]:
