@@ -85,6 +85,8 @@ _LOAD_LOCK = threading.Lock()
 """One load at a time in the process: ``from_pretrained`` builds a model on the meta device by
 patching torch process-wide, so two backends loading at once (two roles' local models loaded
 lazily by concurrent calls) fail with "Cannot copy out of meta tensor"."""
+_TOKENIZERS: dict[str, Any] = {}
+"""Tokenizers by model folder, shared by the backends on the same weights."""
 _HOLD_POLL_S = 0.02
 """While generations are held, the worker looks at the short calls this often."""
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
@@ -276,11 +278,12 @@ class HFBackend(Backend):
         cold = False
         if not is_gguf:
             where = str(self.source)
-            tokenizer = auto_tok.from_pretrained(where)
+            tokenizer = _shared_tokenizer(where, lambda: auto_tok.from_pretrained(where))
             model = auto_model.from_pretrained(where, dtype=torch.float32)
         elif (self.weights_dir / "config.json").exists():
-            tokenizer = auto_tok.from_pretrained(str(self.weights_dir))
-            model = auto_model.from_pretrained(str(self.weights_dir), dtype=torch.float32)
+            where = str(self.weights_dir)
+            tokenizer = _shared_tokenizer(where, lambda: auto_tok.from_pretrained(where))
+            model = auto_model.from_pretrained(where, dtype=torch.float32)
         else:
             cold = True
             log.info("dequantising %s once (about a minute on 2 cores)", self.name)
@@ -291,6 +294,7 @@ class HFBackend(Backend):
                 str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
             )
             self._save_weights(model, tokenizer)
+            _TOKENIZERS.setdefault(str(self.weights_dir), tokenizer)
         if self.adapter is not None:
             peft: Any = require("peft", "local")
             model = peft.PeftModel.from_pretrained(model, str(self.adapter)).merge_and_unload()
@@ -636,6 +640,18 @@ class GrammarCache:
         row = logits.clone()[None, :]
         xgr.apply_token_bitmask_inplace(row, bitmask)
         return row[0]
+
+
+def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
+    """The tokenizer of the model folder ``where``, loaded once in the process (Gemma's takes
+    about 3 s) and shared by the backends on those weights (the roles' adapters and the base
+    model). They only encode without padding or truncation and decode, which leave the
+    tokenizer's settings as they are, so the worker threads can share it. Called under
+    ``_LOAD_LOCK``."""
+    tokenizer = _TOKENIZERS.get(where)
+    if tokenizer is None:
+        tokenizer = _TOKENIZERS[where] = load()
+    return tokenizer
 
 
 def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:
