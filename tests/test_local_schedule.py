@@ -120,3 +120,26 @@ def test_backends_on_one_model_folder_share_its_tokenizer(
     c = backend(other, tmp_path)
     c.load()
     assert c.tokenizer is not a.tokenizer
+
+
+def test_a_shared_prompt_beginning_is_computed_once_with_the_same_replies(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    from llmdebate.models.prefill import MIN_SHARED, shared_length
+
+    head = "System: Say whether the claim is true. Answer True or False.\n\nUser: "
+    prompts = [head + tail for tail in ("91 is prime.", "13 and 17 are prime.", "2 is even")]
+    b = backend(model_dir, tmp_path)
+    b.load()
+    encoded = [b.tokenizer(p)["input_ids"] for p in prompts]
+    assert shared_length(encoded) >= MIN_SHARED
+    assert shared_length([[1, 2, 3], [1, 2, 3]]) == 2  # each row keeps a token of its own
+    assert shared_length([[1, 2, 3]]) == 0
+    alone = [b.run_batch([(p, cfg, 0)])[0] for p in prompts for cfg in (GEN, PROBE)]
+    together = b.run_batch([(p, cfg, 0) for p in prompts for cfg in (GEN, PROBE)])
+    for x, y in zip(alone, together, strict=True):
+        assert x.text == y.text and x.tokens_out == y.tokens_out
+        for lx, ly in zip(x.logprobs or [], y.logprobs or [], strict=True):
+            assert lx.token == ly.token
+            assert abs(lx.logprob - ly.logprob) < 1e-4
+            assert lx.top.keys() == ly.top.keys()

@@ -17,9 +17,13 @@ Base models have no chat template, so messages are formatted as plain text::
 
 (``Assistant: <content>`` for assistant turns; a final assistant turn is continued instead
 of adding ``Answer:``; generation also stops where the model starts a new ``User:`` or
-``System:`` turn.) All requests go to one worker thread, which gathers the requests
-waiting at that moment into one left-padded batched forward pass (attention mask and
-position ids from the mask), so a batched call gives the same probabilities as single calls.
+``System:`` turn.) All requests go to one worker thread, which gathers them into one
+left-padded batched forward pass (attention mask and position ids from the mask), so a
+batched call gives the same probabilities as single calls (within 1e-5: the padding changes
+the order of float sums). The worker answers a row as soon as it is done, runs one-token
+calls at once and holds generations while one-token calls are pending at any local model of
+the process, so that concurrent debates decode together (``local_schedule``). Backends on
+the same weights share one tokenizer.
 Sampling uses a ``torch.Generator`` seeded from (seed, sample_index): it is deterministic.
 When ``top_logprobs`` is asked for, each position's ``top`` holds the top-k tokens *plus*
 the tokens of ``GenerateConfig.logprob_tokens`` (those that are single tokens): given the
@@ -71,6 +75,7 @@ from llmdebate.models.interface import (
     structured_identity,
 )
 from llmdebate.models.local_schedule import SHORT_WORK, is_short
+from llmdebate.models.prefill import prefill
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
 from llmdebate.records.paths import resolve_path
@@ -446,15 +451,8 @@ class HFBackend(Backend):
         self.batch_sizes[len(batch)] += 1
         encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
         stops = [[*(cfg.stop or []), *TURN_STOPS] for _, cfg, _ in batch]
-        size, width = len(batch), max(len(e) for e in encoded)
+        size = len(batch)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-        ids = torch.full((size, width), pad_id, dtype=torch.long)
-        mask = torch.zeros((size, width), dtype=torch.long)
-        for i, e in enumerate(encoded):
-            ids[i, width - len(e) :] = torch.tensor(e, dtype=torch.long)
-            mask[i, width - len(e) :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        ids, mask, positions = ids.to(self.device), mask.to(self.device), positions.to(self.device)
         eos = {int(x) for x in _as_list(model.generation_config.eos_token_id)}
         if tok.eos_token_id is not None:
             eos.add(int(tok.eos_token_id))
@@ -490,15 +488,11 @@ class HFBackend(Backend):
                     on_done(i, results[i])
             return results[i]
 
+        longest = max(cfg.max_tokens for _, cfg, _ in batch)
         with torch.inference_mode():
-            out = model(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            for _ in range(max(cfg.max_tokens for _, cfg, _ in batch)):
+            first = prefill(torch, model, encoded, pad_id, self.device, longest)
+            out, mask, positions = first.out, first.mask, first.positions
+            for _ in range(longest):
                 logits = out.logits[:, -1, :].float().cpu()
                 logp = torch.log_softmax(logits, dim=-1)
                 step: list[int] = []
