@@ -22,8 +22,10 @@ left-padded batched forward pass (attention mask and position ids from the mask)
 batched call gives the same probabilities as single calls (within 1e-5: the padding changes
 the order of float sums). The worker answers a row as soon as it is done, runs one-token
 calls at once and holds generations while one-token calls are pending at any local model of
-the process, so that concurrent debates decode together (``local_schedule``). Backends on
-the same weights share one tokenizer.
+the process, so that concurrent debates decode together (``local_schedule``). The tokens
+that every prompt of a batch begins with (a role's instructions) are run once and their
+keys and values copied to every row (``prefill``). Backends on the same weights share one
+tokenizer.
 Sampling uses a ``torch.Generator`` seeded from (seed, sample_index): it is deterministic.
 When ``top_logprobs`` is asked for, each position's ``top`` holds the top-k tokens *plus*
 the tokens of ``GenerateConfig.logprob_tokens`` (those that are single tokens): given the
