@@ -17,9 +17,15 @@ Base models have no chat template, so messages are formatted as plain text::
 
 (``Assistant: <content>`` for assistant turns; a final assistant turn is continued instead
 of adding ``Answer:``; generation also stops where the model starts a new ``User:`` or
-``System:`` turn.) All requests go to one worker thread, which gathers the requests
-waiting at that moment into one left-padded batched forward pass (attention mask and
-position ids from the mask), so a batched call gives the same probabilities as single calls.
+``System:`` turn.) All requests go to one worker thread, which gathers them into one
+left-padded batched forward pass (attention mask and position ids from the mask), so a
+batched call gives the same probabilities as single calls (within 1e-5: the padding changes
+the order of float sums). The worker answers a row as soon as it is done, runs one-token
+calls at once and holds generations while one-token calls are pending at any local model of
+the process, so that concurrent debates decode together (``local_schedule``). The tokens
+that every prompt of a batch begins with (a role's instructions) are run once and their
+keys and values copied to every row (``prefill``). Backends on the same weights share one
+tokenizer.
 Sampling uses a ``torch.Generator`` seeded from (seed, sample_index): it is deterministic.
 When ``top_logprobs`` is asked for, each position's ``top`` holds the top-k tokens *plus*
 the tokens of ``GenerateConfig.logprob_tokens`` (those that are single tokens): given the
@@ -54,14 +60,14 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import version as _version
 from pathlib import Path
 from typing import Any
 
 from llmdebate.errors import ModelError, UserError, require
 from llmdebate.models.cache import default_cache_dir
+from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.models.interface import (
     Backend,
     ChatMessage,
@@ -70,6 +76,8 @@ from llmdebate.models.interface import (
     TokenLogprob,
     structured_identity,
 )
+from llmdebate.models.local_schedule import SHORT_WORK, is_short
+from llmdebate.models.prefill import prefill
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
 from llmdebate.records.paths import resolve_path
@@ -84,6 +92,10 @@ _LOAD_LOCK = threading.Lock()
 """One load at a time in the process: ``from_pretrained`` builds a model on the meta device by
 patching torch process-wide, so two backends loading at once (two roles' local models loaded
 lazily by concurrent calls) fail with "Cannot copy out of meta tensor"."""
+_TOKENIZERS: dict[str, Any] = {}
+"""Tokenizers by model folder, shared by the backends on the same weights."""
+_HOLD_POLL_S = 0.02
+"""While generations are held, the worker looks at the short calls this often."""
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
 
 
@@ -115,6 +127,7 @@ class _Request:
     future: concurrent.futures.Future[ModelOutput] = field(
         default_factory=concurrent.futures.Future
     )
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -129,8 +142,10 @@ class HFBackend(Backend):
 
     ``source`` is a model directory, a ``.gguf`` file, or None for the embedded Gemma.
     ``structured="none"`` decodes structured replies unconstrained. ``max_batch`` bounds a
-    forward pass; ``batch_wait_s`` is how long the worker waits after
-    the first request for others to join its batch. ``threads`` (default
+    forward pass; the worker gathers requests into a batch until none has come for
+    ``batch_wait_s`` or ``batch_window_s`` has passed since the first; a batch of
+    generations waits (at most ``hold_s``) while short calls are pending at any local model of
+    the process, so that the debates behind them join it. ``threads`` (default
     ``$LLMDEBATE_TORCH_THREADS`` or 1) is torch's intra-op thread count, set process-wide:
     one thread is the robust default on a small shared machine, where more threads than free
     cores make torch several times slower (see benchmarks/README.md). ``device`` (cpu, cuda,
@@ -149,7 +164,9 @@ class HFBackend(Backend):
         *,
         cache_dir: Path | None = None,
         max_batch: int = 32,
-        batch_wait_s: float = 0.005,
+        batch_wait_s: float = 0.05,
+        batch_window_s: float = 0.5,
+        hold_s: float = 30.0,
         threads: int | None = None,
         structured: str = "xgrammar",
         adapter: str | Path | None = None,
@@ -171,6 +188,8 @@ class HFBackend(Backend):
         self.cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.max_batch = max_batch
         self.batch_wait_s = batch_wait_s
+        self.batch_window_s = batch_window_s
+        self.hold_s = hold_s
         self.threads = threads or int(os.environ.get("LLMDEBATE_TORCH_THREADS", "1"))
         self.load_info = LoadInfo()
         self.model: Any = None
@@ -266,11 +285,12 @@ class HFBackend(Backend):
         cold = False
         if not is_gguf:
             where = str(self.source)
-            tokenizer = auto_tok.from_pretrained(where)
+            tokenizer = _shared_tokenizer(where, lambda: auto_tok.from_pretrained(where))
             model = auto_model.from_pretrained(where, dtype=torch.float32)
         elif (self.weights_dir / "config.json").exists():
-            tokenizer = auto_tok.from_pretrained(str(self.weights_dir))
-            model = auto_model.from_pretrained(str(self.weights_dir), dtype=torch.float32)
+            where = str(self.weights_dir)
+            tokenizer = _shared_tokenizer(where, lambda: auto_tok.from_pretrained(where))
+            model = auto_model.from_pretrained(where, dtype=torch.float32)
         else:
             cold = True
             log.info("dequantising %s once (about a minute on 2 cores)", self.name)
@@ -281,6 +301,7 @@ class HFBackend(Backend):
                 str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
             )
             self._save_weights(model, tokenizer)
+            _TOKENIZERS.setdefault(str(self.weights_dir), tokenizer)
         if self.adapter is not None:
             peft: Any = require("peft", "local")
             model = peft.PeftModel.from_pretrained(model, str(self.adapter)).merge_and_unload()
@@ -326,41 +347,79 @@ class HFBackend(Backend):
                 self._worker.start()
 
     def _serve(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            deadline = time.monotonic() + self.batch_wait_s
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
+        """Answer queued requests in batches: short calls at once, generations together (see
+        :mod:`llmdebate.models.local_schedule`); None in the queue stops the worker."""
+        pending: list[_Request] = []
+        stop = False
+        while not (stop and not pending):
+            if not stop:
+                stop = self._gather(pending)
+            batch = self._next_batch(pending, force=stop)
+            if batch:
+                taken = {id(r) for r in batch}
+                pending = [r for r in pending if id(r) not in taken]
+                self._serve_batch(batch)
+
+    def _next_batch(self, pending: list[_Request], *, force: bool) -> list[_Request]:
+        short = [r for r in pending if is_short(r.config)]
+        if short:
+            return short[: self.max_batch]
+        if not pending:
+            return []
+        oldest = min(r.queued_at for r in pending)
+        if force or SHORT_WORK.idle() or time.monotonic() - oldest >= self.hold_s:
+            return pending[: self.max_batch]
+        return []
+
+    def _gather(self, pending: list[_Request]) -> bool:
+        """Add queued requests to ``pending``: wait for a first one (at most a short poll when
+        generations are held), then take those that follow it until none has come for
+        ``batch_wait_s``, ``batch_window_s`` has passed, or ``max_batch`` are pending.
+        Debates that got their replies from one pass send their next calls a few milliseconds
+        apart, so a short quiet gap, not a fixed deadline after the first, keeps them in one
+        pass. True: the worker is to stop once ``pending`` is answered."""
+        try:
+            first = self._queue.get(timeout=_HOLD_POLL_S if pending else None)
+        except queue.Empty:
+            return False
+        if first is None:
+            return True
+        pending.append(first)
+        start = time.monotonic()
+        while len(pending) < self.max_batch:
+            left = min(self.batch_wait_s, start + self.batch_window_s - time.monotonic())
             try:
-                self.load()
-                results = self.run_batch([(r.prompt, r.config, r.sample_index) for r in batch])
-            except Exception as exc:
-                for r in batch:
-                    r.future.set_exception(
-                        exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
-                    )
-            else:
-                for r, out in zip(batch, results, strict=True):
-                    r.future.set_result(out)
-            if stop:
-                return
+                item = self._queue.get(timeout=max(0.0, left))
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            pending.append(item)
+        return False
+
+    def _serve_batch(self, batch: list[_Request]) -> None:
+        """Answer ``batch`` in one pass; each future is resolved as soon as its row is done."""
+        futures = [r.future for r in batch]
+        try:
+            self.load()
+            self.run_batch(
+                [(r.prompt, r.config, r.sample_index) for r in batch],
+                on_done=lambda i, out: _resolve(futures[i], out),
+            )
+        except Exception as exc:
+            error = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
+            for f in futures:
+                if not f.done():
+                    f.set_exception(error)
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
     ) -> ModelOutput:
         self._ensure_worker()
         req = _Request(format_prompt(messages), config, sample_index)
+        if is_short(config):
+            SHORT_WORK.add(1)
+            req.future.add_done_callback(lambda _: SHORT_WORK.add(-1))
         self._queue.put(req)
         return await asyncio.wrap_future(req.future)
 
@@ -372,27 +431,30 @@ class HFBackend(Backend):
         self._worker = None
 
     # -------------------------------------------------------------- computation
-    def run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
-        """Generate for several prompts in one left-padded batch (on the calling thread)."""
+    def run_batch(
+        self,
+        batch: list[tuple[str, GenerateConfig, int]],
+        on_done: Callable[[int, ModelOutput], None] | None = None,
+    ) -> list[ModelOutput]:
+        """Generate for several prompts in one left-padded batch (on the calling thread).
+        ``on_done(i, output)`` is called as soon as row ``i`` has finished, before the longer
+        rows of the batch: a one-token probability does not wait for a batch-mate's reply."""
         self.load()
         with self.torch_threads():
-            return self._run_batch(batch)
+            return self._run_batch(batch, on_done)
 
-    def _run_batch(self, batch: list[tuple[str, GenerateConfig, int]]) -> list[ModelOutput]:
+    def _run_batch(
+        self,
+        batch: list[tuple[str, GenerateConfig, int]],
+        on_done: Callable[[int, ModelOutput], None] | None = None,
+    ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
         tok, model = self.tokenizer, self.model
         self.batch_sizes[len(batch)] += 1
         encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
         stops = [[*(cfg.stop or []), *TURN_STOPS] for _, cfg, _ in batch]
-        size, width = len(batch), max(len(e) for e in encoded)
+        size = len(batch)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-        ids = torch.full((size, width), pad_id, dtype=torch.long)
-        mask = torch.zeros((size, width), dtype=torch.long)
-        for i, e in enumerate(encoded):
-            ids[i, width - len(e) :] = torch.tensor(e, dtype=torch.long)
-            mask[i, width - len(e) :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        ids, mask, positions = ids.to(self.device), mask.to(self.device), positions.to(self.device)
         eos = {int(x) for x in _as_list(model.generation_config.eos_token_id)}
         if tok.eos_token_id is not None:
             eos.add(int(tok.eos_token_id))
@@ -409,15 +471,30 @@ class HFBackend(Backend):
             else None
             for _, cfg, _ in batch
         ]
+        results: dict[int, ModelOutput] = {}
+
+        def finish(i: int) -> ModelOutput:
+            if i not in results:
+                cfg = batch[i][1]
+                kept = [t for t in produced[i] if t not in eos]
+                text = tok.decode(kept, skip_special_tokens=True)
+                results[i] = ModelOutput(
+                    text=text if matchers[i] is not None else _cut_at_stop(text, stops[i]),
+                    model=self.name,
+                    tokens_in=len(encoded[i]),
+                    tokens_out=len(produced[i]),
+                    logprobs=lps[i] if cfg.top_logprobs else None,
+                    constrained=matchers[i] is not None,
+                )
+                if on_done is not None:
+                    on_done(i, results[i])
+            return results[i]
+
+        longest = max(cfg.max_tokens for _, cfg, _ in batch)
         with torch.inference_mode():
-            out = model(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            for _ in range(max(cfg.max_tokens for _, cfg, _ in batch)):
+            first = prefill(torch, model, encoded, pad_id, self.device, longest)
+            out, mask, positions = first.out, first.mask, first.positions
+            for _ in range(longest):
                 logits = out.logits[:, -1, :].float().cpu()
                 logp = torch.log_softmax(logits, dim=-1)
                 step: list[int] = []
@@ -451,6 +528,7 @@ class HFBackend(Backend):
                         finished = _hits_stop(tok.decode(produced[i]), stops[i])
                     if nxt in eos or len(produced[i]) >= cfg.max_tokens or finished:
                         done[i] = True
+                        finish(i)
                 if all(done):
                     break
                 mask = torch.cat(
@@ -465,21 +543,7 @@ class HFBackend(Backend):
                     use_cache=True,
                     logits_to_keep=1,
                 )
-        results = []
-        for i, (_, cfg, _) in enumerate(batch):
-            text = tok.decode([t for t in produced[i] if t not in eos], skip_special_tokens=True)
-            results.append(
-                ModelOutput(
-                    text=text if matchers[i] is not None else _cut_at_stop(text, stops[i]),
-                    model=self.name,
-                    tokens_in=len(encoded[i]),
-                    tokens_out=len(produced[i]),
-                    logprobs=lps[i] if cfg.top_logprobs else None,
-                    constrained=matchers[i] is not None,
-                )
-            )
-        return results
-
+        return [finish(i) for i in range(size)]
     def _top(self, logp: Any, k: int, extra: tuple[str, ...] | None) -> dict[str, float]:
         torch: Any = require("torch", "local")
         head = [int(i) for i in torch.topk(logp, k).indices]
@@ -495,83 +559,21 @@ class HFBackend(Backend):
         return top
 
 
-class GrammarCache:
-    """xgrammar's tokenizer info and compiled JSON-schema grammars, built once per backend.
+def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
+    """The tokenizer of the model folder ``where``, loaded once in the process (Gemma's takes
+    about 3 s) and shared by the backends on those weights (the roles' adapters and the base
+    model). They only encode without padding or truncation and decode, which leave the
+    tokenizer's settings as they are, so the worker threads can share it. Called under
+    ``_LOAD_LOCK``."""
+    tokenizer = _TOKENIZERS.get(where)
+    if tokenizer is None:
+        tokenizer = _TOKENIZERS[where] = load()
+    return tokenizer
 
-    A compiled grammar is also saved under ``folder`` (keyed by the tokenizer, the xgrammar
-    version and the schema): compiling the decomposition schema against Gemma's vocabulary
-    takes 10-30 s on 2 cores, loading it back about 3 s.
-    """
 
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder
-        self._lock = threading.Lock()
-        self._info: Any = None
-        self._compiler: Any = None
-        self._compiled: dict[str, Any] = {}
-        self.available: bool | None = None
-        self.compile_s: dict[str, float] = {}
-
-    def matcher(self, tok: Any, model: Any, eos: set[int], schema_json: str) -> Any:
-        """A fresh grammar matcher for ``schema_json``, or None without xgrammar."""
-        with self._lock:
-            if self.available is None:
-                try:
-                    import xgrammar  # noqa: F401
-                except ImportError:
-                    log.warning("xgrammar is not installed: structured replies are unconstrained")
-                    self.available = False
-                else:
-                    self.available = True
-            if not self.available:
-                return None
-            import xgrammar as xgr
-
-            if self._info is None:
-                vocab = int(model.get_output_embeddings().weight.shape[0])
-                self._info = xgr.TokenizerInfo.from_huggingface(
-                    tok, vocab_size=vocab, stop_token_ids=sorted(eos)
-                )
-                self._compiler = xgr.GrammarCompiler(self._info, max_threads=1)
-            compiled = self._compiled.get(schema_json)
-            if compiled is None:
-                start = time.perf_counter()
-                compiled = self._load_or_compile(xgr, tok, schema_json)
-                self._compiled[schema_json] = compiled
-                self.compile_s[schema_json] = time.perf_counter() - start
-            return xgr.GrammarMatcher(compiled)
-
-    def _load_or_compile(self, xgr: Any, tok: Any, schema_json: str) -> Any:
-        parts = [_version("xgrammar"), str(tok.name_or_path), str(len(tok)), schema_json]
-        key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
-        path = self.folder / f"{key}.json" if self.folder is not None else None
-        if path is not None and path.is_file():
-            try:
-                return xgr.CompiledGrammar.deserialize_json(path.read_text(), self._info)
-            except Exception as exc:  # a stale or truncated file: compile again
-                log.info("recompiling grammar %s: %s", path.name, exc)
-        compiled = self._compiler.compile_json_schema(
-            schema_json, any_whitespace=False, strict_mode=True
-        )
-        if path is not None:
-            tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp.write_text(compiled.serialize_json())
-                os.replace(tmp, path)
-            except OSError:
-                tmp.unlink(missing_ok=True)  # a read-only cache: compile next time too
-        return compiled
-
-    def mask(self, matcher: Any, logits: Any) -> Any:
-        """``logits`` (one row) with the tokens the grammar forbids set to -inf."""
-        import xgrammar as xgr
-
-        bitmask = xgr.allocate_token_bitmask(1, self._info.vocab_size)
-        matcher.fill_next_token_bitmask(bitmask)
-        row = logits.clone()[None, :]
-        xgr.apply_token_bitmask_inplace(row, bitmask)
-        return row[0]
+def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:
+    if not future.done():
+        future.set_result(out)
 
 
 def _as_list(x: Any) -> list[Any]:
