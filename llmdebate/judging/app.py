@@ -421,8 +421,18 @@ async def item(request: Request) -> Response:
     return await _attempt(study, who, aid, decide, lambda: None)
 
 
-async def post_item(request: Request) -> Response:
-    """A verdict, or (stepped reveal) a request for the next turn."""
+@dataclass(frozen=True)
+class ItemPost:
+    """A signed judge's post about one of their assignments, its CSRF token checked."""
+
+    study: Study
+    who: Signed
+    aid: int
+    form: dict[str, str]
+
+
+async def _item_post(request: Request) -> ItemPost | Response:
+    """The post's study, judge, assignment id and form; the page to answer with otherwise."""
     study = _study(request)
     who = await _signed(request)
     if not isinstance(who, Signed):
@@ -436,6 +446,15 @@ async def post_item(request: Request) -> Response:
         return study.bad_form(exc)
     if not _same(form.get("csrf"), who.csrf):
         return study.message("expired")
+    return ItemPost(study, who, aid, form)
+
+
+async def post_item(request: Request) -> Response:
+    """A verdict, or (stepped reveal) a request for the next turn."""
+    post = await _item_post(request)
+    if not isinstance(post, ItemPost):
+        return post
+    study, who, aid, form = post.study, post.who, post.aid, post.form
     try:  # every post reports the page's active time: it is kept whatever the post does
         await run_in_threadpool(
             keep_active, study.sessions, who.judge.id, aid, _seconds(form.get("active_s"))
@@ -479,19 +498,10 @@ def _seconds(raw: str | None) -> float | None:
 async def wait_answer(request: Request) -> Response:
     """The asking judge's page, while their question waits: keeps the page's active time and
     says whether the answer has arrived (``{"pending": false}``: reload the page)."""
-    study = _study(request)
-    who = await _signed(request)
-    if not isinstance(who, Signed):
-        return who
-    aid = parse_id(str(request.path_params["aid"]))
-    if aid is None:
-        return study.message("not_found")
-    try:
-        form = await read_form(request)
-    except BadForm as exc:
-        return study.bad_form(exc)
-    if not _same(form.get("csrf"), who.csrf):
-        return study.message("expired")
+    post = await _item_post(request)
+    if not isinstance(post, ItemPost):
+        return post
+    study, who, aid, form = post.study, post.who, post.aid, post.form
 
     def state() -> bool:
         keep_active(study.sessions, who.judge.id, aid, _seconds(form.get("active_s")))
