@@ -49,6 +49,7 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMDEBATE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ENFORCEMENT.begin()  # a fresh process's registry: no verdict of an earlier test's server
 
 
 @pytest.fixture
