@@ -68,3 +68,15 @@ def test_closing_lines_do_not_call_ties_a_win_for_the_false_answer() -> None:
     assert "in 3 of 12 pairs" in text and "7 ties (a tie is not a win), 2 earned less" in text
     summary["metrics"]["protocols"]["prover-estimator"]["pairs"]["ties"] = 1  # 3 won, 8 lost
     assert "the false answer was favoured" in "\n".join(closing_lines(summary))
+
+
+def test_closing_lines_without_pairs_still_give_both_payoffs_against_the_bounds() -> None:
+    """prover.assignment alternate debates each item once: no pair, but both provers' payoffs
+    and which earned more are still said, marked unpaired."""
+    s = _summary(0.0, None, honest=0.9, dishonest=2.5)
+    s["metrics"]["protocols"]["prover-estimator"]["pairs"] = {"n": 0}
+    text = "\n".join(closing_lines(s))
+    assert "not measured as honest beats dishonest" in text
+    assert "the prover of the false answer earned more on average" in text
+    assert "at least 0.800 (1 − ε, completeness) — meets it" in text
+    assert "soundness wants at most 0.000 plus the estimator's error — misses it" in text

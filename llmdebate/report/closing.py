@@ -54,8 +54,37 @@ def payoff_lines(proto: str, e: dict[str, Any]) -> list[str]:
     completeness bound and the soundness threshold where the protocol has them."""
     pairs = e.get("pairs") or {}
     n = int(pairs.get("n", 0))
+    out = _pair_lines(proto, pairs, n) if n else [
+        f"{proto}: did the debate favour the truth? not measured as honest beats dishonest: "
+        "no item has both an honest and a dishonest debate complete (prover.assignment "
+        "paired debates every item for both answers); the payoffs below are unpaired"
+    ]
+    pay = e.get("payoff") or {}
+    if not pay:
+        return out
     if not n:
-        return [f"{proto}: no item has both an honest and a dishonest debate complete yet"]
+        out.append(_unpaired(pay))
+    return out + _payoff_lines(pay)
+
+
+def _mean(side: dict[str, Any]) -> float | None:
+    mean = side.get("mean_expected_normalized")
+    return mean if mean is not None else side.get("mean_normalized")
+
+
+def _unpaired(pay: dict[str, Any]) -> str:
+    """Which prover earned more on average, over different items (no pairing, no interval)."""
+    h, d = _mean(pay.get("honest") or {}), _mean(pay.get("dishonest") or {})
+    if h is None or d is None:
+        return "  unpaired: one side has no complete debate"
+    who = "true" if h > d else "false" if d > h else "neither"
+    return (
+        f"  unpaired, over different items: the prover of the {who} answer earned more on "
+        f"average ({h:.3f} honest, {d:.3f} dishonest); items differ, so this is no test"
+    )
+
+
+def _pair_lines(proto: str, pairs: dict[str, Any], n: int) -> list[str]:
     value = pairs.get("discrimination")
     ties = int(pairs.get("ties") or 0)
     wins = round(value * n) if value is not None else 0
@@ -71,10 +100,12 @@ def payoff_lines(proto: str, e: dict[str, Any]) -> list[str]:
             f"{_ci(pairs.get('discrimination_ci95'), pairs.get('discrimination_note'))}); "
             f"{ties} ties (a tie is not a win), {n - wins - ties} earned less"
         )
-    pay = e.get("payoff") or {}
+    return out
+
+
+def _payoff_lines(pay: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     bound = pay.get("completeness_bound")
-    if not pay:
-        return out
     honest, h_mean = _side("honest prover (argues the true answer)", pay["honest"])
     dishonest, d_mean = _side("dishonest prover (argues the false answer)", pay["dishonest"])
     if bound is not None:
