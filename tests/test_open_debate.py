@@ -152,7 +152,7 @@ class Seated(ChoiceProtocol):
     seats = ("debater A",)
 
     async def run(self, spec: Any, team: Any, settings: Any, log: Any) -> Transcript:
-        raise NotImplementedError
+        raise AssertionError("the config refuses this protocol before any debate runs")
 
 
 def test_choose_is_refused_for_a_protocol_without_open_roles() -> None:

@@ -273,37 +273,23 @@ def render_markdown(sec: dict[str, Any]) -> str:
 
 def calibration_png(cal: dict[str, Any], per_judge: dict[str, Any] | None = None) -> bytes:
     """Reliability curves: the people pooled (bold) and each judge (thin; at most 10)."""
-    from llmdebate.report.plots import _png, _pyplot
+    from llmdebate.report.plots import _png, reliability_axes, reliability_curve
 
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.6, 4.2))
-    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--", label="perfect calibration")
-    full = [b for b in cal["bins"] if b["n"]]
-    if full:
-        ax.plot(
-            [b["mean_p"] for b in full],
-            [b["frac_true"] for b in full],
-            marker="o",
-            color="#E45756",
-            label=f"people (n={cal['n']})",
-            lw=2.2,
-        )
+    fig, ax = reliability_axes(
+        "Judges' calibration", "probability given (bin mean)", "share true"
+    )
+    reliability_curve(
+        ax, cal["bins"], marker="o", color="#E45756", label=f"people (n={cal['n']})", lw=2.2
+    )
     for j, c in list((per_judge or {}).items())[:10]:
-        pts = [b for b in c["bins"] if b["n"]]
-        if pts:
-            ax.plot(
-                [b["mean_p"] for b in pts],
-                [b["frac_true"] for b in pts],
-                marker=".",
-                lw=0.9,
-                alpha=0.8,
-                ls="-" if c["kind"] == "human" else ":",
-                label=f"{j} (n={c['n']})",
-            )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("probability given (bin mean)")
-    ax.set_ylabel("share true")
-    ax.set_title("Judges' calibration")
+        reliability_curve(
+            ax,
+            c["bins"],
+            marker=".",
+            lw=0.9,
+            alpha=0.8,
+            ls="-" if c["kind"] == "human" else ":",
+            label=f"{j} (n={c['n']})",
+        )
     ax.legend(fontsize=8, loc="upper left")
     return _png(fig)

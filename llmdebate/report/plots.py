@@ -83,34 +83,44 @@ def payoff_plot(m: dict[str, Any], protocol: str = "prover-estimator") -> bytes:
     return _png(fig)
 
 
-def calibration_plot(m: dict[str, Any]) -> bytes:
-    """Reliability curve of the estimator's p_d against the gold truth of the claim."""
+def reliability_axes(title: str, xlabel: str, ylabel: str) -> tuple[Any, Any]:
+    """A reliability figure: the diagonal of perfect calibration, both axes over [0, 1]."""
     plt = _pyplot()
-    cal = m["calibration"]
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--", label="perfect calibration")
-    full = [b for b in cal["bins"] if b["n"]]
-    if full:
-        ax.plot(
-            [b["mean_p"] for b in full],
-            [b["frac_true"] for b in full],
-            marker="o",
-            color="#4C78A8",
-            label=f"estimator (n={cal['n']})",
-        )
-        for b in full:
-            ax.annotate(
-                str(b["n"]),
-                (b["mean_p"], b["frac_true"]),
-                fontsize=7,
-                xytext=(3, 3),
-                textcoords="offset points",
-            )
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("estimator p_d (bin mean)")
-    ax.set_ylabel("fraction of claims true")
-    ax.set_title("Estimator calibration")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return fig, ax
+
+
+def reliability_curve(ax: Any, bins: list[dict[str, Any]], **style: Any) -> list[dict[str, Any]]:
+    """The non-empty calibration ``bins`` drawn as (mean p, share true); the bins drawn."""
+    full = [b for b in bins if b["n"]]
+    if full:
+        ax.plot([b["mean_p"] for b in full], [b["frac_true"] for b in full], **style)
+    return full
+
+
+def calibration_plot(m: dict[str, Any]) -> bytes:
+    """Reliability curve of the estimator's p_d against the gold truth of the claim."""
+    cal = m["calibration"]
+    fig, ax = reliability_axes(
+        "Estimator calibration", "estimator p_d (bin mean)", "fraction of claims true"
+    )
+    full = reliability_curve(
+        ax, cal["bins"], marker="o", color="#4C78A8", label=f"estimator (n={cal['n']})"
+    )
+    for b in full:
+        ax.annotate(
+            str(b["n"]),
+            (b["mean_p"], b["frac_true"]),
+            fontsize=7,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     ax.legend(fontsize=8, loc="upper left")
     return _png(fig)
 
