@@ -205,8 +205,9 @@ class OpenAIServer(Backend):
     async def probe_text(
         self, prompt: str, config: GenerateConfig, fields: dict[str, Any] | None
     ) -> str:
-        """The reply to one probe request (each endpoint sends it its own way)."""
-        raise NotImplementedError
+        """The reply to one probe request (each endpoint sends it its own way: the chat and the
+        completions backends override this)."""
+        raise NotImplementedError(f"{type(self).__name__}.probe_text: how this endpoint is probed")
 
     def ignore_structured(self) -> None:
         """The server was shown to ignore the field: send it no more, saying so once."""
