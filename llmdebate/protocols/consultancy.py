@@ -10,7 +10,6 @@ from __future__ import annotations
 from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
-from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
     decided,
     judge_choice,
@@ -21,6 +20,7 @@ from llmdebate.protocols.common import (
     with_quote_penalty,
 )
 from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings

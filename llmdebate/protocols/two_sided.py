@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
-from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
     decided,
     judge_choice,
@@ -24,6 +23,7 @@ from llmdebate.protocols.common import (
     with_quote_penalty,
 )
 from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import assignment_variants
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register

@@ -2,7 +2,7 @@
 
 ``seats`` gives a seat of every debate its own model (``seats: {debater_b: {model: ...}}``);
 ``tournament.roster`` names debater models, and its ``schedule`` says who debates whom
-(:mod:`llmdebate.tournament.runner` expands it into the debates of the run). A seat's
+(:mod:`llmdebate.tournament.seating` seats it in the debates of the run). A seat's
 name in the config is its transcript role with ``_`` for spaces, lower case: ``debater_a``,
 ``debater_b``, ``consultant``, ``prover``, ``estimator``. A seat plays with the settings of
 its role's section (debaters and consultants speak as the ``prover``).
