@@ -25,6 +25,8 @@ import numpy as np
 from llmdebate.core.engine import debate_seed
 from llmdebate.data.loader import Item, item_key
 from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.protocols.families import needs_wrong_answer
+from llmdebate.protocols.interface import assigned_answer
 from llmdebate.protocols.registry import get_protocol
 from llmdebate.protocols.spec import DebateSpec
 
@@ -124,11 +126,9 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
         seed = debate_seed(config.seed, item_key(item.id))
         for protocol in config.protocols:
             proto = get_protocol(protocol, where="protocols")
-            names = proto.variants(config.prover.assignment, index)
-            if item.context and item.context.strip():
-                names = proto.passage_variants(names, config.judge.direct_passage)
-            for variant in names:
-                answer = proto.assigned_answer(variant, dr.gold, dr.distractor)
+            views = config.judge.direct_passage if item.context and item.context.strip() else None
+            for variant in proto.variants(config.prover.assignment, index, views):
+                answer = assigned_answer(variant, dr.gold, dr.distractor)
                 spec = DebateSpec(
                     debate_id=f"{protocol}/{item.id}/{variant}",
                     protocol=protocol,
@@ -141,6 +141,6 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
                     shown=dr.shown,
                     answer=answer,
                 )
-                problem = dr.problem if proto.needs_wrong_answer(variant) else None
+                problem = dr.problem if needs_wrong_answer(proto, variant) else None
                 jobs.append(Job(spec, problem))
     return jobs

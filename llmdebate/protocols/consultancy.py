@@ -19,8 +19,9 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.families import SpeechProtocol
 from llmdebate.protocols.interactive import JudgeTurns
+from llmdebate.protocols.interface import Additions, Capabilities
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -28,16 +29,13 @@ from llmdebate.protocols.speeches import Rules, deliver
 
 
 @register("consultancy")
-class Consultancy(ChoiceProtocol):
+class Consultancy(SpeechProtocol):
     """Consultancy: one consultant argues for an assigned answer."""
 
-    speeches = True
-    assigned = True
-    open_roles = True
-    fork_records = ("rounds",)
+    can = Capabilities(assigned=True, open_roles=True, asks_questions=True)
     title = "Consultancy"
     seats = ("consultant",)
-    models = frozenset[str]()
+    adds = Additions(models=frozenset())
     rank = 1
     judge_act = "consultancy_judge"
 

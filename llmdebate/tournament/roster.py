@@ -20,6 +20,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from llmdebate.agents.factory import SEAT_ROLES, Team, seat_key
 from llmdebate.agents.settings import ModelSettings
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import get_protocol
 
 ROSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -132,9 +133,9 @@ def roster_seats(protocol: str) -> tuple[str, ...]:
     two-answer protocol's debaters (seats that play as the prover); a seat a protocol adds
     for another part (a critic) keeps the model the config gives it."""
     p = get_protocol(protocol)
-    if p.recursive:
+    if isinstance(p, RecursiveProtocol):
         return p.seats
-    return tuple(s for s in p.seats if SEAT_ROLES.get(s) == "prover") if p.two_answer else ()
+    return tuple(s for s in p.seats if SEAT_ROLES.get(s) == "prover")
 
 
 def rostered(protocol: str) -> bool:

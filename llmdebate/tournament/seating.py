@@ -216,7 +216,7 @@ def seating_for(
     seats = roster_seats(protocol.name)
     if not seats:
         return None
-    if protocol.recursive or len(seats) == 1:
+    if not protocol.can.pairs:
         return EverySeating(seats, {s: settings.sitting(s) for s in seats})
     first, second = seats
     names = tuple(sorted(settings.roster))

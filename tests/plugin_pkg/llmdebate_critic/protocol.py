@@ -6,9 +6,6 @@ answers, having read both. The critic's decisions are exported as the ``critic``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.protocols.common import (
@@ -20,7 +17,8 @@ from llmdebate.protocols.common import (
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.families import SpeechProtocol
+from llmdebate.protocols.interface import Additions, Capabilities
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import Rules, deliver
@@ -29,18 +27,18 @@ CRITIC = "critic"
 
 
 @register("critiqued-consultancy")
-class CritiquedConsultancy(ChoiceProtocol):
+class CritiquedConsultancy(SpeechProtocol):
     """Consultancy with a critic: the consultant's speeches, each critiqued, then the judge."""
 
     title = "Critiqued consultancy"
     rank = 1
     seats = ("consultant", CRITIC)
-    seat_roles: ClassVar[Mapping[str, str]] = {CRITIC: "estimator"}  # its settings, default model
-    roles: ClassVar[Mapping[str, str]] = {CRITIC: CRITIC}  # exported as the critic player
-    prompts_package = "llmdebate_critic.prompts"
-    fork_records = ("rounds",)
-    speeches = True
-    assigned = True
+    adds = Additions(
+        seats={CRITIC: "estimator"},  # its settings, default model
+        roles={CRITIC: CRITIC},  # exported as the critic player
+        prompts="llmdebate_critic.prompts",
+    )
+    can = Capabilities(assigned=True)
     judge_act = "consultancy_judge"
 
     async def run(
