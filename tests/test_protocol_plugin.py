@@ -37,7 +37,7 @@ from llmdebate.judging.view import build_view
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import decided, judge_choice, options_text
 from llmdebate.protocols.families import ChoiceProtocol, RecursiveProtocol, SpeechProtocol
-from llmdebate.protocols.interface import Additions, Protocol, Ruling
+from llmdebate.protocols.interface import Additions, Capabilities, Protocol, Ruling
 from llmdebate.protocols.prover_estimator import ProverEstimator
 from llmdebate.protocols.registry import PROTOCOLS, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
@@ -366,6 +366,37 @@ def test_a_debate_missing_a_declared_fork_record_is_refused(tmp_path: Path) -> N
         assert all("does not record meta notes_model" in str(t.failure) for t in mine)
     finally:
         PROTOCOLS.remove(NAME)
+
+
+class Mute(JudgeWithNotes, SpeechProtocol):
+    """A speech protocol whose judge cannot ask (it declares no ``asks_questions``)."""
+
+
+def test_an_interactive_judge_is_refused_for_a_speech_protocol_that_cannot_ask() -> None:
+    register(NAME)(Mute)
+    try:
+        with pytest.raises(ConfigError, match=f"judge.interactive: {NAME} lack the capability "
+                           "asks_questions") as err:
+            validate({"protocols": ["consultancy", NAME], "judge": {"interactive": True}})
+        assert len(str(err.value).splitlines()) == 1
+    finally:
+        PROTOCOLS.remove(NAME)
+    validate({"protocols": ["consultancy", "direct"], "judge": {"interactive": True}})
+
+
+def test_a_capability_its_family_cannot_have_is_refused_naming_it() -> None:
+    class Asking(JudgeWithNotes):
+        can = Capabilities(asks_questions=True)
+
+    class Rewarded(JudgeWithNotes):
+        can = Capabilities(estimator_rewards=True)
+
+    with pytest.raises(TypeError, match="capability asks_questions needs a protocol whose "
+                       "seats speak"):
+        register(NAME)(Asking)
+    with pytest.raises(TypeError, match="capability estimator_rewards needs a recursive"):
+        register(NAME)(Rewarded)
+    assert NAME not in PROTOCOLS
 
 
 def test_a_seat_without_a_model_is_one_line() -> None:

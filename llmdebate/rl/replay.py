@@ -57,7 +57,7 @@ from llmdebate.rl.replay_protocols import (
     settings_of,
     speech_point,
 )
-from llmdebate.tournament.roster import static_seats
+from llmdebate.tournament.roster import record_seats, static_seats
 
 
 @dataclass(frozen=True)
@@ -434,6 +434,8 @@ async def fork(
         raise InvalidOutputError(f"injected reply: {exc}") from exc
     out.meta.update(spec.meta())
     _finish(t, out, at, swapped, inject)
+    if "seats" not in out.meta:  # who held every seat in the fork (a swapped one: its model)
+        record_seats(out, team, spec.gold, spec.distractor)
     return out
 
 
