@@ -11,7 +11,8 @@ protocol", is a complete example).
   shows (:func:`options_text`, :func:`transcript_text`, :func:`judge_variables`), the judge's
   choice (:func:`judge_choice`), the transcript (:func:`decided`,
   :func:`with_quote_penalty`);
-* the speech family's: a speech under the run's rules (:func:`deliver`, :class:`Rules`), an
+* the speech family's: a speech's prompt (:func:`speech_prompt`) and the speech under the
+  run's rules (:func:`deliver`, :class:`Rules`), an
   open role's pick (:func:`chosen_position`), the interactive judge (:class:`JudgeTurns`);
 * what a deferred judge's ruling is (:class:`LeafVerdict`, :class:`FirstOption`);
 * forks: :func:`fork` (``at``, ``speaker``, ``swapped``) and :func:`team_for`.
@@ -40,7 +41,7 @@ from llmdebate.protocols.interface import (
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.speeches import Rules, deliver
+from llmdebate.protocols.speeches import Rules, deliver, speech_prompt
 from llmdebate.rl.replay import fork, team_for
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "judge_variables",
     "options_text",
     "register",
+    "speech_prompt",
     "team_for",
     "transcript_text",
     "view_of",

@@ -19,8 +19,6 @@ from llmdebate.protocols.common import (
     decided,
     judge_choice,
     judge_variables,
-    options_text,
-    transcript_text,
     view_of,
     with_quote_penalty,
 )
@@ -30,7 +28,7 @@ from llmdebate.protocols.interface import Additions, Capabilities, assignment_va
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.speeches import Rules, deliver
+from llmdebate.protocols.speeches import deliver, speech_prompt
 from llmdebate.qa.passage import JudgeView
 
 JUDGE_ACT = "two_sided_judge"
@@ -50,17 +48,9 @@ async def _speech(
     seen: list[Turn],
     log: Log,
 ) -> Turn:
-    msgs = team.prompts.render(
-        "two_sided_debater",
-        question=spec.item.question,
-        context=spec.item.context,
-        options=options_text(options),
-        position=position,
-        opponent_position=opponent,
-        round=rnd,
-        rounds=rounds,
-        transcript=transcript_text(seen, view),
-        **Rules.of(team.prover).prompt_variables(),
+    msgs = speech_prompt(
+        team, spec, view, "two_sided_debater", options=options, position=position, rnd=rnd,
+        rounds=rounds, seen=seen, opponent_position=opponent,
     )
     return await deliver(
         team, spec, view, msgs, role=who, position=position, rnd=rnd, seen=seen,
