@@ -383,7 +383,7 @@ def test_an_interactive_judge_must_be_a_model_on_a_speech_protocol() -> None:
         validate(
             {"protocols": ["consultancy"], "judge": {"kind": "oracle-or-llm", "interactive": True}}
         )
-    with pytest.raises(ConfigError, match="applies to two-sided and consultancy"):
+    with pytest.raises(ConfigError, match="needs a protocol with the capability asks_questions"):
         validate({"protocols": ["prover-estimator"], "judge": {"interactive": True}})
 
 

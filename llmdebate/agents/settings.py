@@ -237,9 +237,10 @@ class JudgeSettings(ModelSettings):
     temperature: float = Field(default=1.0, ge=0.0)
     """Sampling temperature."""
     interactive: bool = False
-    """Two-sided debate and consultancy: after every round the model judge may ask the
-    debaters a question (answered in the next round) or end the debate and decide (a
-    judge_turn reply); the rounds setting is then the most it may hear."""
+    """Protocols with the capability asks_questions (two-sided debate, consultancy): after
+    every round the model judge may ask the debaters a question (answered in the next
+    round) or end the debate and decide (a judge_turn reply); the rounds setting is then the
+    most it may hear."""
     turn_cost: float = Field(default=0.05, ge=0.0)
     """Interactive judge: what each round it asks for costs in its score, log_b(p) - cost x
     rounds asked (Michael et al. 2023: 0.05 in bits)."""

@@ -33,6 +33,7 @@ VERBS: Registry[click.Command] = Registry(
             "assign",
             "serve",
             "answer",
+            "fork",
             "judge",
         )
     ),

@@ -57,6 +57,7 @@ from llmdebate.experiment.executors import (
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
+from llmdebate.experiment.plan import Plan
 from llmdebate.experiment.runtime import (
     begin_enforcement,
     enforcement_summary,
@@ -82,7 +83,6 @@ from llmdebate.records.rundir import (
 )
 from llmdebate.records.transcripts import TranscriptWriter, iter_transcripts
 from llmdebate.report.metrics import summary_of, tally
-from llmdebate.tournament.runner import Plan
 
 
 @dataclass
@@ -393,7 +393,7 @@ def _execute_plan(
 
     return _execute(
         make_executor(options, context), todo, out, bar,
-        context.config.max_consecutive_failures, models, more=more if plan.swiss else None,
+        context.config.max_consecutive_failures, models, more=more if plan.grows else None,
     )
 
 

@@ -3,7 +3,7 @@
 A waiting debate of such a run stops after its first round and records ``meta.person_asks``.
 The person's questions are rows of :class:`~llmdebate.judging.db.Question`; ``llmdebate
 answer`` runs the debaters' next round for each unanswered one (a fork of the debate through
-its protocol's own run, :func:`llmdebate.judging.interactive.person_asks`) and appends the
+its protocol's own run, :func:`llmdebate.protocols.interactive.person_asks`) and appends the
 continued debate to ``asked.jsonl`` with id ``<debate id>#ask<assignment id>.<questions>``:
 every judge has their own continued debate, and ``transcripts.jsonl`` is never rewritten.
 The judge's page and verdict use the latest continuation of their assignment

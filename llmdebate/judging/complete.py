@@ -4,7 +4,7 @@ The judgment is committed first (one per assignment: a second submission is a
 :class:`Conflict`), then the debate is completed by its protocol
 (:meth:`llmdebate.protocols.interface.Protocol.complete`: a verdict on the leaf claim for a
 ``recursive`` protocol, P(first option) for a ``two-answer`` one), scored by
-:meth:`~llmdebate.protocols.interface.Protocol.judgment_scores`, and appended with id
+:func:`~llmdebate.core.scoring.judgment_scores`, and appended with id
 ``<debate id>#<judgment id>``.
 A crash between the commit and the append is repaired by :func:`sync`, which every server
 and terminal session runs at start: completion is a pure function of the waiting transcript
@@ -37,8 +37,9 @@ from llmdebate.judging.asking import (
 )
 from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.interface import FirstOption, LeafVerdict, Ruling
-from llmdebate.protocols.registry import protocol_of
+from llmdebate.protocols.registry import protocol_of, recursive
 from llmdebate.records.rundir import append_judged, load_transcripts
 
 STUDY_DEFAULTS: dict[str, Any] = {
@@ -288,7 +289,7 @@ def record_machine(
     if kind not in ("llm", "oracle"):
         raise ValueError(f"a machine judgment is of kind llm or oracle (got {kind!r})")
     now = utcnow()
-    leaf = protocol_of(t).recursive  # a verdict on the leaf claim, else P(first option)
+    leaf = recursive(t)  # a verdict on the leaf claim, else P(first option)
     with sessions.begin() as s:
         j = Judgment(
             assignment_id=None,
@@ -326,7 +327,7 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
     protocol = protocol_of(t)
     ruling: Ruling
-    if protocol.recursive:
+    if isinstance(protocol, RecursiveProtocol):
         if j.verdict is None:
             raise ValueError(f"judgment {j.id} has no verdict")
         ruling = LeafVerdict(j.verdict, j.probability)
@@ -365,7 +366,7 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
             "turn_cost": cost,
             "cost": scoring.reveal_cost(cost, j.turns_revealed),
         }
-    done.meta["judgment"]["scores"] = protocol.judgment_scores(done)
+    done.meta["judgment"]["scores"] = scoring.judgment_scores(done)
     _person_turns(done, j)
     return done
 

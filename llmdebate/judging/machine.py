@@ -39,8 +39,8 @@ from llmdebate.judging.model_judges import JudgeMethod, LLMJudge, OracleJudge
 from llmdebate.judging.view import digest
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.common import model_choice, waiting_choice_prompt
-from llmdebate.protocols.registry import recursive
+from llmdebate.protocols.common import model_choice
+from llmdebate.protocols.registry import recursive, waiting_choice_prompt
 
 ORACLE_ID = "oracle"
 

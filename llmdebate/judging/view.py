@@ -35,7 +35,7 @@ import numpy as np
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.common import recorded_view
-from llmdebate.protocols.registry import protocol_of
+from llmdebate.protocols.registry import protocol_of, recursive
 from llmdebate.qa.passage import JudgeView
 
 
@@ -77,7 +77,7 @@ def _view(
     item = t.item or {}
     pv = recorded_view(t)
     flip = flipped(seed)
-    if protocol_of(t).recursive:
+    if recursive(t):
         return _leaf_view(t, pv, context, flip)
     options = list(t.meta.get("options") or [])
     shown = options[::-1] if flip else options

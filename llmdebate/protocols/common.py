@@ -30,7 +30,6 @@ from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN, SHOWN, JudgeView
 from llmdebate.qa.speech import parse_reply
@@ -227,12 +226,6 @@ def with_quote_penalty(t: Transcript, team: Team) -> Transcript:
             "by_role": scoring.quote_penalties(t, weight),
         }
     return t
-
-
-def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
-    """The judge prompt (act, variables) of a debate awaiting its verdict: what the protocol
-    would have shown its model judge (:meth:`Protocol.judge_prompt`)."""
-    return protocol_of(t).judge_prompt(t)
 
 
 def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:

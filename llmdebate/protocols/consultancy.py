@@ -10,34 +10,30 @@ from __future__ import annotations
 from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
-from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
     decided,
     judge_choice,
     judge_variables,
-    options_text,
-    transcript_text,
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.families import SpeechProtocol
+from llmdebate.protocols.interactive import JudgeTurns
+from llmdebate.protocols.interface import Additions, Capabilities
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.speeches import Rules, deliver
+from llmdebate.protocols.speeches import deliver, speech_prompt
 
 
 @register("consultancy")
-class Consultancy(ChoiceProtocol):
+class Consultancy(SpeechProtocol):
     """Consultancy: one consultant argues for an assigned answer."""
 
-    speeches = True
-    assigned = True
-    open_roles = True
-    fork_records = ("rounds",)
+    can = Capabilities(assigned=True, open_roles=True, asks_questions=True)
     title = "Consultancy"
     seats = ("consultant",)
-    models = frozenset[str]()
+    adds = Additions(models=frozenset())
     rank = 1
     judge_act = "consultancy_judge"
 
@@ -51,20 +47,12 @@ class Consultancy(ChoiceProtocol):
             position = await chosen_position(team, spec, "consultant", log)
         model = team.model_for("consultant")
         view = view_of(spec, team)
-        rules = Rules.of(team.prover).prompt_variables()
         turns: list[Turn] = []
         asks = JudgeTurns(team, spec, spec.shown, settings.rounds, "a consultant")
         for rnd in range(1, settings.rounds + 1):
-            msgs = team.prompts.render(
-                "consultancy_consultant",
-                question=spec.item.question,
-                context=spec.item.context,
-                options=options_text(spec.shown),
-                position=position,
-                round=rnd,
-                rounds=settings.rounds,
-                transcript=transcript_text(turns, view),
-                **rules,
+            msgs = speech_prompt(
+                team, spec, view, "consultancy_consultant", options=spec.shown,
+                position=position, rnd=rnd, rounds=settings.rounds, seen=turns,
             )
             turns.append(
                 await deliver(

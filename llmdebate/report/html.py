@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmdebate.core.schemas import Claim, RoundRecord, Transcript
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.report import tables
 
@@ -211,7 +212,8 @@ def debate_html(t: Transcript) -> str:
         body.append(claim_tree(t))
     body.append(_turns(t))
     body.append(_calls(t))
-    opened = " open" if protocol_of(t).opens_in_report else ""
+    p = protocol_of(t)
+    opened = " open" if isinstance(p, RecursiveProtocol) and p.opens_in_report else ""
     return f'<details class="debate"{opened}><summary>{summary}</summary>{"".join(body)}</details>'
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import PROTOCOLS, in_order, known, named_where
 from llmdebate.report.inference import interval, paired_difference
 from llmdebate.report.records import (
@@ -54,15 +55,14 @@ DEFAULT_BOOTSTRAP = 2000
 
 
 def _recursive(protocol: str) -> bool:
-    p = known(protocol)
-    return p is not None and p.recursive
+    return isinstance(known(protocol), RecursiveProtocol)
 
 
 def __getattr__(name: str) -> Any:
     """``ASYMMETRIC`` (the recursive protocols) and ``PROTOCOL_ORDER``
     (every protocol in comparison order), read from the protocol registry when asked."""
     if name == "ASYMMETRIC":
-        return named_where(lambda p: p.recursive)
+        return named_where(lambda p: isinstance(p, RecursiveProtocol))
     if name == "PROTOCOL_ORDER":
         return tuple(in_order(PROTOCOLS.names()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

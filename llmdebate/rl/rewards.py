@@ -44,6 +44,7 @@ from llmdebate.elicit import estimate_from_samples, parse_bool
 from llmdebate.elicit import parse_probability as parse_stated
 from llmdebate.errors import InvalidOutputError, ProtocolViolation, RuleError
 from llmdebate.export.credit import judged, naive_payoff, pe_call_credits, pe_terms
+from llmdebate.protocols.families import RecursiveProtocol, SpeechProtocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.rl.replay import Injection, fork, team_for
 
@@ -181,11 +182,11 @@ class DebateRewardBase:
                                                      t.config.depth))
         text = _completion_text(completion)
         protocol = protocol_of(t)
-        if protocol.estimator_rewards:
+        if protocol.can.estimator_rewards:
             return await self._score_pe(text, st, t)
-        if protocol.recursive:
+        if isinstance(protocol, RecursiveProtocol):
             return await self._score_naive(text, st, t)
-        if protocol.speeches:
+        if isinstance(protocol, SpeechProtocol):
             return await self._score_speech(text, st, t)
         raise ValueError(f"no reward for a decision of a {t.protocol} debate (no debater)")
 

@@ -30,7 +30,9 @@ def generation_metrics(transcripts: list[Transcript]) -> dict[str, Any]:
     """A's mean normalized payoff (sampled and expected), accuracy against gold (A's answer;
     B's p_d on the top claim), B's calibration (Brier, ECE over p_d), and the variance across
     debates of A's sampled and expected normalized payoffs."""
-    pe = [t for t in transcripts if protocol_of(t).in_generation_metrics(t)]
+    pe = [
+        t for t in transcripts if t.status == "complete" and protocol_of(t).can.estimator_rewards
+    ]
     sampled = [v for t in pe if (v := normalized_payoff(t)) is not None]
     expected = [v for t in pe if (v := normalized_expected_payoff(t)) is not None]
     answers = [
