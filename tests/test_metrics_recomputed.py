@@ -28,6 +28,7 @@ from llmdebate.inspect_ext.scores import figures
 from llmdebate.judging.complete import Submission, ask, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
 from llmdebate.report.closing import closing_lines
+from llmdebate.tournament.report_section import tournament_part
 
 try:
     from tests.fixtures import tournament_players
@@ -461,3 +462,19 @@ def test_a_tournament_without_self_play_equals_the_recomputation(cross_run: Path
     assert len(comparison["tournament"]["prover_estimator_grid"]) == 2
     _check_closing(cross_run, ts)
     assert _check_decisions(ts) > 0
+
+
+def test_no_tournament_section_where_no_debater_models_are_compared(
+    tournament_run: Path,
+) -> None:
+    """Self-play debates alone, or one prover model against one estimator model (the main
+    job's seats), compare no debaters: no section, never a 0-match row with a mean of nan."""
+    ts = [Transcript.model_validate(t) for t in oracle.lines(tournament_run / "transcripts.jsonl")]
+    self_play = [t for t in ts if t.protocol == "two-sided"
+                 and len({s["name"] for s in t.meta["seats"].values()}) == 1]
+    assert self_play and tournament_part(self_play, seed=0, n_boot=5) is None
+    one_cell = [t for t in ts if t.protocol == "prover-estimator"
+                and t.meta["seats"]["estimator"]["name"] == "strong"]
+    assert one_cell and tournament_part(one_cell, seed=0, n_boot=5) is None
+    part = tournament_part(ts, seed=0, n_boot=5)
+    assert part is not None and "nan" not in part.markdown
