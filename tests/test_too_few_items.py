@@ -97,7 +97,7 @@ def test_every_figure_of_a_three_item_run_gives_no_interval_and_the_same_sentenc
         assert p["rating_ci"] is None and p["items"] == 3
     md = (three_items / "comparison.md").read_text()
     assert "none (n < 10)" in md and "[0.000, 0.000]" not in md and "nan" not in md
-    assert f"No interval (" in md and SENTENCE in md
+    assert "No interval (" in md and SENTENCE in md
 
 
 def test_the_closing_lines_of_a_three_item_run_say_too_few_items_to_tell(
