@@ -692,12 +692,21 @@ def mixed_effects(judged: list[dict[str, Any]], sigma: dict[str, float]) -> dict
     nearby = [dev - laplace(y, x, zs, [max(0.0, v + dv * (k == j)) for k, v in enumerate(s)])[0]
               for j in range(len(s)) for dv in (-1e-3, 1e-3)]
     n_items = len(set(factors["item"]))
+    # docs: Student's t with (levels − rows) degrees of freedom where every level of a random
+    # factor saw one row (the least such), else the normal quantile
+    rows_ = [r for _, r, _, _ in data]
+    dfs = [len(set(factors[g])) - len(names) for g in kept
+           if all(len({r for r, v in zip(rows_, factors[g], strict=True) if v == lv}) == 1
+                  for lv in set(factors[g]))]
+    df = min(dfs) if dfs else None
+    from scipy.stats import t as student
+
+    q = 1.959963984540054 if df is None else float(student.ppf(0.975, df))
     effects = []
     for k, n in enumerate(names[1:], start=1):
         est, se = float(b[k]), float(np.sqrt(inv[k, k]))
-        effects.append({"row": n, "log_odds": est, "se": se,
-                        "ci95": None if n_items < MIN_ITEMS
-                        else [est - 1.959963984540054 * se, est + 1.959963984540054 * se],
+        effects.append({"row": n, "log_odds": est, "se": se, "df": df,
+                        "ci95": None if n_items < MIN_ITEMS else [est - q * se, est + q * se],
                         "note": too_few(n_items) if n_items < MIN_ITEMS else None})
     return {"model": "logit(P[correct]) ~ row" + "".join(f" + (1 | {g})" for g in kept),
             "reference": names[0], "judgments": len(data),

@@ -19,6 +19,7 @@ which also measures the old interval on the same datasets.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from llmdebate.report.inference import mixed_logit
 
@@ -64,3 +65,19 @@ def test_fewer_than_ten_items_give_no_interval_and_one_judge_drops_its_effect() 
     assert alone is not None and alone["model"] == "logit(P[correct]) ~ row + (1 | item)"
     assert alone["dropped"] == ["the judge random effect: every judgment is of one judge"]
     assert set(alone["random_effect_sd"]) == {"item"}
+
+
+def test_a_row_judged_by_separate_judges_gets_t_degrees_of_freedom() -> None:
+    """Each judge in one row only: the contrast rests on the judges (8 judges, 2 rows: 6
+    degrees of freedom, Student's t quantile 2.447 instead of 1.96)."""
+    rng = np.random.default_rng(3)
+    y, _, judges, items = simulate(rng)
+    rows = ["a" if int(j[1:]) % 2 else "b" for j in judges]
+    fit = mixed_logit(y, rows, judges, items)
+    assert fit is not None
+    (effect,) = fit["effects"]
+    assert effect["df"] == 6
+    half = (effect["ci95"][1] - effect["ci95"][0]) / 2
+    assert half == pytest.approx(2.4469118511449692 * effect["se"])
+    within = mixed_logit(*simulate(rng))
+    assert within is not None and within["effects"][0]["df"] is None

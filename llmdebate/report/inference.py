@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from llmdebate.intervals import (  # noqa: F401 (re-exported: the rule's one home)
+from llmdebate.intervals import (
     MIN_ITEMS,
     is_too_few,
     no_spread,
@@ -34,6 +34,13 @@ from llmdebate.intervals import (  # noqa: F401 (re-exported: the rule's one hom
     units,
 )
 from llmdebate.report import glmm
+
+__all__ = [  # the interval rule is re-exported from its one home, llmdebate.intervals
+    "MIN_ITEMS", "RANDOM_EFFECTS", "Z95", "between_df", "clustered_interval", "interval",
+    "is_too_few",
+    "mixed_logit", "no_spread", "paired_difference", "short_note", "too_few",
+    "too_few_to_tell", "units",
+]
 
 Z95 = 1.959963984540054
 """The 0.975 quantile of the standard normal (a Wald interval's half-width in sds)."""
@@ -132,7 +139,9 @@ def paired_difference(
 RANDOM_EFFECTS = ("judge", "item")
 MIXED_FIT = (
     "maximum likelihood under the Laplace approximation (llmdebate.report.glmm); "
-    "95% Wald interval: estimate ± 1.96 standard errors"
+    "95% Wald interval: estimate ± q standard errors, q the normal 0.975 quantile (1.96), "
+    "or Student's t's with between-cluster degrees of freedom (levels − rows) where each "
+    "judge (or item) saw a single row"
 )
 
 
@@ -150,9 +159,37 @@ def _separated(y: np.ndarray, rows: Sequence[str], names: Sequence[str]) -> dict
     return out
 
 
-def _effect(row: str, est: float | None, se: float | None, note: str | None) -> dict[str, Any]:
-    ci = None if est is None or se is None or note else [est - Z95 * se, est + Z95 * se]
-    return {"row": row, "log_odds": est, "se": se, "ci95": ci, "note": note}
+def between_df(rows: Sequence[str], groups: Mapping[str, Sequence[str]]) -> int | None:
+    """The degrees of freedom of a row contrast that varies between a random factor's levels
+    only (each judge, or each item, saw a single row): that factor's levels minus the rows,
+    the least over such factors (SAS's between-within rule); None where the rows vary within
+    every factor's levels (a normal quantile then)."""
+    n_rows = len(set(rows))
+    out: int | None = None
+    for labels in groups.values():
+        seen: dict[str, set[str]] = {}
+        for r, lv in zip(rows, labels, strict=True):
+            seen.setdefault(lv, set()).add(r)
+        if all(len(v) == 1 for v in seen.values()):
+            df = len(seen) - n_rows
+            out = df if out is None else min(out, df)
+    return out
+
+
+def _quantile(df: int | None) -> float:
+    if df is None:
+        return Z95
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
+
+
+def _effect(
+    row: str, est: float | None, se: float | None, note: str | None, df: int | None = None
+) -> dict[str, Any]:
+    q = _quantile(df) if est is not None and se is not None and not note else None
+    ci = None if q is None or est is None or se is None else [est - q * se, est + q * se]
+    return {"row": row, "log_odds": est, "se": se, "df": df, "ci95": ci, "note": note}
 
 
 def mixed_logit(
@@ -165,8 +202,10 @@ def mixed_logit(
     sorted order the reference) with a random intercept per judge and per item, fitted by
     maximum likelihood under the Laplace approximation (:func:`llmdebate.report.glmm.fit`):
     each row's log-odds difference from the reference with its standard error and a 95%
-    Wald interval (estimate ± 1.96 se). A random effect with a single level is dropped and
-    said so (``dropped``), and ``model`` is the formula fitted. No interval under
+    Wald interval (estimate ± 1.96 se; Student's t's quantile with :func:`between_df`
+    degrees of freedom where each judge, or each item, saw a single row). A random effect
+    with a single level is dropped and said so (``dropped``), and ``model`` is the formula
+    fitted. No interval under
     :data:`MIN_ITEMS` distinct items (:func:`too_few`), nor for a row whose judgments all
     scored the same (its log-odds has no finite estimate: none is given). None where nothing
     can be fitted: fewer than two rows or four judgments, or every judgment the same."""
@@ -202,11 +241,16 @@ def mixed_logit(
     fit = glmm.fit(y[keep], x, zs)
     n_items = len({i for i, k in zip(items, keep, strict=True) if k})
     note = None if fit.finite else "the judgments separate: no finite estimate"
+    df = between_df(fit_rows, {g: [v for v, k in zip(by[g], keep, strict=True) if k]
+                               for g in kept})
+    if df is not None and df < 1:
+        note = (f"each {'judge' if 'judge' in kept else 'item'} saw a single row, and there "
+                "are no more of them than rows: no degrees of freedom for an interval")
     note = too_few(n_items) if n_items < MIN_ITEMS else note
     est = {name: (float(fit.beta[k + 1]), float(fit.se[k + 1]))
            for k, name in enumerate(fitted[1:])}
     out["effects"] = [
-        _effect(r, *est[r], note) if r in est else _effect(
+        _effect(r, *est[r], note, df) if r in est else _effect(
             r, None, None, f"every judgment of this row scored {sep[r]:g}: its log-odds has "
             "no finite estimate")
         for r in names[1:]
