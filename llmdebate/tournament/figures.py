@@ -467,7 +467,7 @@ def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
         rows = ["| model | side | rating | 95% CI | matches | mean score |", "|---" * 6 + "|"]
         for r in sorted(t.ratings, key=lambda r: (-t.get(r.model).value, r.model, r.side)):
             rows.append(
-                f"| {r.model} | {r.side} | {r.value:.3f} | "
+                f"| {r.model} | {r.side} | {r.value + 0.0:.3f} | "
                 f"{rating_ci(r.ci95, r.prior_bound, note=r.note)} "
                 f"| {r.matches} | {_f(r.win_rate)} |"
             )
@@ -484,6 +484,8 @@ def no_interval_lines(ratings: Sequence[Rating]) -> list[str]:
     for r in ratings:
         if r.note:
             by[r.note].append(f"{r.model} {r.side}")
+    if len(by) == 1 and sum(map(len, by.values())) == len(ratings) > 1:
+        return [f"No interval (every rating): {next(iter(by))}."]
     return [f"No interval ({', '.join(seats)}): {note}." for note, seats in by.items()]
 
 

@@ -114,7 +114,7 @@ def _rating_rows(d: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
     for model, sides in sorted(by.items(), key=lambda kv: -kv[1]["overall"]["value"]):
         o = sides["overall"]
-        cells = [model, f"{o['value']:.2f}",
+        cells = [model, f"{o['value'] + 0.0:.2f}",
                  rating_ci(o["ci95"], o.get("prior_bound"), 2, o.get("interval_note"))]
         for side in ("correct", "incorrect"):
             s = sides.get(side)
