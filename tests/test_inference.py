@@ -91,3 +91,23 @@ def test_the_mixed_effects_regression_is_not_fitted_when_every_judgment_agrees()
     items = ["i0", "i0", "i1", "i1"] * 2
     assert mixed_logit([0.0] * 8, rows, judges, items) is None
     assert mixed_logit([1.0] * 8, rows, judges, items) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=MIN_ITEMS, max_size=40))
+def test_one_value_per_item_clustered_is_the_plain_bootstrap_to_the_bit(xs: list[float]) -> None:
+    assert interval(xs, seed=4, n_boot=100, clusters=[f"i{k}" for k in range(len(xs))]) == (
+        interval(xs, seed=4, n_boot=100))
+
+
+def test_pairs_of_one_item_are_one_unit() -> None:
+    # 12 items, three pairs each, every pair of an item scoring alike: 36 pairs are not 36
+    # independent units, and the interval over items is wider than the one over pairs
+    scores = [float(k % 2) for k in range(12) for _ in range(3)]
+    items = [f"i{k}" for k in range(12) for _ in range(3)]
+    by_pair, _ = interval(scores, seed=0, n_boot=500, unit="pairs")
+    by_item, note = interval(scores, seed=0, n_boot=500, clusters=items)
+    assert by_pair is not None and by_item is not None and note is None
+    assert by_item[1] - by_item[0] > 1.3 * (by_pair[1] - by_pair[0])
+    few, why = interval(scores[:27], seed=0, n_boot=50, clusters=items[:27])
+    assert few is None and why == "n = 9 items: too few for an interval (at least 10)"
