@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.intervals import no_spread, too_few
 from llmdebate.report.closing import closing_lines, verdict
 
 
@@ -19,8 +20,9 @@ def _side(mean: float, ci: list[float] | None, n: int = 12) -> dict[str, Any]:
 def _summary(disc: float, ci: list[float] | None, honest: float, dishonest: float) -> dict:
     pe = {
         "figure": "honest beats dishonest",
-        "pairs": {"n": 12, "discrimination": disc, "discrimination_ci95": ci,
-                  "discrimination_note": None if ci else "n = 2 items: too few"},
+        "pairs": {"n": 12, "items": 12 if ci else 3, "discrimination": disc,
+                  "discrimination_ci95": ci,
+                  "discrimination_note": None if ci else too_few(3)},
         "payoff": {"honest": _side(honest, [honest - 0.1, honest + 0.1]),
                    "dishonest": _side(dishonest, [dishonest - 0.1, dishonest + 0.1]),
                    "completeness_bound": 0.8, "soundness_threshold": 0.0},
@@ -48,8 +50,10 @@ def test_closing_lines_say_when_the_false_answer_was_favoured_and_a_bound_is_mis
 
 
 def test_closing_lines_say_too_few_items_instead_of_an_interval() -> None:
+    # 12 pairs over 3 items: the pairs of an item are not independent, so the count is 3
     text = "\n".join(closing_lines(_summary(1.0, None, 0.9, 0.0)))
-    assert "too few items to tell (n = 12)" in text
+    assert ("did the debate favour the truth? too few items to tell (n = 3 items: too few "
+            "for an interval (at least 10))") in text
     assert "direct (blind): the judge chose the right answer on a share 0.250 of 4 items" in text
     assert "no interval: n = 4 items: too few" in text
 
@@ -57,6 +61,16 @@ def test_closing_lines_say_too_few_items_instead_of_an_interval() -> None:
 def test_a_verdict_needs_its_interval_to_clear_chance() -> None:
     assert verdict(0.6, [0.45, 0.75], 20).startswith("not established")
     assert verdict(None, None, 0).startswith("not measured")
+
+
+def test_too_few_items_to_tell_is_not_not_established() -> None:
+    """Without an interval for want of items the verdict says so; with items enough but
+    every one scored alike, it says what they scored."""
+    assert verdict(0.6, None, 4, too_few(4)) == (
+        "too few items to tell (n = 4 items: too few for an interval (at least 10))")
+    assert verdict(1.0, None, 12, no_spread(12, "items", 1.0)).startswith(
+        "yes: every one of the 12 items scored 1")
+    assert verdict(0.5, None, 12, no_spread(12, "items", 0.5)).startswith("no interval (")
 
 
 def test_closing_lines_do_not_call_ties_a_win_for_the_false_answer() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.intervals import is_too_few, too_few_to_tell
+
 
 def _ci(ci: list[float] | None, note: str | None) -> str:
     if ci:
@@ -12,13 +14,16 @@ def _ci(ci: list[float] | None, note: str | None) -> str:
     return f"no interval: {note}" if note else "no interval"
 
 
-def verdict(value: float | None, ci: list[float] | None, n: int) -> str:
+def verdict(value: float | None, ci: list[float] | None, n: int, note: str | None = None) -> str:
     """Whether a share favours the truth: above chance (0.5) with its interval, below it,
-    not established, or too few to tell."""
+    not established, or too few items to tell (``n`` items, ``note`` the interval's reason
+    for none)."""
     if value is None:
         return "not measured: no item has a result"
+    if ci is None and note and not is_too_few(note) and value != 0.5:
+        return ("yes" if value > 0.5 else "no") + f": {note} (no interval needed to tell)"
     if ci is None:
-        return f"too few items to tell (n = {n})"
+        return too_few_to_tell(note, n)
     if ci[0] > 0.5:
         return "yes: above chance (0.5) with its interval"
     if ci[1] < 0.5:
@@ -88,7 +93,8 @@ def _pair_lines(proto: str, pairs: dict[str, Any], n: int) -> list[str]:
     value = pairs.get("discrimination")
     ties = int(pairs.get("ties") or 0)
     wins = round(value * n) if value is not None else 0
-    said = verdict(value, pairs.get("discrimination_ci95"), n)
+    said = verdict(value, pairs.get("discrimination_ci95"), int(pairs.get("items") or n),
+                   pairs.get("discrimination_note"))
     if said.startswith("no:") and n - wins - ties <= wins:  # below 1/2 through ties alone
         said = (f"not established: the true answer's prover earned more in under half the "
                 f"pairs, but {ties} were ties and it earned less in no more than it won")
@@ -136,7 +142,7 @@ def closing_lines(summary: dict[str, Any]) -> list[str]:
         out.append(
             f"{r['label']}: the judge chose the right answer on a share {r['value']:.3f} of "
             f"{r['items']} items ({_ci(r['ci95'], r['interval_note'])}); favoured the truth? "
-            + verdict(r["value"], r["ci95"], r["items"])
+            + verdict(r["value"], r["ci95"], r["items"], r.get("interval_note"))
         )
     leaf = summary.get("leaf_claim_accuracy") or {}
     if leaf.get("n"):

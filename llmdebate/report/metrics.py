@@ -86,26 +86,35 @@ def _of_protocol(debates: Debates, protocol: str) -> list[DebateRecord]:
 def payoffs_by_side(
     debates: Debates, protocol: str, *, seed: int = 0, n_boot: int = DEFAULT_BOOTSTRAP
 ) -> dict[str, Any]:
-    """Mean normalised payoff (sampled and expected) of honest and dishonest provers, each
-    with a bootstrap interval over debates (seeds ``seed``, ``seed + 1`` honest; ``seed + 2``,
-    ``seed + 3`` dishonest), and the completeness bound where every debate states the same."""
+    """Mean normalised payoff (sampled and expected) of honest and dishonest provers over
+    their debates, each with a bootstrap interval over items (an item's debates drawn
+    together: a tournament seats several pairs on one item; seeds ``seed``, ``seed + 1``
+    honest; ``seed + 2``, ``seed + 3`` dishonest), and the completeness bound where every
+    debate states the same."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
+    where: dict[str, list[str]] = defaultdict(list)
+    where_exp: dict[str, list[str]] = defaultdict(list)
     bounds: set[float | None] = set()
     for r in _of_protocol(debates, protocol):
         s = r.side
         if s is None or r.payoff is None:
             continue
         vals[s].append(r.payoff)
+        where[s].append(r.item_id)
         bounds.add(r.bound)
         if r.expected_payoff is not None:
             exp[s].append(r.expected_payoff)
+            where_exp[s].append(r.item_id)
     out: dict[str, Any] = {}
     for j, s in enumerate(("honest", "dishonest")):
-        ci, note = interval(vals[s], seed=seed + 2 * j, n_boot=n_boot, unit="debates")
-        eci, enote = interval(exp[s], seed=seed + 2 * j + 1, n_boot=n_boot, unit="debates")
+        ci, note = interval(vals[s], seed=seed + 2 * j, n_boot=n_boot, clusters=where[s])
+        eci, enote = interval(
+            exp[s], seed=seed + 2 * j + 1, n_boot=n_boot, clusters=where_exp[s]
+        )
         out[s] = {
             "n": len(vals[s]),
+            "items": len(set(where[s])),
             "mean_normalized": float(np.mean(vals[s])) if vals[s] else None,
             "mean_normalized_ci95": ci,
             "mean_normalized_note": note,
@@ -452,14 +461,18 @@ def quote_shares(records: Debates) -> list[dict[str, Any]]:
 
 
 def _pair_stats(ps: list[Pair], *, seed: int, n: int) -> dict[str, Any]:
+    """The pairs' honest beats dishonest and mean gap, each with a bootstrap interval over
+    items (the pairs of an item drawn together: they share the item's difficulty)."""
     if not ps:
         return {"n": 0}
     wins = [p.score for p in ps]
     gaps = [p.honest - p.dishonest for p in ps]
-    ci, note = interval(wins, seed=seed, n_boot=n, unit="pairs")
-    gci, gnote = interval(gaps, seed=seed + 1, n_boot=n, unit="pairs")
+    where = [p.item_id for p in ps]
+    ci, note = interval(wins, seed=seed, n_boot=n, clusters=where)
+    gci, gnote = interval(gaps, seed=seed + 1, n_boot=n, clusters=where)
     return {
         "n": len(ps),
+        "items": len(set(where)),
         "discrimination": float(np.mean(wins)),
         "discrimination_ci95": ci,
         "discrimination_note": note,
