@@ -81,10 +81,16 @@ def test_vf_eval_scores_each_reply_by_the_debate_reward(tmp_path: Path) -> None:
         score = trace["rewards"]["debate_reward"]["score"]
         said = "lower" if row["act"] == "direction" else "{garbage ]]"
         assert score == pytest.approx(asyncio.run(reward.score(said, row["state"])))
-        if row["act"] == "direction":  # a valid reply: on the decision's scale
-            assert -1.0 <= score <= 1.0
-        else:  # "{garbage ]]" names no subclaim: the invalid reward
-            assert score == reward.invalid() < -1.0
+        # relative to the decision (the default): (return - the recorded reply's) / r^level,
+        # so every valid reply lies within the decision's frame of [-scale, scale]
+        base, unit, scale = (row["expected_return_to_go"], row["decision_unit"],
+                             row["reward_unit"])
+        floor = (-scale - base) / unit
+        if row["act"] == "direction":  # a valid reply
+            assert floor <= score <= (scale - base) / unit
+        else:  # "{garbage ]]" names no subclaim: the invalid reward, below every valid one
+            assert score == pytest.approx((-1.5 * scale - base) / unit, rel=1e-12)
+            assert score < floor
 
 
 def test_a_bad_row_is_named_by_its_file_and_line(tmp_path: Path) -> None:

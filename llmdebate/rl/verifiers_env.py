@@ -52,7 +52,11 @@ class DebateSeatTaskConfig(vf.TaskConfig):  # type: ignore[misc]
     """The sampled reward of one continuation, else the expected one over the protocol's
     draws (lower variance)."""
     normalize: bool = True
-    """Each reward divided by its decision's unit (the project's reward scale)."""
+    """Each reward on a scale of the debate (false: in the game's own units)."""
+    relative: bool = True
+    """With ``normalize`` (prover-estimator debate): relative to the decision, (return to go -
+    the recorded reply's) / the decision's r^level; false: divided by the debate's one
+    scale (docs/training.md, "Reward scale")."""
 
 
 _REWARDS: dict[str, DebateRewardBase] = {}
@@ -60,10 +64,12 @@ _REWARDS: dict[str, DebateRewardBase] = {}
 
 def _reward_for(config: DebateSeatTaskConfig) -> DebateRewardBase:
     """One reward (and its frozen teams, loaded once) per set of options."""
-    key = json.dumps([config.swap, config.sampled, config.normalize], sort_keys=True)
+    key = json.dumps([config.swap, config.sampled, config.normalize, config.relative],
+                     sort_keys=True)
     if key not in _REWARDS:
         _REWARDS[key] = DebateRewardBase(expected=not config.sampled,
-                                         normalize=config.normalize, swap=dict(config.swap))
+                                         normalize=config.normalize,
+                                         relative=config.relative, swap=dict(config.swap))
     return _REWARDS[key]
 
 
