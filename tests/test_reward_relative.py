@@ -110,7 +110,8 @@ def test_centring_keeps_the_difference_beside_a_leaf_term_of_one(
     """With B wrong on the claims starting at 2, the honest prover exposes it at the leaf:
     B's return from p_d holds r_0 = -1 beside the two words' difference of r^(d+1). Divided
     by r^(d+1) without centring, they sit near -1/r^(d+1) (-1.024e8 at d = 4, -1.6e11 at
-    d = 6), where float32's spacing is 8 and 16384; centred on the recorded reply first, they stay distinct with advantages of order one. (Here the
+    d = 6), where float32's spacing is 8 and 16384; centred on the recorded reply first,
+    they stay distinct with advantages of order one. (Here the
     consistent lie wins: p_d = False agrees with B's own wrong parts; docs/training.md, "The
     signal teaches honesty".)"""
     relative, game = DebateReward(), DebateReward(normalize=False)

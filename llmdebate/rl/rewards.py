@@ -133,7 +133,8 @@ class DebateRewardBase:
     Options (each also a training config field and an environment variable of
     :func:`compute_score` / :func:`reward_func`, :data:`ENV_OPTIONS`): ``expected`` (the
     expected reward over the protocol's draws, else the sampled one), ``normalize``,
-    ``relative``, ``invalid_reward``, ``margin`` and ``max_reply_chars`` (:class:`scoring.RewardOptions`),
+    ``relative``, ``invalid_reward``, ``margin`` and ``max_reply_chars``
+    (:class:`scoring.RewardOptions`),
     ``logprobs_as`` (:func:`completion_probability`), ``swap`` ({role: model string}: the
     frozen models that play the rest).
     """
