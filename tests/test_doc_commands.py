@@ -139,8 +139,16 @@ def _parse_llmdebate(args: tuple[str, ...]) -> None:
     command = cli.commands.get(verb)
     assert command is not None, f"unknown verb {verb!r}"
     flags = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
-    unknown = [w for w in rest if w.startswith("--") and w.split("=")[0] not in flags]
+    unknown = [w for w in rest if w.startswith("-") and w[1:2] not in "0123456789."
+               and w.split("=")[0] not in flags]
     assert not unknown, f"{verb}: unknown flags {unknown}"
+    if verb == "export":  # --role is required except for a whole-run format
+        from llmdebate.export import FORMATS
+        from llmdebate.export.format_registry import WHOLE_RUN
+
+        fmt = rest[rest.index("--format") + 1] if "--format" in rest else "trl-prompt-completion"
+        assert "--role" in rest or FORMATS.entry(fmt).can(WHOLE_RUN), (
+            f"export --format {fmt}: --role is required")
     if verb in ("run", "compare"):
         ctx = command.make_context(verb, rest)
         fields = {k: v for k, v in ctx.params.items() if k.startswith(PREFIX)}
@@ -258,6 +266,10 @@ def test_a_marker_without_reason_is_refused(tmp_path: Path) -> None:
         (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "--prover-modle", "x"),
          "unknown flags"),
         (("llmdebate", "rn", "--config", "c.yaml"), "unknown verb"),
+        (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "-x"),
+         "unknown flags"),
+        (("llmdebate", "export", "runs/r", "--format", "trl-prompt-only", "-o", "rows.jsonl"),
+         "--role is required"),
         (("scripts/install.sh", "local,gpu"), "no extras"),
         (("vllm", "serve"), "mark the block skip"),
     ],
