@@ -182,6 +182,13 @@ class DebateRewardBase:
     async def score(self, completion: Any, state: str | dict[str, Any]) -> float:
         """The reward of one completion; ``None`` stands for a reply that could not be read
         off the trainer's text at all (it gets the invalid reward)."""
+        return (await self.play(completion, state))[0]
+
+    async def play(
+        self, completion: Any, state: str | dict[str, Any]
+    ) -> tuple[float, Transcript | None]:
+        """The reward of one completion and the debate played on from it (None for an invalid
+        reply: no debate was played)."""
         st = json.loads(state) if isinstance(state, str) else state
         t = Transcript.model_validate(st["transcript"])
         protocol = protocol_of(t)
@@ -191,7 +198,7 @@ class DebateRewardBase:
         if completion is None:
             scheme = scoring.reward_scheme(t) or scoring.JUDGED
             return self.invalid(scoring.reward_scale(scheme, scoring.ratio_for(t.config),
-                                                     t.config.depth))
+                                                     t.config.depth)), None
         text = _completion_text(completion)
         if protocol.recursive:
             return await self._score_naive(text, st, t)
@@ -241,7 +248,9 @@ class DebateRewardBase:
         r = scoring.ratio_for(t.config)
         return scoring.RewardFrame(base, scoring.decision_unit(r, first.term, t.config.depth))
 
-    async def _score_pe(self, text: str | None, st: dict[str, Any], t: Transcript) -> float:
+    async def _score_pe(
+        self, text: str | None, st: dict[str, Any], t: Transcript
+    ) -> tuple[float, Transcript | None]:
         act = str(st["act"])
         if act not in DECISION_OF_ACT or st["speaker"] not in ("prover", "estimator"):
             raise ValueError(f"no reward for a {st['speaker']} {act} decision")
@@ -261,7 +270,7 @@ class DebateRewardBase:
         })
         frame = self.decision_frame(t, call) if self.options.relative else None
         if text is None or self._unscored(act, text):
-            return self.invalid(unit, frame)
+            return self.invalid(unit, frame), None
         at, at_act = (t.config.depth, "direction") if k is None else (int(k), act)
         inject: Injection | None = None
         value: float | None = None
@@ -270,7 +279,7 @@ class DebateRewardBase:
             try:
                 live, value = self._probability(st, text, "estimator", "method")
             except ValueError:
-                return self.invalid(unit, frame)
+                return self.invalid(unit, frame), None
         if live:
             inject = Injection(
                 speaker=st["speaker"], act=act, round=k, completion=text,
@@ -279,7 +288,7 @@ class DebateRewardBase:
             )
         new = await self._play(t, st, at, inject, act=at_act)
         if new is None:
-            return self.invalid(unit, frame)
+            return self.invalid(unit, frame), None
         terms = pe_terms(new)
         # the decision's effect on the player's payoff: its return to go from the first term
         # it changes (pe_call_credits lists a decision's terms in protocol order); 0 when the
@@ -290,15 +299,17 @@ class DebateRewardBase:
             first = credits[0]
             value_out = first.expected_return_to_go if self.expected else first.return_to_go
         assert value_out is not None
-        return scoring.training_reward(value_out, unit, self.options, frame)
+        return scoring.training_reward(value_out, unit, self.options, frame), new
 
-    async def _score_naive(self, text: str, st: dict[str, Any], t: Transcript) -> float:
+    async def _score_naive(
+        self, text: str, st: dict[str, Any], t: Transcript
+    ) -> tuple[float, Transcript | None]:
         speaker, act, k = str(st["speaker"]), str(st["act"]), st.get("round")
         if act not in NAIVE_ACTS.get(speaker, ()) or k is None:
             raise ValueError(f"no reward for a naive-debate {speaker} {act} decision")
         unit = scoring.reward_scale(scoring.PLUS_MINUS_ONE, 1.0, 0)
         if self._unscored(act, text):
-            return self.invalid(unit)
+            return self.invalid(unit), None
         value: float | None = None
         live = True
         if act in ("value", "recurse"):  # one subclaim's probability
@@ -307,33 +318,35 @@ class DebateRewardBase:
             try:
                 live, value = self._probability(st, text, role, field)
             except ValueError:
-                return self.invalid(unit)
+                return self.invalid(unit), None
         inject = Injection(speaker=speaker, act=act, round=int(k), completion=text,
                            index=st.get("index"), value=value) if live else None
         new = await self._play(t, st, int(k), inject, act=act)
         if new is None:
-            return self.invalid(unit)
+            return self.invalid(unit), None
         payoff = naive_payoff(new)
         return scoring.training_reward(payoff if speaker == "prover" else -payoff, unit,
-                                       self.options)
+                                       self.options), new
 
-    async def _score_speech(self, text: str, st: dict[str, Any], t: Transcript) -> float:
+    async def _score_speech(
+        self, text: str, st: dict[str, Any], t: Transcript
+    ) -> tuple[float, Transcript | None]:
         speaker, rnd = str(st["speaker"]), st.get("round")
         if st["act"] != "speech" or rnd is None:
             raise ValueError(f"no reward for a {t.protocol} {speaker} {st['act']} decision")
         unit = scoring.reward_scale(scoring.JUDGED, 1.0, 0)
         if self._unscored("speech", text):
-            return self.invalid(unit)
+            return self.invalid(unit), None
         inject = Injection(speaker=speaker, act="speech", round=int(rnd), completion=text)
         new = await self._play(t, st, int(rnd), inject, speaker=speaker)
         if new is None:
-            return self.invalid(unit)
+            return self.invalid(unit), None
         got = judged(new, speaker)
         if got is None:
             raise ValueError(f"{t.id}: the continued debate has no judge's probability")
         sampled, expected = got
         return scoring.training_reward(expected if self.expected else sampled, unit,
-                                       self.options)
+                                       self.options), new
 
     async def score_all(self, completions: list[Any], states: list[Any]) -> list[float]:
         return list(
