@@ -1,4 +1,5 @@
-"""Every command line in README.md and docs/*.md runs as written, with its documented status.
+"""Every command line in README.md, docs/*.md and environments/*/README.md runs as written,
+with its documented status.
 
 The test reads every fenced block of the docs. Blocks tagged ``bash``, ``sh``, ``shell`` or
 ``console`` hold commands (one per line, ``\\`` continues a line, ``#`` starts a comment, ``&&``
@@ -43,7 +44,8 @@ except ImportError:  # pytest run from inside tests/
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "environments").glob("*/README.md"))]
 SHELL_TAGS = {"bash", "sh", "shell", "console", "zsh"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 MARKER = re.compile(r"^<!--\s*commands:\s*(.*?)\s*-->$")
