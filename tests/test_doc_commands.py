@@ -1,4 +1,5 @@
-"""Every command line in README.md and docs/*.md runs as written, with its documented status.
+"""Every command line in README.md, docs/*.md and environments/*/README.md runs as written,
+with its documented status.
 
 The test reads every fenced block of the docs. Blocks tagged ``bash``, ``sh``, ``shell`` or
 ``console`` hold commands (one per line, ``\\`` continues a line, ``#`` starts a comment, ``&&``
@@ -52,7 +53,8 @@ except ImportError:  # pytest run from inside tests/
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "environments").glob("*/README.md"))]
 SHELL_TAGS = {"bash", "sh", "shell", "console", "zsh"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 MARKER = re.compile(r"^<!--\s*commands:\s*(.*?)\s*-->$")
@@ -212,8 +214,16 @@ def _parse_llmdebate(args: tuple[str, ...]) -> None:
     command = cli.commands.get(verb)
     assert command is not None, f"unknown verb {verb!r}"
     flags = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
-    unknown = [w for w in rest if w.startswith("--") and w.split("=")[0] not in flags]
+    unknown = [w for w in rest if w.startswith("-") and w[1:2] not in "0123456789."
+               and w.split("=")[0] not in flags]
     assert not unknown, f"{verb}: unknown flags {unknown}"
+    if verb == "export":  # --role is required except for a whole-run format
+        from llmdebate.export import FORMATS
+        from llmdebate.export.format_registry import WHOLE_RUN
+
+        fmt = rest[rest.index("--format") + 1] if "--format" in rest else "trl-prompt-completion"
+        assert "--role" in rest or FORMATS.entry(fmt).can(WHOLE_RUN), (
+            f"export --format {fmt}: --role is required")
     if verb in ("run", "compare"):
         ctx = command.make_context(verb, rest)
         fields = {k: v for k, v in ctx.params.items() if k.startswith(PREFIX)}
@@ -334,6 +344,10 @@ def test_a_marker_without_reason_is_refused(tmp_path: Path) -> None:
         (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "--prover-modle", "x"),
          "unknown flags"),
         (("llmdebate", "rn", "--config", "c.yaml"), "unknown verb"),
+        (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "-x"),
+         "unknown flags"),
+        (("llmdebate", "export", "runs/r", "--format", "trl-prompt-only", "-o", "rows.jsonl"),
+         "--role is required"),
         (("scripts/install.sh", "local,gpu"), "no extras"),
         (("vllm", "serve"), "mark the block skip"),
     ],

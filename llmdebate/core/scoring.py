@@ -520,12 +520,50 @@ def decision_return(terms: Sequence[str], values: dict[str, float], first: str) 
     return float(total(values.get(n, 0.0) for n in names[names.index(first) :]))
 
 
+def decision_level(term: str, depth: int) -> int:
+    """The level of a decision's first reward term (its weight is r^level): ``r_init`` d + 1,
+    ``r_k`` k, ``after_k`` k - 1 (the recursion of round k decides r_(k-1), …, r_0)."""
+    if term == "r_init":
+        return depth + 1
+    if term.startswith("after_"):
+        return max(int(term[len("after_"):]) - 1, 0)
+    if term.startswith("r_"):
+        return int(term[2:])
+    raise ValueError(f"no level for the reward term {term!r}")
+
+
+def decision_unit(r: float, term: str, depth: int) -> float:
+    """r^level of a decision whose first term is ``term`` (:func:`decision_level`): the size
+    of what the decision itself is paid, the unit of its relative reward."""
+    return float(r ** decision_level(term, depth))
+
+
+@dataclass(frozen=True)
+class RewardFrame:
+    """One decision's map from a return in the game's units to the number a trainer is given:
+    (value - baseline) / unit, the same for every completion of the decision (a GRPO group),
+    so that it never changes their ranking. ``relative`` (prover-estimator debate): the
+    baseline is the recorded reply's return to go and the unit the decision's own r^level
+    (:func:`decision_unit`); else the baseline is 0 and the unit the debate's
+    :func:`reward_scale` (or 1: the game's units)."""
+
+    baseline: float = 0.0
+    unit: float = 1.0
+
+    def __call__(self, value: float) -> float:
+        return float((value - self.baseline) / self.unit)
+
+
 @dataclass(frozen=True)
 class RewardOptions:
     """How a reward is handed to a trainer.
 
     ``normalize``: each reward divided by the debate's :func:`reward_scale` (in [-1, 1]); off:
-    in the debate's own units. ``margin``: how far below the lowest valid reward (-1) an
+    in the debate's own units. ``relative`` (with ``normalize``; prover-estimator debate only):
+    each reward given relative to its decision instead, (return - the recorded reply's return)
+    / the decision's r^level (:class:`RewardFrame`), so that a decision near the top, whose
+    completions differ by r^level, is not lost below float32 resolution or GRPO's 1e-4.
+    ``margin``: how far below the lowest valid reward (-1) an
     invalid reply lands. ``invalid_reward``: that value itself, on the scaled scale (default
     -1 - margin; it must be below -1). ``max_reply_chars``: the longest reply of any act that
     is scored (each act's own cap, ``llmdebate.agents.parsing.REPLY_CAPS``, is tighter for
@@ -533,6 +571,7 @@ class RewardOptions:
     """
 
     normalize: bool = True
+    relative: bool = True
     margin: float = 0.5
     invalid_reward: float | None = None
     max_reply_chars: int = 16_000
@@ -556,16 +595,38 @@ class RewardOptions:
         return VALID_FLOOR - self.margin
 
 
-def training_reward(value: float, scale: float, options: RewardOptions) -> float:
+def reward_frame(
+    options: RewardOptions, scale: float, relative_to: RewardFrame | None = None
+) -> RewardFrame:
+    """The frame a decision's rewards are given in: ``relative_to`` (the decision's own,
+    prover-estimator debate) when ``options.relative``, else the debate's ``scale``
+    (:func:`reward_scale`), or the game's units without ``options.normalize``."""
+    if not options.normalize:
+        return RewardFrame()
+    if options.relative and relative_to is not None:
+        return relative_to
+    return RewardFrame(0.0, scale)
+
+
+def training_reward(
+    value: float, scale: float, options: RewardOptions, relative_to: RewardFrame | None = None
+) -> float:
     """A valid reply's reward as a trainer sees it (``scale``: the debate's
-    :func:`reward_scale`)."""
-    return float(value / scale if options.normalize else value)
+    :func:`reward_scale`; ``relative_to``: the decision's own frame, :func:`reward_frame`)."""
+    return reward_frame(options, scale, relative_to)(value)
 
 
-def invalid_training_reward(scale: float, options: RewardOptions) -> float:
-    """An invalid reply's reward as a trainer sees it: below every valid one of the debate
-    (``scale``: the debate's :func:`reward_scale`)."""
-    return float(options.invalid if options.normalize else options.invalid * scale)
+def invalid_training_reward(
+    scale: float, options: RewardOptions, relative_to: RewardFrame | None = None
+) -> float:
+    """An invalid reply's reward as a trainer sees it: ``options.invalid`` times the debate's
+    ``scale`` (below every valid return of the debate, -scale), in the decision's frame like
+    any return, so below every valid reply of the decision in every frame."""
+    if not options.normalize:
+        return float(options.invalid * scale)
+    if options.relative and relative_to is not None:
+        return relative_to(options.invalid * scale)
+    return float(options.invalid)  # on the debate's scale: the option's value as given
 
 
 def reply_ok(text: str, options: RewardOptions) -> bool:

@@ -122,8 +122,13 @@ class Row:
     reward_unit: float | None = None
     """The debate's one reward scale (:func:`llmdebate.core.scoring.reward_scale`, the same for
     every row of a debate): expected_return_to_go / reward_unit is the reward the online
-    reward functions return for the recorded reply, in [-1, 1]. None for a row with no
-    reward term."""
+    reward functions return for the recorded reply with ``relative=False``, in [-1, 1]. None
+    for a row with no reward term."""
+    decision_unit: float | None = None
+    """The unit of the decision's relative reward (prover-estimator debate: r^level of the
+    decision's first term, :func:`llmdebate.core.scoring.decision_unit`; other protocols: the
+    reward scale): the online reward functions return (return to go - the recorded reply's)
+    / decision_unit, 0 for the recorded reply. None for a row with no reward term."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -189,6 +194,10 @@ class _Builder:
         cfg = self.t.config
         scheme = scoring.reward_scheme(self.t) or scoring.JUDGED
         unit = scoring.reward_scale(scheme, scoring.ratio_for(cfg), cfg.depth) if c.term else None
+        own = unit
+        if c.term and scheme == scoring.DISCOUNTED:
+            own = scoring.decision_unit(scoring.ratio_for(cfg), c.decision_term or c.term,
+                                        cfg.depth)
         self.rows.append(
             Row(
                 prompt=prompt,
@@ -210,6 +219,7 @@ class _Builder:
                 call=call,
                 candidate_score=candidate_score,
                 reward_unit=unit,
+                decision_unit=own,
                 **self.common,
             )
         )

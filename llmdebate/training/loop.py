@@ -32,8 +32,9 @@ from llmdebate.prompts import Prompts
 from llmdebate.protocols.registry import get_protocol, named_where
 from llmdebate.records.paths import resolve_path
 from llmdebate.records.rundir import load_transcripts, read_run_config
+from llmdebate.report.judge_audit import hacking_line
 from llmdebate.training.config import TrainConfig
-from llmdebate.training.metrics import generation_metrics, plot_metrics
+from llmdebate.training.metrics import AUDIT_PREFIX, generation_metrics, plot_metrics
 from llmdebate.training.update import (
     UpdateResult,
     _device,
@@ -202,6 +203,8 @@ class Trainer:
         summary = {
             "models": self.models,
             "generations": len(self.history),
+            "judge_audit": {side: hacking_line(self.history, side, prefix)
+                            for side, prefix in AUDIT_PREFIX.items()},
             "updates": [
                 {"role": u.role, "checkpoint": str(u.checkpoint), "rows": u.rows,
                  "steps": u.steps, "loss": u.loss, "seconds": round(u.seconds, 2),
