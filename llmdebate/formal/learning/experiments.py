@@ -96,10 +96,11 @@ def _observed(prob: TreeProblem, size: Size, variant: str, seeds: list[int],
         return [NaiveRun(prob, challenger="observed", prover="observed", lie=False,
                          outer=size.obs_outer, inner=size.obs_inner, seed=s, es=es,
                          init_scale=0.5) for s in seeds]
-    extra = {"debates": size.debates, "member_debates": size.member_debates} if sampled else {}
+    debates, member = (size.debates, size.member_debates) if sampled else (0, 256)
     return [Run(prob, variant=variant, prover="observed", estimator="observed",
                 outer=size.obs_outer, inner=size.obs_inner, seed=s, es=es, init_scale=0.5,
-                refine=size.obs_refine, **extra) for s in seeds]
+                refine=size.obs_refine, debates=debates, member_debates=member)
+            for s in seeds]
 
 
 def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,13 +103,19 @@ def train_naive(run: NaiveRun) -> NaiveCurve:
         res = exact_learned_naive(base, pol_base, ch_base)
         return NaivePoint(mean(res.payoff), mean(res.win), mean(res.accuracy))
 
+    def b_objective(a_params: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda m: -payoffs(a_params, m)
+
+    def a_objective(b_params: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda m: payoffs(m, b_params)
+
     points = [point()]
     for _ in range(run.outer):
         if b_learner is not None:
-            a_fixed = np.tile(learner.theta, (members, 1))
+            b_step = b_objective(np.tile(learner.theta, (members, 1)))
             for _ in range(run.inner):
-                b_learner.step(lambda m, a=a_fixed: -payoffs(a, m))
+                b_learner.step(b_step)
         b_fixed = None if b_learner is None else np.tile(b_learner.theta, (members, 1))
-        learner.step(lambda m, b=b_fixed: payoffs(m, b))
+        learner.step(a_objective(b_fixed))
         points.append(point())
     return NaiveCurve(points, time.perf_counter() - start, learner.theta.copy())

@@ -78,7 +78,9 @@ class Sight:
         return np.asarray(self.leaf.reshape(-1)[rows])
 
 
-def computed(sight: Sight, agg: np.ndarray, inst: np.ndarray, k: int, node: np.ndarray) -> list:
+def computed(
+    sight: Sight, agg: np.ndarray, inst: np.ndarray, k: int, node: np.ndarray
+) -> list[np.ndarray]:
     """The player's values v_0 .. v_k of every claim in the subtree of (k, node): level l
     has shape (len, q^(k−l)); ``agg`` (len, 2d) holds each row's (α_l, β_l)."""
     v = sight.under(inst, k, node)

@@ -25,6 +25,8 @@ Nothing is enumerated during training; the curves are still measured exactly
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from llmdebate.formal.learning.replicas import Parametrised
@@ -51,9 +53,9 @@ class Recorder(ProverPolicy):
     def __init__(self, policy: ProverPolicy, rng: np.random.Generator):
         self.policy, self.rng = policy, rng
         self.name = f"recorded[{policy.name}]"
-        self.calls: list[tuple[str, tuple, np.ndarray]] = []
+        self.calls: list[tuple[str, tuple[Any, ...], np.ndarray]] = []
 
-    def _draw(self, kind: str, args: tuple, alts: Alternatives) -> Alternatives:
+    def _draw(self, kind: str, args: tuple[Any, ...], alts: Alternatives) -> Alternatives:
         drawn = sample(alts, self.rng, len(args[0]))
         self.calls.append((kind, args, drawn))
         return deterministic(drawn)
