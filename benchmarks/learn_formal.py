@@ -143,7 +143,7 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ci, res in enumerate(results):
-        a_learns = res["kind"] == "naive" or res["prover"].startswith("learned")
+        a_learns = res["kind"] == "naive" or res["prover"].startswith(("learned", "observed"))
         for si, curve in enumerate(res["curves"]):
             for ax, (key, title) in zip(axes, keys, strict=True):
                 ys = _series(curve, key)
