@@ -30,7 +30,7 @@ from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.stable import stable_problem
 
 EPSILON, RHO = 0.2, 0.5
-EXPERIMENTS = ("a", "b", "c", "d", "e", "f", "g")
+EXPERIMENTS = ("a", "b", "c", "d", "e", "f", "g", "h")
 C_VARIANTS = ("figure2", "marginal", "commit", "commit-marginal")
 F_VARIANTS = ("marginal", "commit", "commit-marginal", "independent")
 
@@ -90,7 +90,8 @@ def observed_settings(size: Size) -> dict[str, TreeProblem]:
 
 
 def _observed(prob: TreeProblem, size: Size, variant: str, seeds: list[int],
-              sampled: bool = False) -> list[Run | NaiveRun]:
+              sampled: bool = False, sight_a: int | None = None,
+              sight_b: int | None = None) -> list[Run | NaiveRun]:
     es = ESConfig(pairs=size.obs_pairs)
     if variant == "naive":
         return [NaiveRun(prob, challenger="observed", prover="observed", lie=False,
@@ -99,8 +100,8 @@ def _observed(prob: TreeProblem, size: Size, variant: str, seeds: list[int],
     debates, member = (size.debates, size.member_debates) if sampled else (0, 256)
     return [Run(prob, variant=variant, prover="observed", estimator="observed",
                 outer=size.obs_outer, inner=size.obs_inner, seed=s, es=es, init_scale=0.5,
-                refine=size.obs_refine, debates=debates, member_debates=member)
-            for s in seeds]
+                refine=size.obs_refine, debates=debates, member_debates=member,
+                sight_a=sight_a, sight_b=sight_b) for s in seeds]
 
 
 def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
@@ -154,6 +155,14 @@ def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
         return [Arm(f"{label}, figure2, exact, (a)'s budget",
                     _observed(settings[label], big, "figure2", seeds))
                 for label in ("majority d=1", "circuit d=1")]
+    if name == "h":  # (g)'s circuit d = 1 arm with one player inspecting 2 of the 3 leaves
+        big = Size(**{**size.__dict__, "obs_pairs": size.pairs, "obs_inner": size.inner,
+                      "obs_outer": size.outer})
+        prob = observed_settings(size)["circuit d=1"]
+        return [Arm(f"circuit d=1, figure2, exact, (a)'s budget, {who} inspects 2 of 3 leaves",
+                    _observed(prob, big, "figure2", seeds, sight_a=2 if who == "A" else None,
+                              sight_b=2 if who == "B" else None))
+                for who in ("A", "B")]
     if name == "f":
         settings = observed_settings(size)
         out = []
