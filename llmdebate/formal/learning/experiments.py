@@ -30,7 +30,7 @@ from llmdebate.formal.problems.problem import TreeProblem
 from llmdebate.formal.stable import stable_problem
 
 EPSILON, RHO = 0.2, 0.5
-EXPERIMENTS = ("a", "b", "c", "d", "e", "f", "g", "h")
+EXPERIMENTS = ("a", "b", "c", "d", "e", "f", "g", "h", "i")
 C_VARIANTS = ("figure2", "marginal", "commit", "commit-marginal")
 F_VARIANTS = ("marginal", "commit", "commit-marginal", "independent")
 
@@ -163,6 +163,11 @@ def arms(name: str, size: Size, seeds: list[int]) -> list[Arm]:
                     _observed(prob, big, "figure2", seeds, sight_a=2 if who == "A" else None,
                               sight_b=2 if who == "B" else None))
                 for who in ("A", "B")]
+    if name == "i":  # (f)'s prover-estimator arms from sampled debates
+        settings = observed_settings(size)
+        return [Arm(f"{label}, {v}, sampled",
+                    _observed(settings[label], size, v, seeds, sampled=True))
+                for label in ("majority d=1", "circuit d=2") for v in F_VARIANTS]
     if name == "f":
         settings = observed_settings(size)
         out = []
