@@ -93,6 +93,7 @@ async def _model_ruling(
             debate_id=t.id,
             item=t.item,
             calls=calls,
+            seed=t.seed,
         )
         if leaf.evidence is None:
             raise InvalidOutputError("the leaf has no evidence")

@@ -88,7 +88,8 @@ def payoffs_by_side(
 ) -> dict[str, Any]:
     """Mean normalised payoff (sampled and expected) of honest and dishonest provers, each
     with a bootstrap interval over debates (seeds ``seed``, ``seed + 1`` honest; ``seed + 2``,
-    ``seed + 3`` dishonest), and the completeness bound where every debate states the same."""
+    ``seed + 3`` dishonest), the payoffs themselves in order, and the completeness bound where
+    every debate states the same."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
     bounds: set[float | None] = set()
@@ -113,6 +114,8 @@ def payoffs_by_side(
             "mean_expected_normalized": float(np.mean(exp[s])) if exp[s] else None,
             "mean_expected_normalized_ci95": eci,
             "mean_expected_normalized_note": enote,
+            "normalized": list(vals[s]),
+            "expected_normalized": list(exp[s]),
         }
     out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
     out["soundness_threshold"] = 0.0 if out["completeness_bound"] is not None else None
