@@ -52,7 +52,8 @@ def test_closing_lines_say_too_few_items_instead_of_an_interval() -> None:
     s = _summary(1.0, None, 0.9, 0.0)
     s["metrics"]["protocols"]["prover-estimator"]["pairs"]["n"] = 6
     text = "\n".join(closing_lines(s))
-    assert "too few items to tell (n = 6)" in text
+    assert "too few items to tell (n = 6); an interval needs at least 10 pairs: debate at " \
+        "least 10 items (dataset.limit)" in text
     assert "direct (blind): the judge chose the right answer on a share 0.250 of 4 items" in text
     assert "no interval: n = 4 items: too few" in text
 
@@ -184,9 +185,11 @@ def test_the_provers_beliefs_are_graded_where_the_summary_has_them() -> None:
     line = _lines(s).splitlines()[-1]
     assert line.startswith("prover beliefs: True/False carry 0.021 of the probability mass")
     assert "over 24 belief calls (least 0.003): noise" in line
-    s["beliefs"]["prover"].update(mean_answer_mass=0.8, min_answer_mass=0.55, noise=False)
+    s["beliefs"]["prover"].update(mean_answer_mass=0.8, min_answer_mass=0.55, noise=False,
+                                  graded=24, brier=0.1, brier_base_rate=0.25)
     line = _lines(s).splitlines()[-1]
     assert "noise" not in line and line.endswith("beliefs (at least half the mass on True/False)")
+    assert "against the truth, Brier 0.1000 against 0.2500 for the base rate over 24" in line
 
 
 def test_decompositions_with_nothing_graded_are_not_called_mostly_right() -> None:

@@ -123,6 +123,9 @@ def _pair_lines(proto: str, pairs: dict[str, Any], n: int) -> list[str]:
     if said.startswith("no:") and n - wins - ties <= wins:  # below 1/2 through ties alone
         said = (f"not established: the true answer's prover earned more in under half the "
                 f"pairs, but {ties} were ties and it earned less in no more than it won")
+    if value is not None and n < MIN_ITEMS:
+        said += (f"; an interval needs at least {MIN_ITEMS} pairs: debate at least "
+                 f"{MIN_ITEMS} items (dataset.limit)")
     out = [f"{proto}: did the debate favour the truth? {said}"]
     if value is not None:
         out.append(
@@ -218,6 +221,9 @@ def beliefs_line(beliefs: dict[str, Any] | None) -> str | None:
         return None
     head = (f"prover beliefs: True/False carry {p['mean_answer_mass']:.3f} of the probability "
             f"mass on average over {p['calls']} belief calls (least {p['min_answer_mass']:.3f})")
+    if p.get("graded") and p.get("brier") is not None:
+        head += (f"; against the truth, Brier {p['brier']:.4f} against "
+                 f"{p['brier_base_rate']:.4f} for the base rate over {p['graded']}")
     if p.get("noise"):
         return (head + ": noise (under half the mass), so its directions and recursion choices "
                 "follow no belief of its own")
