@@ -159,6 +159,8 @@ def judge_with_model(
             "samples": samples,
             "temperature": temperature,
         }
+        if recursive(t):  # its verdict is O = 1[P >= 1/2], and the expectation takes O
+            settings["ruling"] = "argmax"
         try:
             record_machine(
                 sessions,
