@@ -109,3 +109,26 @@ def test_a_sampled_verdict_needs_its_draw_and_sampling_needs_a_probability() -> 
     with pytest.raises(ValidationError, match="method generate gives none"):
         JudgeSettings(method="generate", ruling="sample")
     assert JudgeSettings().ruling == "argmax"
+
+
+def test_a_run_with_a_sampling_judge_records_and_rescores_every_draw(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from llmdebate.experiment.runner import run
+    from llmdebate.records.rundir import load_transcripts
+
+    try:
+        from tests.test_runner import DIVISORS, config, scripted
+    except ImportError:  # pytest run from inside tests/
+        from test_runner import DIVISORS, config, scripted  # type: ignore[no-redef]
+
+    cfg = config(DIVISORS, judge={**scripted(), "kind": "llm", "ruling": "sample"})
+    res = run(cfg, tmp_path / "r", progress=False)
+    assert res.exit_code == 0
+    assert res.summary["settings"]["judge.ruling"] == "sample"
+    ts = load_transcripts(tmp_path / "r")
+    assert len(ts) == 12  # paired: 6 items, both answers
+    judged = [t for t in ts if t.rounds and t.rounds[-1].k == 0]  # early stops reach no leaf
+    assert len(judged) >= 6
+    for t in judged:
+        v = t.rounds[-1].verdict
+        assert v is not None and v.ruling == "sample" and v.u == verdict_draw(t.seed)
+    assert all(score_transcript(t).mismatches == [] for t in ts)
