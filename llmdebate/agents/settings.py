@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from llmdebate.agents.judge_registry import JUDGES
+from llmdebate.core.schemas import Ruling
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
 from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, options_model
@@ -232,6 +233,12 @@ class JudgeSettings(ModelSettings):
     method: JudgeMethod = "logprobs"
     """How the judge's probability is elicited: a registered probability method, or generate
     (a True/False word, no probability)."""
+    ruling: Ruling = "argmax"
+    """How a model judge rules the leaf from its probability P[O = 1] (one judge for the paid
+    and the expected payoff): argmax, O = 1[P >= 1/2], a deterministic judge as the paper's
+    oracle O, so the expected payoff uses O; sample, O = 1[u < P] with u drawn from the
+    debate's recorded seed, a random judge, so the expected payoff uses P. sample needs a
+    probability method (not generate)."""
     samples: int = Field(default=8, ge=1)
     """Samples per probability with the sampling method."""
     temperature: float = Field(default=1.0, ge=0.0)
@@ -253,3 +260,13 @@ class JudgeSettings(ModelSettings):
     direct_passage: list[PassageView] = Field(default_factory=_both_views)
     """The direct protocol on items with a passage: one debate per entry, variant blind
     (hidden: the judge answers from the question alone) and expert (shown)."""
+
+    @field_validator("ruling")
+    @classmethod
+    def _ruling_needs_probability(cls, v: str, info: ValidationInfo) -> str:
+        if v == "sample" and info.data.get("method") == "generate":
+            raise ValueError(
+                "sample draws the verdict from the judge's probability, and method generate "
+                "gives none: use method logprobs, sampling or verbalised, or ruling argmax"
+            )
+        return v

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from llmdebate.core.rules import CondProbs, compile_rule, outcome_bits, probability_true
-from llmdebate.core.schemas import DebateConfig, RoundRecord, Transcript
+from llmdebate.core.schemas import DebateConfig, RoundRecord, Transcript, Verdict
 
 T = TypeVar("T")
 
@@ -142,20 +142,49 @@ def marginals_of(table: Sequence[Sequence[float]]) -> list[float]:
     return [float(v) for v in probs.joint() @ outcome_bits(probs.q).astype(np.float64)]
 
 
+VERDICT_STREAM = 2
+"""The debate seed's stream of a sampling judge's draw (0: the protocol's, 1: the strategies')."""
+
+
+def verdict_draw(seed: int) -> float:
+    """u of a sampling judge: the first uniform of stream :data:`VERDICT_STREAM` of the
+    debate's recorded seed, so that ``llmdebate score`` replays it bit for bit."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(VERDICT_STREAM,)))
+    return float(rng.random())
+
+
+def sampled_verdict(u: float, p: float) -> int:
+    """A sampling judge's verdict O = 1[u < P[O = 1]] (as z = 1[u < b])."""
+    return int(u < p)
+
+
+def argmax_verdict(p: float) -> int:
+    """A deterministic judge's verdict O = 1[P[O = 1] >= 1/2]."""
+    return int(p >= 0.5)
+
+
+def expected_verdict(verdict: Verdict) -> float:
+    """E[O] under the judge that ruled: P[O = 1] for a sampling judge, O itself for a
+    deterministic one (``argmax``: its P collapsed to 0/1), and P where a verdict records no
+    ruling (a person or the oracle: P = O or absent; a transcript written before rulings
+    were recorded, re-scored as it was scored)."""
+    if verdict.ruling == "argmax" or verdict.probability is None:
+        return float(verdict.value)
+    return float(verdict.probability)
+
+
 def reward_inputs(rd: RoundRecord, m: int | None = None) -> tuple[float, float]:
     """The numbers that feed a recorded round's reward: (sampled outcome, expected outcome).
 
-    The leaf: the verdict's bit O, and P[O = 1] where the judge gave it (else O again).
-    A round k >= 1: M_D(z) (``m``, the recorded one unless given) and E[M_D] where B's whole
-    table was asked (else M_D(z) again). The engine and :func:`score_transcript` both call
-    this, so the choice is made once.
+    The leaf: the verdict's bit O, and E[O] under the judge that ruled
+    (:func:`expected_verdict`). A round k >= 1: M_D(z) (``m``, the recorded one unless given)
+    and E[M_D] where B's whole table was asked (else M_D(z) again). The engine and
+    :func:`score_transcript` both call this, so the choice is made once.
     """
     if rd.k == 0:
         if rd.verdict is None:
             raise ValueError("the leaf round has no verdict yet")
-        o = rd.verdict.value
-        po = rd.verdict.probability
-        return float(o), float(po if po is not None else o)
+        return float(rd.verdict.value), expected_verdict(rd.verdict)
     mm = rd.m if m is None else m
     if mm is None:
         raise ValueError(f"round {rd.k} has no M_D(z)")
@@ -315,6 +344,7 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
             if rd.verdict is None:
                 s.mismatches.append(Mismatch(t.id, where, None, "a verdict"))
                 continue
+            _check_verdict(s, t, rd.verdict)
         else:
             if rd.decomposition is None:
                 s.mismatches.append(Mismatch(t.id, where, None, "a decomposition"))
@@ -346,6 +376,16 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     return s
 
 
+def _check_verdict(s: Score, t: Transcript, v: Verdict) -> None:
+    """The leaf verdict against its ruling: a sampling judge's u is the debate seed's verdict
+    draw and O = 1[u < P]; a deterministic judge's O = 1[P >= 1/2]."""
+    if v.ruling == "sample" and v.u is not None and v.probability is not None:
+        _check(s, t.id, "leaf verdict u", v.u, verdict_draw(t.seed))
+        _check(s, t.id, "leaf verdict O", v.value, sampled_verdict(v.u, v.probability))
+    elif v.ruling == "argmax" and v.probability is not None:
+        _check(s, t.id, "leaf verdict O", v.value, argmax_verdict(v.probability))
+
+
 def _naive_payoff(t: Transcript, s: Score) -> float:
     """-1 at the first round whose stated values break the rule, else ±1 by the leaf verdict."""
     for rd in t.rounds:
@@ -357,6 +397,8 @@ def _naive_payoff(t: Transcript, s: Score) -> float:
             s.mismatches.append(Mismatch(t.id, where, None, what))
             return -1.0
         if payoff is not None:
+            if rd.k == 0 and rd.verdict is not None:
+                _check_verdict(s, t, rd.verdict)
             _check(s, t.id, f"{where} reward", rd.reward, payoff)
             return payoff
     s.mismatches.append(Mismatch(t.id, "naive debate", "no leaf", "a leaf round"))

@@ -460,6 +460,11 @@ def write_summary(
     )
     have = {r.id for r in run.records}
     missing = [j.spec.debate_id for j in jobs if j.spec.debate_id not in have]
+    summary["settings"] = {  # what the closing lines name (what to change, which judge)
+        "prover.assignment": config.prover.assignment,
+        "judge.kind": config.judge.kind,
+        "judge.ruling": config.judge.ruling,
+    }
     summary["planned"] = len(jobs)
     summary["missing"] = len(missing)
     summary["stopped"] = stopped.reason if stopped else None

@@ -330,7 +330,8 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     if isinstance(protocol, RecursiveProtocol):
         if j.verdict is None:
             raise ValueError(f"judgment {j.id} has no verdict")
-        ruling = LeafVerdict(j.verdict, j.probability)
+        how = j.settings.get("ruling") if kind == "llm" else None  # a model judge's argmax
+        ruling = LeafVerdict(j.verdict, j.probability, "argmax" if how == "argmax" else None)
     else:
         if j.p_first is None:
             raise ValueError(f"judgment {j.id} has no probability")

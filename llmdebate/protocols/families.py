@@ -80,7 +80,8 @@ class RecursiveProtocol(Protocol):
         if not isinstance(ruling, LeafVerdict):
             raise ProtocolViolation(f"debate {t.id}: a verdict on the leaf claim is needed")
         v = Verdict(
-            value=ruling.verdict, probability=ruling.probability, judge=judge, rationale=rationale
+            value=ruling.verdict, probability=ruling.probability, judge=judge,
+            rationale=rationale, ruling=ruling.ruling,
         )
         return complete_with_verdict(t, v)
 

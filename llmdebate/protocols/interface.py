@@ -39,6 +39,7 @@ from typing import Protocol as TypingProtocol
 
 from llmdebate.agents.factory import Team
 from llmdebate.core import scoring
+from llmdebate.core.schemas import Ruling as VerdictRuling
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
@@ -91,6 +92,8 @@ class LeafVerdict:
 
     verdict: int
     probability: float | None = None
+    ruling: VerdictRuling | None = None
+    """How a model judge ruled from its probability (``argmax``); None for a person."""
 
 
 @dataclass(frozen=True)

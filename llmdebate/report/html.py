@@ -299,7 +299,12 @@ def render(
     parts.append(extra)
     parts.append('<h2>Plots</h2><div class="plots">')
     parts += [img(png, name) for name, png in plots.items()]
-    parts.append("</div><h2>Every debate</h2>")
+    parts.append("</div>")
+    parts += [
+        f"<p class='muted'>{e(name)}.png not drawn: {e(why)}</p>"
+        for name, why in (metrics.get("plots_not_drawn") or {}).items()
+    ]
+    parts.append("<h2>Every debate</h2>")
     parts.append(
         "<p class='muted'>Grouped by item; open an item, then a debate. The claim tree "
         "shows each round's subclaims with the estimator's probabilities b, the uniforms "

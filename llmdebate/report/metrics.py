@@ -90,7 +90,7 @@ def payoffs_by_side(
     their debates, each with a bootstrap interval over items (an item's debates drawn
     together: a tournament seats several pairs on one item; seeds ``seed``, ``seed + 1``
     honest; ``seed + 2``, ``seed + 3`` dishonest), and the completeness bound where every
-    debate states the same."""
+    debate states the same; the payoffs themselves in order."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
     where: dict[str, list[str]] = defaultdict(list)
@@ -122,6 +122,8 @@ def payoffs_by_side(
             "mean_expected_normalized": float(np.mean(exp[s])) if exp[s] else None,
             "mean_expected_normalized_ci95": eci,
             "mean_expected_normalized_note": enote,
+            "normalized": list(vals[s]),
+            "expected_normalized": list(exp[s]),
         }
     out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
     out["soundness_threshold"] = 0.0 if out["completeness_bound"] is not None else None
