@@ -35,8 +35,13 @@ PROTOCOLS: Registry[Protocol] = Registry(
         "llmdebate.protocols.two_sided",
         "llmdebate.protocols.consultancy",
         "llmdebate.protocols.direct",
+        "llmdebate.protocols.topology",  # registers none: protocols from configs' topologies
     ),
 )
+
+RECORDED: list[Callable[[Transcript], None]] = []
+"""Hooks that register the protocol a transcript describes itself (a topology's, which
+:mod:`llmdebate.protocols.topology` adds), called for a transcript of an unknown protocol."""
 
 P = TypeVar("P", bound=type[Protocol])
 
@@ -67,7 +72,10 @@ def get_protocol(name: str, *, where: str = "") -> Protocol:
 
 
 def protocol_of(t: Transcript) -> Protocol:
-    """The protocol of transcript ``t``."""
+    """The protocol of transcript ``t`` (one it describes itself registered first)."""
+    if str(t.protocol) not in PROTOCOLS:
+        for hook in RECORDED:
+            hook(t)
     return PROTOCOLS.get(str(t.protocol), where=f"debate {t.id}")
 
 
