@@ -115,16 +115,23 @@ def _speaker(requests: list[tuple[str, str]]) -> Any:
     return reply
 
 
-def _blind_run(judge_kind: str = "llm") -> tuple[Transcript, list[tuple[str, str]], list[str]]:
+ASKS = ['{"action": "ask", "question": "Why QUESTION?", "p_first": 0.6}',
+        '{"action": "decide", "p_first": 0.4}']
+
+
+def _blind_run(
+    judge_kind: str = "llm", interactive: bool = False
+) -> tuple[Transcript, list[tuple[str, str]], list[str]]:
     cfg = ExperimentConfig.model_validate({
         "protocols": ["blind"],
-        "topologies": {"blind": BLIND},
+        "topologies": {"blind": {**BLIND, "can": ["asks_questions"]}},
         "rounds": 2,
         "prover": {"model": "scripted", "scratchpad": False, "assignment": "honest"},
-        "judge": {"model": "scripted", "kind": judge_kind},
+        "judge": {"model": "scripted", "kind": judge_kind, "interactive": interactive},
     })
     speakers: list[tuple[str, str]] = []
-    judge = ScriptedBackend(name="s-judge", default_probability=0.6)
+    judge = ScriptedBackend(ASKS if interactive else None, name="s-judge",
+                            default_probability=0.6)
     models = {
         "prover": Model(ScriptedBackend(responder=_speaker(speakers), name="s-debater")),
         "judge": Model(judge),
@@ -152,6 +159,17 @@ def test_a_judge_never_reads_a_private_or_turn_only_slot() -> None:
     assert "PLAN-1" not in asked["HINT-1"] and "PLAN-2" not in asked["HINT-2"]  # no one else
     assert "HINT-1" in asked["REBUTTAL-1"] and "HINT-2" in asked["REBUTTAL-2"]  # the turn's rest
     assert "HINT-1" not in asked["PLAN-2"] and "HINT-1" not in asked["REBUTTAL-2"]  # not later
+
+
+def test_an_interactive_judge_asks_reading_only_the_public_slots() -> None:
+    t, speakers, judged = _blind_run(interactive=True)
+    assert [x.role for x in t.turns].count("judge") == 2  # its question, then its verdict
+    assert t.meta["decision_probability"] == pytest.approx(0.6)  # p_first 0.4 of the decide
+    assert len(judged) == 2 and "ARGUMENT-1" in judged[0] and "QUESTION" in judged[1]
+    for j in judged:
+        assert not re.search(r"PLAN-\d|HINT-\d", j), j
+    asked = dict(speakers)
+    assert "Why QUESTION?" in asked["PLAN-2"] and "PLAN-1" in asked["PLAN-2"]
 
 
 def test_a_waiting_debate_shows_a_person_only_the_public_slots() -> None:
@@ -205,10 +223,11 @@ def test_bad_topology_input_is_one_line_naming_file_line_column_and_field(
     assert "\n" not in str(exc.value)
 
 
-def test_a_topology_cannot_take_a_registered_protocol_name(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"bad\.yaml:3:3: topologies\.consultancy: "
-                       r"a protocol of that name is registered already \(not a topology\)"):
-        _load(tmp_path, GOOD.replace("[pc]", "[consultancy]").replace("  pc:", "  consultancy:"))
+@pytest.mark.parametrize("name", ["consultancy", "direct"])
+def test_a_topology_cannot_take_a_registered_protocol_name(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match=rf"bad\.yaml:3:3: topologies\.{name}: a protocol of "
+                       r"that name is registered already \(a built-in or a plugin's\)"):
+        _load(tmp_path, GOOD.replace("[pc]", f"[{name}]").replace("  pc:", f"  {name}:"))
 
 
 def test_bad_topology_input_exits_2_from_the_command_line(
@@ -231,3 +250,20 @@ def test_the_docs_show_the_config_and_template_this_file_runs() -> None:
     assert blocks["yaml"] == CONFIG.read_text()
     assert blocks["jinja"] == (REPO / "configs" / "proposer-critic" / "critic.j2").read_text()
     assert "llmdebate run --config configs/proposer-critic.yaml" in section
+
+
+GOLDEN = REPO / "tests" / "fixtures" / "consultancy_golden"
+
+
+@pytest.mark.parametrize("case", ["rules", "chosen", "interactive"])
+def test_consultancy_shipped_as_a_topology_writes_the_transcripts_its_class_wrote(
+    tmp_path: Path, case: str
+) -> None:
+    """``<case>.jsonl`` was written by consultancy's own class (a word limit with re-asks and
+    a scratchpad; the consultant picking its side; an interactive judge asking)."""
+    run_dir = tmp_path / case
+    assert main(["run", "--config", str(GOLDEN / f"{case}.yaml"), "--run-dir", str(run_dir)]) == 0
+    timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
+    written = timings.sub(r'"\1":0', (run_dir / "transcripts.jsonl").read_text())
+    assert written == (GOLDEN / f"{case}.jsonl").read_text()
+    assert type(PROTOCOLS.get("consultancy")).__name__ == "Topology[consultancy]"

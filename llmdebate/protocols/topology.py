@@ -26,19 +26,27 @@ other option) is a speech under the run's speech rules
 every speech (:func:`~llmdebate.protocols.speeches.speech_prompt`: ``transcript`` is what
 this step may read), and ``assigned`` and ``other``.
 
+A topology may declare ``can: [open_roles, asks_questions]``: with variant ``chosen`` its
+first seat's model picks the answer it defends; an interactive judge
+(:class:`~llmdebate.protocols.interactive.JudgeTurns`, told it hears ``audience``) may ask
+after every round, reading what a judge reads. The built-in consultancy ships as such a
+topology (``consultancy.yaml`` beside this module).
+
 :func:`register_topology` registers a topology as a
 :class:`~llmdebate.protocols.families.SpeechProtocol` under its name (the config does it
-when it is read); its transcripts record the topology (``meta.topology``), so a report or
-a re-scoring of them needs no config (:func:`adopt`).
+when it is read); a config's topology's transcripts record it (``meta.topology``), so a
+report or a re-scoring of them needs no config (:func:`adopt`).
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any, ClassVar, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from llmdebate.agents.factory import Team
+from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import FieldError, ProtocolViolation
 from llmdebate.protocols.common import (
@@ -50,13 +58,16 @@ from llmdebate.protocols.common import (
     with_quote_penalty,
 )
 from llmdebate.protocols.families import SpeechProtocol
+from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import Additions, Capabilities
+from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import PROTOCOLS, RECORDED, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import deliver, speech_prompt
 from llmdebate.qa.passage import JudgeView
 
 Visible = Literal["public", "private", "turn"]
+JUDGE = "judge"
 
 
 class Step(BaseModel):
@@ -95,9 +106,17 @@ class Topology(BaseModel):
     """The template of the judge's choice between the two answers."""
     rank: int = 50
     """Place in a comparison (reports): lower first."""
+    can: tuple[Literal["open_roles", "asks_questions"], ...] = ()
+    """What it can do beyond an assigned answer (capabilities of a speech protocol):
+    ``open_roles`` (``prover.assignment: choose``: the first seat's model picks the answer),
+    ``asks_questions`` (``judge.interactive``: the judge may ask after every round)."""
+    audience: str = "the speakers"
+    """Whom an interactive judge is told it hears (``a consultant``)."""
 
     @model_validator(mode="after")
     def _speakers(self) -> Topology:
+        if JUDGE in self.seats:
+            raise FieldError(("seats", JUDGE), "the judge is not a seat")
         for i, step in enumerate(self.turns):
             if step.speaker not in self.seats:
                 raise FieldError(
@@ -107,12 +126,26 @@ class Topology(BaseModel):
         return self
 
 
-def readable(step: Step, turn: Turn, index: int, rnd: int, step_of: list[Step]) -> bool:
-    """Whether ``step`` (in round ``rnd``) reads earlier turn number ``index`` (``turn``,
-    written by ``step_of[index]``)."""
-    written = step_of[index]
-    if written.visible == "public":
+def _written(steps: list[Step], turns: list[Turn]) -> list[Step | None]:
+    """The step that wrote each turn (None: a judge's question after a round)."""
+    out: list[Step | None] = []
+    n = 0
+    for t in turns:
+        if t.role == JUDGE:
+            out.append(None)
+        else:
+            out.append(steps[n % len(steps)])
+            n += 1
+    return out
+
+
+def readable(step: Step | None, turn: Turn, written: Step | None, rnd: int) -> bool:
+    """Whether ``step`` in round ``rnd`` (None: the judge) reads ``turn``, which ``written``
+    wrote (None: a judge's question, read by all)."""
+    if written is None or written.visible == "public":
         return True
+    if step is None:
+        return False
     if written.visible == "private":
         return turn.role == step.speaker
     return turn.round == rnd
@@ -122,20 +155,21 @@ class TopologyProtocol(SpeechProtocol):
     """A speech protocol run from its :attr:`topology`."""
 
     topology: ClassVar[Topology]
+    records_topology: ClassVar[bool] = True
+    """Whether its transcripts record the topology (a shipped one's need not)."""
     can = Capabilities(assigned=True)
 
-    def public(self, turns: list[Turn]) -> list[Turn]:
-        """The turns the judge reads: those of public slots (judge turns are never passed)."""
-        steps = self.topology.turns
-        return [
-            t for i, t in enumerate(turns) if steps[i % len(steps)].visible == "public"
-        ]
+    def seen(self, step: Step | None, turns: list[Turn], rnd: int = 0) -> list[Turn]:
+        """The turns ``step`` in round ``rnd`` reads (``step`` None: what the judge reads,
+        the public slots and its own questions)."""
+        steps = _written(self.topology.turns, turns)
+        return [t for t, w in zip(turns, steps, strict=True) if readable(step, t, w, rnd)]
 
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
-        turns = [x for x in t.turns if x.role != "judge"]
+        turns = [x for x in t.turns if x.role != JUDGE]
         item = t.item or {}
         return self.judge_act, judge_variables(
-            str(item.get("question", "")), recorded_view(t), self.public(turns)
+            str(item.get("question", "")), recorded_view(t), self.seen(None, turns)
         )
 
     async def _step(
@@ -150,8 +184,7 @@ class TopologyProtocol(SpeechProtocol):
         log: Log,
     ) -> Turn:
         rnd, total = rounds
-        every = [self.topology.turns[i % len(self.topology.turns)] for i in range(len(turns))]
-        seen = [t for i, t in enumerate(turns) if readable(step, t, i, rnd, every)]
+        seen = self.seen(step, turns, rnd)
         position = {"assigned": sides[0], "other": sides[1]}.get(step.position)
         msgs = speech_prompt(
             team, spec, view, step.act, options=spec.shown, position=position or "",
@@ -167,14 +200,24 @@ class TopologyProtocol(SpeechProtocol):
         )
         return Turn(role=step.speaker, round=rnd, text=out.text.strip())
 
+    async def _sides(self, spec: DebateSpec, team: Team, log: Log) -> tuple[str, str]:
+        """(the assigned answer, the other option); with variant ``chosen`` the first seat's
+        model picks the answer."""
+        position = spec.answer
+        if position is None:
+            if spec.variant != "chosen":
+                raise ProtocolViolation(f"{self.name} needs an assigned answer")
+            position = await chosen_position(team, spec, self.seats[0], log)
+        return position, spec.shown[1] if position == spec.shown[0] else spec.shown[0]
+
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
-        if spec.answer is None:
-            raise ProtocolViolation(f"{self.name} needs an assigned answer")
-        sides = (spec.answer, spec.shown[1] if spec.answer == spec.shown[0] else spec.shown[0])
+        sides = await self._sides(spec, team, log)
+        agents = {s: team.model_for(s).name for s in self.seats}
         view = view_of(spec, team)
         turns: list[Turn] = []
+        asks = JudgeTurns(team, spec, spec.shown, settings.rounds, self.topology.audience)
         for rnd in range(1, settings.rounds + 1):
             for step in self.topology.turns:
                 turns.append(
@@ -182,11 +225,19 @@ class TopologyProtocol(SpeechProtocol):
                         step, spec, team, view, (rnd, settings.rounds), turns, sides, log
                     )
                 )
-        decision = await judge_choice(
+            shown = judge_variables(spec.item.question, view, self.seen(None, turns))
+            if not await asks.goes_on(rnd, turns, log, shown):
+                break
+        decision = asks.decision() or await judge_choice(
             team, self.judge_act, spec.shown, log,
-            **judge_variables(spec.item.question, view, self.public(turns)),
+            **judge_variables(spec.item.question, view, self.seen(None, turns)),
         )
-        agents = {s: team.model_for(s).name for s in self.seats}
+        extra: dict[str, Any] = {}
+        if self.records_topology:
+            extra = {
+                "slots": [s.slot for s in self.topology.turns],
+                "topology": {"name": self.name, **self.topology.model_dump(mode="json")},
+            }
         t = decided(
             spec,
             settings,
@@ -194,39 +245,51 @@ class TopologyProtocol(SpeechProtocol):
             turns=turns,
             log=log,
             decision=decision,
-            judge_round=settings.rounds + 1,
+            judge_round=asks.judge_round(),
             options=spec.shown,
             rounds=settings.rounds,
             passage=view.mode,
-            slots=[s.slot for s in self.topology.turns],
-            topology={"name": self.name, **self.topology.model_dump(mode="json")},
+            **asks.meta(),
+            **extra,
         )
         return with_quote_penalty(t, team)
 
 
-def register_topology(name: str, topology: Topology) -> None:
-    """Register ``topology`` as speech protocol ``name``: a ValueError if a protocol of
-    that name is registered that is not the same topology (a built-in, a plugin's)."""
+def register_topology(name: str, topology: Topology, *, shipped: bool = False) -> None:
+    """Register ``topology`` as speech protocol ``name`` (``shipped``: the package's own,
+    whose transcripts need not record it): a ValueError if a protocol of that name is
+    registered that is not the same topology (a built-in, a plugin's)."""
     if name in PROTOCOLS:
         held = PROTOCOLS.get(name)
-        if not isinstance(held, TopologyProtocol):
-            raise ValueError("a protocol of that name is registered already (not a topology)")
+        if not isinstance(held, TopologyProtocol) or held.records_topology == shipped:
+            raise ValueError("a protocol of that name is registered already (a built-in or a "
+                             "plugin's)")
         if held.topology == topology:
             return
+    new = {s: r for s, r in topology.seats.items() if s not in SEAT_ROLES}
+    flags = {flag: True for flag in topology.can}
     attrs: dict[str, Any] = {
         "topology": topology,
+        "records_topology": not shipped,
         "title": topology.title or name,
         "rank": topology.rank,
         "seats": tuple(topology.seats),
         "judge_act": topology.judge,
-        "adds": Additions(
-            seats=dict(topology.seats), roles={s: s for s in topology.seats},
-            models=frozenset(),
-        ),
+        "can": Capabilities(assigned=True, **flags),
+        "adds": Additions(seats=new, roles={s: s for s in new}, models=frozenset()),
         "__doc__": f"Speech protocol {name}, from a topology.",
+        "__module__": __name__,
     }
     cls = type(f"Topology[{name}]", (TopologyProtocol,), attrs)
     register(name, replace=True)(cls)
+
+
+def load_shipped(name: str) -> Topology:
+    """The topology the package ships as ``protocols/<name>.yaml``."""
+    text = (resources.files(__package__ or "llmdebate.protocols") / f"{name}.yaml").read_text(
+        encoding="utf-8"
+    )
+    return Topology.model_validate(yaml.safe_load(text))
 
 
 def adopt(t: Transcript) -> None:
