@@ -267,3 +267,15 @@ def test_consultancy_shipped_as_a_topology_writes_the_transcripts_its_class_wrot
     written = timings.sub(r'"\1":0', (run_dir / "transcripts.jsonl").read_text())
     assert written == (GOLDEN / f"{case}.jsonl").read_text()
     assert type(PROTOCOLS.get("consultancy")).__name__ == "Topology[consultancy]"
+
+
+def test_worker_processes_run_a_config_topology_as_this_process_does(tmp_path: Path) -> None:
+    """A worker gets the config unvalidated: it registers the topologies itself."""
+    timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
+    written = []
+    for executor in ("local", "processes"):
+        run_dir = tmp_path / executor
+        args = ["run", "--config", str(CONFIG), "--run-dir", str(run_dir), "--executor", executor]
+        assert main(args + (["--workers", "1"] if executor == "processes" else [])) == 0
+        written.append(timings.sub("", (run_dir / "transcripts.jsonl").read_text()))
+    assert written[0] == written[1] and written[0].count('"status":"complete"') == 4
