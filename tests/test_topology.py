@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from llmdebate.agents.factory import Team
+from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.cli import cli, main
 from llmdebate.core.schemas import Transcript
 from llmdebate.data import Item
@@ -28,6 +28,7 @@ from llmdebate.experiment.debate import run_one
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.experiment.loading import read_yaml, validate
 from llmdebate.experiment.runtime import protocol_settings
+from llmdebate.judging.view import build_view
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.registry import PROTOCOLS, protocol_of
@@ -39,11 +40,14 @@ ITEM = Item(id="q1", question="Is water wet?", choices=["yes", "no"], answer="ye
 
 @pytest.fixture(autouse=True)
 def _unregister() -> Iterator[None]:
-    """The topologies a test registers are dropped after it (the registry is global)."""
-    before = set(PROTOCOLS.names())
+    """The topologies a test registers are dropped after it, and the seats they declared
+    (the registry and the seats are global)."""
+    before, seats = set(PROTOCOLS.names()), dict(SEAT_ROLES)
     yield
     for name in set(PROTOCOLS.names()) - before:
         PROTOCOLS.remove(name)
+    SEAT_ROLES.clear()
+    SEAT_ROLES.update(seats)
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -88,7 +92,7 @@ def test_a_topology_written_only_in_a_config_runs_reports_and_scores(tmp_path: P
 
 BLIND = {
     "title": "Blind judge",
-    "seats": {"proposer": "prover", "critic": "prover"},
+    "seats": {"proposer": "prover", "critic": "estimator"},
     "turns": [
         {"speaker": "proposer", "slot": "plan", "act": "consultancy_consultant",
          "visible": "private", "position": "none"},
@@ -132,10 +136,8 @@ def _blind_run(
     speakers: list[tuple[str, str]] = []
     judge = ScriptedBackend(ASKS if interactive else None, name="s-judge",
                             default_probability=0.6)
-    models = {
-        "prover": Model(ScriptedBackend(responder=_speaker(speakers), name="s-debater")),
-        "judge": Model(judge),
-    }
+    debater = Model(ScriptedBackend(responder=_speaker(speakers), name="s-debater"))
+    models = {"prover": debater, "estimator": debater, "judge": Model(judge)}
     team = Team(models, Prompts(), cfg.prover, cfg.estimator, cfg.judge)
     (job,) = make_jobs([ITEM], cfg)
     t, failed = asyncio.run(run_one(job, team, protocol_settings(cfg)))
@@ -172,13 +174,16 @@ def test_an_interactive_judge_asks_reading_only_the_public_slots() -> None:
     assert "Why QUESTION?" in asked["PLAN-2"] and "PLAN-1" in asked["PLAN-2"]
 
 
-def test_a_waiting_debate_shows_a_person_only_the_public_slots() -> None:
+def test_a_waiting_debate_shows_a_person_and_a_model_judge_only_the_public_slots() -> None:
     t, _, judged = _blind_run("human")
     assert t.status == "awaiting_verdict" and not judged
     act, variables = protocol_of(t).judge_prompt(t)  # type: ignore[attr-defined]
     assert act == "consultancy_judge"
     assert "ARGUMENT-2" in variables["transcript"] and "REBUTTAL-2" in variables["transcript"]
     assert not re.search(r"PLAN-\d|HINT-\d", variables["transcript"])
+    shown = json.dumps(build_view(t, seed=3))  # what a person's page or terminal shows
+    assert "ARGUMENT-1" in shown and "REBUTTAL-2" in shown
+    assert not re.search(r"PLAN-\d|HINT-\d", shown), shown
 
 
 def _load(tmp_path: Path, text: str) -> ExperimentConfig:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from llmdebate.agents.factory import add_seat
-from llmdebate.core.schemas import Transcript
+from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import add_prompts_package
 from llmdebate.protocols.families import ChoiceProtocol, RecursiveProtocol, misfit
@@ -93,6 +93,14 @@ def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
     if not isinstance(p, ChoiceProtocol):
         raise ProtocolViolation(f"{t.protocol} has no judge prompt for a waiting debate")
     return p.judge_prompt(t)
+
+
+def judged_turns(t: Transcript) -> list[Turn]:
+    """The turns of debate ``t`` its judge, model or person, reads
+    (:meth:`~llmdebate.protocols.families.ChoiceProtocol.judge_reads`; a recursive debate's
+    all)."""
+    p = protocol_of(t)
+    return p.judge_reads(list(t.turns)) if isinstance(p, ChoiceProtocol) else list(t.turns)
 
 
 def entry_of(name: str) -> Entry[Protocol]:

@@ -53,7 +53,6 @@ from llmdebate.protocols.common import (
     decided,
     judge_choice,
     judge_variables,
-    recorded_view,
     view_of,
     with_quote_penalty,
 )
@@ -165,12 +164,8 @@ class TopologyProtocol(SpeechProtocol):
         steps = _written(self.topology.turns, turns)
         return [t for t, w in zip(turns, steps, strict=True) if readable(step, t, w, rnd)]
 
-    def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
-        turns = [x for x in t.turns if x.role != JUDGE]
-        item = t.item or {}
-        return self.judge_act, judge_variables(
-            str(item.get("question", "")), recorded_view(t), self.seen(None, turns)
-        )
+    def judge_reads(self, turns: list[Turn]) -> list[Turn]:
+        return self.seen(None, turns)
 
     async def _step(
         self,
@@ -225,12 +220,12 @@ class TopologyProtocol(SpeechProtocol):
                         step, spec, team, view, (rnd, settings.rounds), turns, sides, log
                     )
                 )
-            shown = judge_variables(spec.item.question, view, self.seen(None, turns))
+            shown = judge_variables(spec.item.question, view, self.judge_reads(turns))
             if not await asks.goes_on(rnd, turns, log, shown):
                 break
         decision = asks.decision() or await judge_choice(
             team, self.judge_act, spec.shown, log,
-            **judge_variables(spec.item.question, view, self.seen(None, turns)),
+            **judge_variables(spec.item.question, view, self.judge_reads(turns)),
         )
         extra: dict[str, Any] = {}
         if self.records_topology:
