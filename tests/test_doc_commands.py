@@ -42,7 +42,9 @@ from typing import Any
 
 import pytest
 
+from llmdebate.agents.factory import SEAT_ROLES
 from llmdebate.cli import cli, main
+from llmdebate.protocols.registry import PROTOCOLS
 
 try:
     from tests.fixtures import llm_fixtures
@@ -283,13 +285,20 @@ def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch) -> N
         (folder / name).symlink_to(REPO / name)
     monkeypatch.chdir(folder)
     monkeypatch.setenv("LLMDEBATE_CACHE_DIR", str(folder / "cache"))
-    for args in block.commands:
-        assert args[0] in LLMDEBATE, (
-            f"{block.where}: cannot run {args[0]!r} here: mark the block (parse, fake-server "
-            "or skip) with its reason"
-        )
-        code = main(list(args[1:]))
-        assert code == block.status, f"{block.where}: {shlex.join(args)} exited {code}"
+    protocols, seats = set(PROTOCOLS.names()), dict(SEAT_ROLES)
+    try:
+        for args in block.commands:
+            assert args[0] in LLMDEBATE, (
+                f"{block.where}: cannot run {args[0]!r} here: mark the block (parse, "
+                "fake-server or skip) with its reason"
+            )
+            code = main(list(args[1:]))
+            assert code == block.status, f"{block.where}: {shlex.join(args)} exited {code}"
+    finally:  # a config's topologies register protocols and seats: none outlives the block
+        for name in set(PROTOCOLS.names()) - protocols:
+            PROTOCOLS.remove(name)
+        SEAT_ROLES.clear()
+        SEAT_ROLES.update(seats)
 
 
 @pytest.mark.parametrize("block", CHECKED, ids=[b.where for b in CHECKED])

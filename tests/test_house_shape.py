@@ -54,13 +54,14 @@ def test_members_counts_every_kind_of_definition() -> None:
 
 
 def builtin_protocol_names() -> set[str]:
-    """The names the built-in protocol modules register (``@register("name")``)."""
+    """The names the built-in protocol modules register (``@register("name")``, and a
+    shipped topology's ``register_topology("name", ...)``)."""
     names: set[str] = set()
     for path in PROTOCOLS.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "register" and node.args
+                and node.func.id in ("register", "register_topology") and node.args
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
             ):
                 names.add(node.args[0].value)

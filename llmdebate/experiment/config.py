@@ -30,8 +30,10 @@ from llmdebate.agents.settings import (
 )
 from llmdebate.core.schemas import DebateConfig
 from llmdebate.data.quality import FILTERS as QUALITY_FILTERS
+from llmdebate.errors import FieldError
 from llmdebate.protocols.families import RecursiveProtocol, SpeechProtocol
 from llmdebate.protocols.registry import PROTOCOLS, get_protocol, named_where
+from llmdebate.protocols.topology import Topology, register_topology
 from llmdebate.tournament.roster import (
     TournamentSettings,
     check_roster,
@@ -114,6 +116,10 @@ class ExperimentConfig(_Section):
     """Name of the run (the run directory is <name>-<timestamp> unless --run-id is given)."""
     seed: int = Field(default=0, ge=0)
     """Seed of every draw: answers, shown order, protocol draws, strategies."""
+    topologies: dict[str, Topology] = Field(default_factory=dict)
+    """Speech protocols described as data, by name (turns, speakers, the slot each writes and
+    who reads it: docs/extending.md, "A speech protocol as data"); each is registered when
+    the config is read, so ``protocols`` may name it."""
     protocols: Annotated[list[str], PROTOCOLS] = Field(default_factory=lambda: ["prover-estimator"])
     """Protocols to run on every item (JSON list of registered protocol names; an unknown name
     is refused with the list)."""
@@ -148,6 +154,16 @@ class ExperimentConfig(_Section):
     runs_dir: str = "runs"
     """Where run directories are created."""
     report: ReportSettings = Field(default_factory=ReportSettings)
+
+    @field_validator("topologies")
+    @classmethod
+    def _topologies(cls, v: dict[str, Topology]) -> dict[str, Topology]:
+        for name, topology in v.items():
+            try:
+                register_topology(name, topology)
+            except (ValueError, TypeError) as exc:
+                raise FieldError((name,), str(exc)) from None
+        return v
 
     @field_validator("protocols")
     @classmethod

@@ -44,9 +44,11 @@ def options_text(options: tuple[str, str] | list[str]) -> str:
 
 
 def _speaker(t: Turn) -> str:
-    """Who spoke: a debater with its answer, or the judge asking after a round."""
+    """Who spoke: a debater with its answer, the judge asking after a round, or a speaker
+    arguing for no answer (a topology's step of ``position: none``)."""
     if t.position is None:
-        return f"{t.role} (after round {t.round})"
+        return f"{t.role} (after round {t.round})" if t.role == "judge" else \
+            f"{t.role} (round {t.round})"
     return f'{t.role} (round {t.round}, arguing for "{t.position}")'
 
 

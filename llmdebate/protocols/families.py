@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from llmdebate.agents.factory import Team
 from llmdebate.core import scoring
 from llmdebate.core.engine import complete_with_verdict
-from llmdebate.core.schemas import Transcript, Verdict
+from llmdebate.core.schemas import Transcript, Turn, Verdict
 from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.common import complete_choice, judge_variables, recorded_view
 from llmdebate.protocols.interface import (
@@ -96,10 +96,19 @@ class ChoiceProtocol(Protocol):
     shows_transcript: ClassVar[bool] = True
     """Whether the judge prompt holds the transcript of the turns."""
 
+    def judge_reads(self, turns: list[Turn]) -> list[Turn]:
+        """The turns of a debate a judge, model or person, reads (all, unless the protocol
+        keeps some from the judge: a topology's private and turn-only slots)."""
+        return turns
+
     def judge_prompt(self, t: Transcript) -> tuple[str, dict[str, Any]]:
         """The prompt (act, variables) a model judge of waiting debate ``t`` is given."""
         item = t.item or {}
-        turns = [x for x in t.turns if x.role != "judge"] if self.shows_transcript else None
+        turns = (
+            self.judge_reads([x for x in t.turns if x.role != "judge"])
+            if self.shows_transcript
+            else None
+        )
         return self.judge_act, judge_variables(
             str(item.get("question", "")), recorded_view(t), turns
         )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from llmdebate.agents.factory import add_seat
-from llmdebate.core.schemas import Transcript
+from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import add_prompts_package
 from llmdebate.protocols.families import ChoiceProtocol, RecursiveProtocol, misfit
@@ -35,8 +35,13 @@ PROTOCOLS: Registry[Protocol] = Registry(
         "llmdebate.protocols.two_sided",
         "llmdebate.protocols.consultancy",
         "llmdebate.protocols.direct",
+        "llmdebate.protocols.topology",  # registers none: protocols from configs' topologies
     ),
 )
+
+RECORDED: list[Callable[[Transcript], None]] = []
+"""Hooks that register the protocol a transcript describes itself (a topology's, which
+:mod:`llmdebate.protocols.topology` adds), called for a transcript of an unknown protocol."""
 
 P = TypeVar("P", bound=type[Protocol])
 
@@ -67,7 +72,10 @@ def get_protocol(name: str, *, where: str = "") -> Protocol:
 
 
 def protocol_of(t: Transcript) -> Protocol:
-    """The protocol of transcript ``t``."""
+    """The protocol of transcript ``t`` (one it describes itself registered first)."""
+    if str(t.protocol) not in PROTOCOLS:
+        for hook in RECORDED:
+            hook(t)
     return PROTOCOLS.get(str(t.protocol), where=f"debate {t.id}")
 
 
@@ -85,6 +93,14 @@ def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
     if not isinstance(p, ChoiceProtocol):
         raise ProtocolViolation(f"{t.protocol} has no judge prompt for a waiting debate")
     return p.judge_prompt(t)
+
+
+def judged_turns(t: Transcript) -> list[Turn]:
+    """The turns of debate ``t`` its judge, model or person, reads
+    (:meth:`~llmdebate.protocols.families.ChoiceProtocol.judge_reads`; a recursive debate's
+    all)."""
+    p = protocol_of(t)
+    return p.judge_reads(list(t.turns)) if isinstance(p, ChoiceProtocol) else list(t.turns)
 
 
 def entry_of(name: str) -> Entry[Protocol]:
