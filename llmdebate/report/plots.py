@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 from llmdebate.errors import MissingExtraError
+from llmdebate.protocols.registry import PROTOCOLS
 
 
 def _pyplot() -> Any:
@@ -81,10 +82,22 @@ def payoff_values(m: dict[str, Any], protocol: str) -> tuple[list[float], list[f
             list((pay.get("dishonest") or {}).get("normalized") or []), False)
 
 
-def payoff_plot(m: dict[str, Any], protocol: str = "prover-estimator") -> bytes | None:
+def payoff_protocol(m: dict[str, Any]) -> str | None:
+    """The protocol whose provers' payoffs the payoff plot draws: the run's first whose
+    estimator is rewarded (prover-estimator debate); None where the run has none."""
+    for name in m["protocols"]:
+        if name in PROTOCOLS and PROTOCOLS.get(name).can.estimator_rewards:
+            return str(name)
+    return None
+
+
+def payoff_plot(m: dict[str, Any], protocol: str | None = None) -> bytes | None:
     """Distributions of the honest and the dishonest prover's paid normalised payoffs: the
     pairs', or, without pairs, every debate's, titled unpaired. None where no debate of the
     protocol has a payoff."""
+    protocol = protocol or payoff_protocol(m)
+    if protocol is None:
+        return None
     h, d, paired = payoff_values(m, protocol)
     if not h and not d:
         return None
@@ -178,7 +191,7 @@ def all_plots(m: dict[str, Any]) -> dict[str, bytes]:
     :func:`not_drawn`)."""
     drawn = {
         "accuracy": accuracy_plot(m),
-        "payoffs": payoff_plot(m) if "prover-estimator" in m["protocols"] else None,
+        "payoffs": payoff_plot(m),
         "calibration": calibration_plot(m),
         "cost": cost_plot(m),
     }
@@ -191,8 +204,9 @@ def not_drawn(m: dict[str, Any]) -> dict[str, str]:
     if not accuracy_rows(m):
         out["accuracy"] = ("no row has a value: no item has a judge's choice, and no item has "
                            "both an honest and a dishonest debate complete")
-    if "prover-estimator" not in m["protocols"]:
+    protocol = payoff_protocol(m)
+    if protocol is None:
         out["payoffs"] = "no prover-estimator debate in this run"
-    elif not any(payoff_values(m, "prover-estimator")[:2]):
+    elif not any(payoff_values(m, protocol)[:2]):
         out["payoffs"] = "no prover-estimator debate has a payoff"
     return out
