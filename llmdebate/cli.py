@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -26,8 +27,14 @@ def _register() -> None:
 _register()
 
 
+ARGV: list[str] | None = None
+"""The arguments of the command being run (a stopped run says the command that resumes it)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line and exit 2; no traceback."""
+    global ARGV
+    ARGV = list(sys.argv[1:] if argv is None else argv)
     try:
         code = cli.main(args=argv, prog_name="llmdebate", standalone_mode=False)
     except click.exceptions.Abort:
@@ -42,7 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
-    return code if isinstance(code, int) else 0
+    code = code if isinstance(code, int) else 0
+    if argv is None and code in (130, 143):
+        # a run that stopped on Ctrl-C or SIGTERM has written and closed everything, and a
+        # person or the system waits for it to end: skip the interpreter's teardown (seconds
+        # with torch and a model loaded)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

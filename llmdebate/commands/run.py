@@ -1,11 +1,14 @@
 """``llmdebate run``: run (or resume) the debates of an experiment into a run directory.
 
 Exit status: 0 when every debate completed, 1 when any failed, awaits a verdict, or the run
-stopped (the summary says how many and why), 2 for a user error.
+stopped (the summary says how many and why), 2 for a user error, 130 after Ctrl-C and 143
+after SIGTERM (one line says what was kept and the command that resumes).
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +17,7 @@ from llmdebate.commands.config_flags import config_from, config_options
 from llmdebate.commands.verbs import VERBS
 from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
 from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
+from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT
 from llmdebate.report.closing import closing_lines
 
 STATUS_WORDS = {
@@ -66,6 +70,35 @@ def outcome_line(result: Any) -> str:
         f"{count(s['usage']['calls'], 'model call')}, {count(s['retries'], 'retry')}; "
         f"{result.wall_s:.1f} s"
     )
+
+def resume_command(run_dir: Path, config_path: str | None) -> str:
+    """The command that resumes the run in ``run_dir``: this one, its run directory named."""
+    from llmdebate import cli
+
+    args = list(cli.ARGV) if cli.ARGV else ["run", *(["--config", config_path] * bool(config_path))]
+    kept: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("--run-dir", "--run-id"):
+            skip = True
+        elif not a.startswith(("--run-dir=", "--run-id=")):
+            kept.append(a)
+    return shlex.join(["llmdebate", *kept, "--run-dir", str(run_dir)])
+
+
+def stopped_line(result: Any, config_path: str | None) -> str:
+    """``interrupted by Ctrl-C: 7 of 12 debates kept in RUN (summary.json written); resume:
+    llmdebate run ... --run-dir RUN``."""
+    s = result.summary
+    kept = s["planned"] - s["missing"]
+    return (
+        f"{result.stopped}: {kept} of {count(s['planned'], 'debate')} kept in "
+        f"{result.run_dir} (summary.json written); resume: "
+        f"{resume_command(result.run_dir, config_path)}"
+    )
+
 
 def graded_lines(s: dict[str, Any]) -> list[str]:
     """The summary's gradings against computable truth, where the run has any: the model's
@@ -170,6 +203,9 @@ def run_from_flags(
         executor=executor,
     )
     s = result.summary
+    if result.stopped and result.stop_exit_code in (CTRL_C_EXIT, SIGTERM_EXIT):
+        click.echo(stopped_line(result, config_path), err=True)
+        return result
     click.echo(outcome_line(result))
     for line in graded_lines(s):
         click.echo(line)
