@@ -93,7 +93,7 @@ def test_an_interrupted_run_writes_its_summary_and_resumes_without_duplicates(
         time.sleep(0.05)
     proc.send_signal(sig)
     began = time.monotonic()
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert time.monotonic() - began < 10, "the run took long to stop"
     assert proc.returncode == code, err
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -75,7 +75,7 @@ def resume_command(run_dir: Path, config_path: str | None) -> str:
     """The command that resumes the run in ``run_dir``: this one, its run directory named."""
     from llmdebate import cli
 
-    args = list(cli.ARGV) if cli.ARGV else ["run", *(["--config", config_path] * bool(config_path))]
+    args = list(cli.ARGV or ["run", *(["--config", config_path] if config_path else [])])
     kept: list[str] = []
     skip = False
     for a in args:

@@ -455,6 +455,7 @@ class HFBackend(Backend):
         gone: Callable[[int], bool] | None = None,
     ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
+        gone = gone or _nobody_gone
         tok, model = self.tokenizer, self.model
         self.batch_sizes[len(batch)] += 1
         encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
@@ -504,10 +505,7 @@ class HFBackend(Backend):
                 logits = out.logits[:, -1, :].float().cpu()
                 logp = torch.log_softmax(logits, dim=-1)
                 step: list[int] = []
-                if gone is not None:
-                    done = [d or gone(i) for i, d in enumerate(done)]
-                    if all(done):
-                        break
+                done = [d or gone(i) for i, d in enumerate(done)]  # a gone row stops here
                 for i, (_, cfg, _) in enumerate(batch):
                     if done[i]:
                         step.append(pad_id)
@@ -579,6 +577,10 @@ def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
     if tokenizer is None:
         tokenizer = _TOKENIZERS[where] = load()
     return tokenizer
+
+
+def _nobody_gone(i: int) -> bool:
+    return False
 
 
 def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:
