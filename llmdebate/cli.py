@@ -9,6 +9,7 @@ import sys
 import click
 
 from llmdebate import __version__
+from llmdebate.commands import verbs
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
 
@@ -27,14 +28,9 @@ def _register() -> None:
 _register()
 
 
-ARGV: list[str] | None = None
-"""The arguments of the command being run (a stopped run says the command that resumes it)."""
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line and exit 2; no traceback."""
-    global ARGV
-    ARGV = list(sys.argv[1:] if argv is None else argv)
+    verbs.ARGV = list(sys.argv[1:] if argv is None else argv)
     try:
         code = cli.main(args=argv, prog_name="llmdebate", standalone_mode=False)
     except click.exceptions.Abort:

@@ -73,9 +73,9 @@ def outcome_line(result: Any) -> str:
 
 def resume_command(run_dir: Path, config_path: str | None) -> str:
     """The command that resumes the run in ``run_dir``: this one, its run directory named."""
-    from llmdebate import cli
+    from llmdebate.commands import verbs
 
-    args = list(cli.ARGV or ["run", *(["--config", config_path] if config_path else [])])
+    args = list(verbs.ARGV or ["run", *(["--config", config_path] if config_path else [])])
     kept: list[str] = []
     skip = False
     for a in args:
