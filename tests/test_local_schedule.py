@@ -6,6 +6,7 @@ random Llama (built here, no download)."""
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,19 @@ def test_a_row_whose_caller_is_gone_stops_at_the_next_step(
         await asyncio.wait_for(b.aclose(), 30)
 
     asyncio.run(cancelled())
+
+
+def test_structured_budgets_are_counted_in_the_models_own_tokenizer(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    from llmdebate.agents.replies import direction_schema
+    from llmdebate.models.reply_budget import MARGIN, SLACK, longest_reply, spellings
+    from llmdebate.models.wrapper import Model
+
+    b = backend(model_dir, tmp_path)
+    b.load()
+    texts = spellings(longest_reply(direction_schema().schema))
+    counts = [len(b.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    assert [b.count_tokens(t) for t in texts] == counts
+    budget = Model(b, use_cache=False).reply_tokens(direction_schema())
+    assert budget == max(8, math.ceil(max(counts) * MARGIN) + SLACK)

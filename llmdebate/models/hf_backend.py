@@ -338,6 +338,10 @@ class HFBackend(Backend):
         return sorted(set(ids))
 
     # ------------------------------------------------------------------- worker
+    def count_tokens(self, text: str) -> int | None:
+        self.load()
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
