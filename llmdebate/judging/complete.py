@@ -39,7 +39,9 @@ from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, ut
 from llmdebate.judging.view import build_view, digest
 from llmdebate.protocols.interface import FirstOption, LeafVerdict, Ruling
 from llmdebate.protocols.registry import protocol_of
-from llmdebate.records.rundir import append_judged, load_transcripts
+from llmdebate.records.line_index import index_of
+from llmdebate.records.rundir import JUDGED_FILE, append_judged, load_transcripts
+from llmdebate.records.transcripts import transcript_of
 
 STUDY_DEFAULTS: dict[str, Any] = {
     "require_explanation": True,
@@ -411,7 +413,7 @@ def _person_turns(done: Transcript, j: Judgment) -> None:
 
 def sync(sessions: sessionmaker[Session], run_dir: Path, waiting: dict[str, Transcript]) -> int:
     """Append the completed transcript of every judgment that ``judged.jsonl`` lacks."""
-    have = {t.id for t in load_transcripts(run_dir, judged=True)}
+    have = index_of(run_dir / JUDGED_FILE, transcript_of).where
     written = 0
     with sessions() as s:
         for j in s.scalars(select(Judgment).order_by(Judgment.id)):
