@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -115,3 +116,24 @@ def test_an_interrupted_run_writes_its_summary_and_resumes_without_duplicates(
     assert len(ids) == len(set(ids)) == 12
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stopped"] is None and summary["missing"] == 0
+
+
+def test_a_run_whose_server_is_down_says_why_on_the_terminal(tmp_path: Path) -> None:
+    """Fewer debates than the circuit breaker's limit fail: the terminal line still says why
+    (connection refused), not only how many."""
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = config(tmp_path, f"http://127.0.0.1:{port}/v1")
+    raw = yaml.safe_load(cfg.read_text())
+    raw.update(max_retries=0, dataset={"path": str(DIVISORS), "limit": 2})
+    cfg.write_text(yaml.safe_dump(raw))
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, "run", "--config", str(cfg), "--run-dir",
+         str(tmp_path / "run"), "--quiet"],
+        env=env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("failed: ")]
+    assert line.startswith("failed: 4 RetriesExhaustedError (")
+    assert "connection refused" in line and f"127.0.0.1:{port}" in line

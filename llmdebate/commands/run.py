@@ -71,6 +71,29 @@ def outcome_line(result: Any) -> str:
         f"{result.wall_s:.1f} s"
     )
 
+REASON_CHARS = 160
+
+
+def failed_line(s: dict[str, Any]) -> str:
+    """``failed: 8 RetriesExhaustedError (openai/x: ... connection refused)``: each kind of
+    failure counted, with the reason of its first debate (the rest are in the run
+    directory)."""
+    from llmdebate.report.metrics import failure_kind
+
+    first: dict[str, str] = {}
+    for d in s["failures"].get("debates", []):
+        reason = str(d.get("reason") or "")
+        first.setdefault(failure_kind(reason), reason)
+    parts = []
+    for kind, n in s["failures"]["by_kind"].items():
+        reason = first.get(kind, "")
+        reason = reason.split(":", 1)[1].strip() if reason.startswith(kind + ":") else reason
+        if len(reason) > REASON_CHARS:
+            reason = reason[: REASON_CHARS - 1] + "…"
+        parts.append(f"{n} {kind}" + (f" ({reason})" if reason else ""))
+    return "failed: " + "; ".join(parts)
+
+
 def resume_command(run_dir: Path, config_path: str | None) -> str:
     """The command that resumes the run in ``run_dir``: this one, its run directory named."""
     from llmdebate.commands import verbs
@@ -211,9 +234,8 @@ def run_from_flags(
         click.echo(line)
     for line in closing_lines(s):
         click.echo(line)
-    kinds = s["failures"]["by_kind"]
-    if kinds:
-        click.echo("failed: " + ", ".join(f"{n} {k}" for k, n in kinds.items()), err=True)
+    if s["failures"]["by_kind"]:
+        click.echo(failed_line(s), err=True)
     if result.awaiting:
         click.echo(
             f"{count(result.awaiting, 'debate')} {'awaits' if result.awaiting == 1 else 'await'}"

@@ -246,6 +246,11 @@ class HTTP1Pool:
             )
         except asyncio.TimeoutError:
             raise HTTPTimeout(f"connecting to {self.host}:{self.port} timed out") from None
+        except ConnectionRefusedError as exc:
+            raise HTTPConnectionError(
+                f"cannot connect to {self.host}:{self.port}: connection refused (no server "
+                "listens there)"
+            ) from exc
         except OSError as exc:
             raise HTTPConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         self._all.add(conn)
