@@ -24,7 +24,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from llmdebate.agents.judge_registry import JUDGES
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
-from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, options_model
+from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, backend_entry, options_model
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
@@ -95,6 +95,15 @@ class ModelSettings(_Section):
     context_length: int | None = Field(default=None, ge=1)
     """The model's context window in tokens: a prompt that cannot fit fails its debate before
     it is sent (default: what the backend reports, if it does; else no check)."""
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        try:  # refused here, so that the error names the flag or file:line:field
+            backend_entry(v.strip())
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("base_url")
     @classmethod
