@@ -18,6 +18,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -78,6 +79,16 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             ChatTemplate(load_chat_template(source))
         except UserError as exc:
             raise _option_error("chat_template", source, str(exc)) from None
+
+
+def refuse_logprobs(model: str, field: str, method: str) -> None:
+    """A backend that returns no logprobs (capability ``no-logprobs``) asked for them:
+    refused at the method's field, so that the error names the role's field or flag."""
+    name = model.strip().partition("/")[0]
+    if method == "logprobs" and name in BACKENDS and BACKENDS.entry(name).can("no-logprobs"):
+        raise _option_error(
+            field, method, f"{model} returns no logprobs: use sampling or verbalised"
+        )
 
 
 class ModelSettings(_Section):
@@ -204,6 +215,11 @@ class EstimatorSettings(ModelSettings):
     independent: bool = False
     """Ask all b_i of a round in one batch, ignoring z_<i (cheaper; not the paper's protocol)."""
 
+    @model_validator(mode="after")
+    def _by_logprobs(self) -> EstimatorSettings:
+        refuse_logprobs(self.model, "method", self.method)
+        return self
+
 
 PassageView = Literal["hidden", "shown"]
 
@@ -261,3 +277,9 @@ class JudgeSettings(ModelSettings):
     direct_passage: list[PassageView] = Field(default_factory=_both_views)
     """The direct protocol on items with a passage: one debate per entry, variant blind
     (hidden: the judge answers from the question alone) and expert (shown)."""
+
+    @model_validator(mode="after")
+    def _by_logprobs(self) -> JudgeSettings:
+        if self.kind not in ("oracle", "deferred", "human"):  # the kinds that ask no model
+            refuse_logprobs(self.model, "method", self.method)
+        return self

@@ -124,7 +124,9 @@ def _completions(spec: BackendSpec, kwargs: dict[str, object]) -> Backend:
     return construct(spec, OpenAICompletionsBackend, spec.model, spec.model_id, **kwargs)
 
 
-@BACKENDS.register("anthropic", options=AnthropicOptions, capabilities={"http", "model-id"})
+@BACKENDS.register(
+    "anthropic", options=AnthropicOptions, capabilities={"http", "model-id", "no-logprobs"}
+)
 def anthropic(spec: BackendSpec) -> Backend:
     """Anthropic's messages API (no logprobs)."""
     from llmdebate.models.anthropic_backend import AnthropicBackend
