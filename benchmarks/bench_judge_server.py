@@ -17,7 +17,8 @@ process). Then: ``--judges`` clients poll for ``--seconds`` seconds, each postin
 ``/wait`` 2 s after its previous reply (the page's interval), and the latency of every poll
 is kept; then ``--verdicts`` judges post their verdict on their second assignment, one after
 another. Printed: polls/s (the page needs judges / 2 s), poll latency p50/p90/max, verdict
-latency median/max, and the lines of the files when measured.
+latency median/max, the server process's CPU time per poll and per verdict (what a request
+costs, whatever else the machine runs), the load average, and the lines of the files.
 """
 
 from __future__ import annotations
@@ -192,8 +193,14 @@ async def signed_in(base: str, link: str, aid: int) -> tuple[httpx.AsyncClient, 
     return client, m.group(1)
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def measure(base: str, links: dict[str, str], mine: dict[str, list[int]], seconds: float,
-                  verdicts: int) -> dict[str, Any]:
+                  verdicts: int, pid: int) -> dict[str, Any]:
     judges = sorted(links)
     clients = [await signed_in(base, links[j], mine[j][0]) for j in judges]
     polls: list[float] = []
@@ -211,21 +218,23 @@ async def measure(base: str, links: dict[str, str], mine: dict[str, list[int]], 
             active += POLL_S
             await asyncio.sleep(POLL_S)
 
-    began = time.monotonic()
+    began, cpu0 = time.monotonic(), cpu_s(pid)
     await asyncio.gather(*(poll(c, csrf, mine[j][0], k)
                            for k, (j, (c, csrf)) in enumerate(zip(judges, clients, strict=True))))
-    span = time.monotonic() - began
+    span, poll_cpu = time.monotonic() - began, cpu_s(pid) - cpu0
     posts: list[float] = []
+    post_cpu = 0.0
     for j, (client, _) in list(zip(judges, clients, strict=True))[:verdicts]:
         aid = mine[j][1]
         page = await client.get(f"/a/{aid}?decide=1")
         m = CSRF.search(page.text)
         assert m is not None, page.text[:300]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s(pid)
         r = await client.post(f"/a/{aid}", data={"csrf": m.group(1), "p": "70",
                                                  "explanation": "the passage says so",
                                                  "active_s": "5"})
         posts.append(time.perf_counter() - t0)
+        post_cpu += cpu_s(pid) - c0
         if r.status_code not in (200, 303):
             raise RuntimeError(f"verdict: {r.status_code} {r.text[:300]}")
     for client, _ in clients:
@@ -238,6 +247,8 @@ async def measure(base: str, links: dict[str, str], mine: dict[str, list[int]], 
         "p50_ms": 1000 * statistics.median(polls),
         "p90_ms": 1000 * polls[int(0.9 * (len(polls) - 1))],
         "max_ms": 1000 * polls[-1],
+        "poll_cpu_ms": 1000 * poll_cpu / len(polls),
+        "verdict_cpu_ms": 1000 * post_cpu / len(posts) if posts else None,
         "verdict_median_ms": 1000 * statistics.median(posts) if posts else None,
         "verdict_max_ms": 1000 * max(posts) if posts else None,
     }
@@ -280,7 +291,7 @@ def main() -> None:
             proc = serve(tree.resolve(), copy, port)
             try:
                 res = asyncio.run(measure(f"http://127.0.0.1:{port}", links, mine,
-                                          args.seconds, args.verdicts))
+                                          args.seconds, args.verdicts, proc.pid))
             finally:
                 proc.terminate()
                 proc.wait(30)
@@ -290,7 +301,9 @@ def main() -> None:
                   f"{res['p50_ms']:.0f} ms, p90 {res['p90_ms']:.0f} ms, max "
                   f"{res['max_ms']:.0f} ms; verdict post median "
                   f"{res['verdict_median_ms']:.0f} ms, max {res['verdict_max_ms']:.0f} ms "
-                  f"(judged.jsonl then {judged_now} lines)", flush=True)
+                  f"(judged.jsonl then {judged_now} lines); server CPU per poll "
+                  f"{res['poll_cpu_ms']:.1f} ms, per verdict {res['verdict_cpu_ms']:.1f} ms; "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
             shutil.rmtree(copy)
 
 
