@@ -68,6 +68,8 @@ def test_the_ask_form_needs_its_token_and_limits_and_isolates_the_question(
         assert f"<bdi>is {RLO}this reversed &lt;b&gt;x&lt;/b&gt;?\u202c</bdi>" in r.text
         assert "Ask the debaters</button>" not in r.text
         # one question at a time; no verdict while it waits
+        page = c.get(f"/a/{mine['a']}?decide=1").text  # no verdict form while it waits
+        assert 'id="submit"' not in page and "waiting for the debaters" in page
         r = c.post(f"/a/{mine['a']}", data={"action": "ask", "question": "more", "csrf": csrf})
         assert r.status_code == 400 and "waiting for the debaters" in r.text
         r = c.post(f"/a/{mine['a']}", data={"p": "60", "explanation": "x", "csrf": csrf})

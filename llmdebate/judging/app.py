@@ -399,7 +399,9 @@ def _item_page(
         status,
         view=view_for(shown, a, settings),
         asking=asking,
-        deciding=asking is None or (form or {}).get("decide") == "1",
+        # the verdict form: not while a question waits for the debaters (?decide=1 or not)
+        deciding=asking is None
+        or ((form or {}).get("decide") == "1" and not asking["pending"]),
         aid=a.id,
         csrf=who.csrf,
         progress=_progress(q),
