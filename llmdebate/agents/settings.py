@@ -26,6 +26,7 @@ from llmdebate.agents.judge_registry import JUDGES
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
 from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, backend_entry, options_model
+from llmdebate.models.providers import CHAT_ONE_PROMPT
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
@@ -69,6 +70,9 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             )
     if composed is not None:
         composed.model_validate(options)
+    chat = backend == "openai" and options.get("endpoint") != "completions"
+    if chat and options.get("batch_prompts"):
+        raise _option_error("batch_prompts", True, CHAT_ONE_PROMPT)
     source = options.get("chat_template")
     if source is not None:
         if backend == "openai" and options.get("endpoint") != "completions":
