@@ -92,7 +92,7 @@ def test_run_id_under_runs_dir(tmp_path: Path) -> None:
         ({}, ["--debate-epsilon", "0.7"], r"^error: --debate-epsilon: epsilon must .*0\.7"),
         ({"debate": {"epsilon": 0.7}}, [], r"c\.yaml:\d+:\d+: debate\.epsilon: epsilon must"),
         ({"debate": {"widht": 2}}, [], r"c\.yaml:\d+:\d+: debate\.widht: unknown field"),
-        ({}, ["--prover-model", "nosuch/model"], r"^error: --prover-model: unknown model 'nosuch/m"),
+        ({}, ["--prover-model", "nosuch/model"], r"^error: --prover-model: unknown model 'nosu"),
         (
             {"estimator": {"model": "nosuch/model"}},
             [],
