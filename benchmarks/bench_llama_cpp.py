@@ -20,7 +20,11 @@ the log lines about structured outputs. What to look for:
 * ``grammar``: applied (the probe says ``enforced: true``); decomposition calls constrained;
 * the prover on the chat endpoint with ``response_format``: the server answers HTTP 500
   naming the field; the backend takes it as a refusal (one log line, no retries) and the
-  debates complete.
+  debates complete;
+* ``model acts``: the prover picks directions and subclaims itself (``direction: model``,
+  ``recursion: model``) under a grammar on the completions and on the chat endpoint: those
+  short structured replies get the token cap their schema needs, and no debate fails with
+  a reply cut short.
 """
 
 from __future__ import annotations
@@ -41,7 +45,12 @@ CASES = {  # name: (the prover's model, its options); the other roles: completio
     "completions response_format": ("openai-completions/gemma", {"structured": "response_format"}),
     "completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
     "prover on chat (response_format)": ("openai/gemma", {"structured": "response_format"}),
+    # the prover's model acts (direction, choose: the short structured replies) under a
+    # grammar on each endpoint: no debate lost to a token cap
+    "model acts, completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
+    "model acts, chat grammar": ("openai/gemma", {"structured": "grammar"}),
 }
+MODEL_ACTS = ["--prover-direction", "model", "--prover-recursion", "model"]
 COMMON = {"batch_prompts": False}  # llama-cpp-python answers a list of prompts with HTTP 500
 
 
@@ -79,6 +88,7 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
         "--estimator-options", others,
         "--judge-model", "openai-completions/gemma", "--judge-base-url", base_url,
         "--judge-options", others,
+        *(MODEL_ACTS if name.startswith("model acts") else []),
     ]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
@@ -90,6 +100,8 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
         "wall_s": round(time.perf_counter() - started, 1),
         "status": summary.get("status"),
         "failures": summary.get("failures", {}).get("by_kind"),
+        "first_failures": [d["reason"][:200] for d in
+                           summary.get("failures", {}).get("debates", [])[:3]],
         "constrained_calls": f"{dec.get('constrained_calls')} of {dec.get('calls')}",
         "http_requests": summary.get("last_invocation", {}).get("http_requests"),
         "probe_requests": summary.get("last_invocation", {}).get("probe_requests"),
