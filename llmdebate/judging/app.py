@@ -63,6 +63,7 @@ from llmdebate.judging.complete import (
     ask,
     keep_active,
     reveal_next,
+    still_waiting,
     study_settings,
     submit,
     sync,
@@ -506,12 +507,10 @@ async def wait_answer(request: Request) -> Response:
     study, who, aid, form = post.study, post.who, post.aid, post.form
 
     def state() -> bool:
-        keep_active(study.sessions, who.judge.id, aid, _seconds(form.get("active_s")))
-        a, _, _ = _load(study, who.judge.id, aid)
-        shown = shown_debate(study.run_dir, study.waiting[a.debate_id], a.id)
-        with study.sessions() as s:
-            asking = ask_state(shown, questions_of(s, a.id))
-        return bool(asking and asking.get("pending"))
+        return still_waiting(
+            study.sessions, study.run_dir, study.waiting, who.judge.id, aid,
+            _seconds(form.get("active_s")),
+        )
 
     try:
         pending = await run_in_threadpool(state)

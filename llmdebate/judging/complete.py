@@ -160,6 +160,27 @@ def keep_active(
         return a.active_s
 
 
+def still_waiting(
+    sessions: sessionmaker[Session],
+    run_dir: Path,
+    waiting: dict[str, Transcript],
+    judge_id: str,
+    assignment_id: int,
+    seconds: float | None,
+) -> bool:
+    """A waiting page's poll, in one transaction: keep its active time (as
+    :func:`keep_active`) and say whether its question still waits for the debaters."""
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if seconds is not None:
+            most = min(wall_s(a), MAX_ACTIVE_S)
+            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), most))
+        state = ask_state(shown_debate(run_dir, waiting[a.debate_id], a.id), questions_of(s, a.id))
+        return bool(state and state["pending"])
+
+
 def ask(
     sessions: sessionmaker[Session],
     run_dir: Path,
