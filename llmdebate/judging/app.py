@@ -458,12 +458,17 @@ async def post_item(request: Request) -> Response:
     if not isinstance(post, ItemPost):
         return post
     study, who, aid, form = post.study, post.who, post.aid, post.form
-    try:  # every post reports the page's active time: it is kept whatever the post does
-        await run_in_threadpool(
-            keep_active, study.sessions, who.judge.id, aid, _seconds(form.get("active_s"))
-        )
-    except NotFound:
-        return study.message("not_found")
+
+    def keep() -> None:
+        keep_active(study.sessions, who.judge.id, aid, _seconds(form.get("active_s")))
+
+    # every post reports the page's active time: it is kept whatever the post does (a
+    # verdict keeps it in its own transaction, and here only when it is refused)
+    if form.get("action") in ("decide", "ask", "reveal"):
+        try:
+            await run_in_threadpool(keep)
+        except NotFound:
+            return study.message("not_found")
     if form.get("action") == "decide":  # end the asking: the verdict form
         return RedirectResponse(f"/a/{aid}?decide=1", status_code=303)
     if form.get("action") == "ask":
@@ -482,8 +487,12 @@ async def post_item(request: Request) -> Response:
         )
 
     def save() -> Response:
-        sub = _submission(form)
-        submit(study.sessions, study.run_dir, study.waiting, who.judge.id, aid, sub)
+        try:
+            sub = _submission(form)
+            submit(study.sessions, study.run_dir, study.waiting, who.judge.id, aid, sub)
+        except Invalid:
+            keep()
+            raise
         return RedirectResponse("/next", status_code=303)
 
     return await _attempt(study, who, aid, form, save)
