@@ -47,8 +47,8 @@ CASES = {  # name: (the prover's model, its options); the other roles: completio
     "prover on chat (response_format)": ("openai/gemma", {"structured": "response_format"}),
     # the prover's model acts (direction, choose: the short structured replies) under a
     # grammar on each endpoint: no debate lost to a token cap
-    "model acts, completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
-    "model acts, chat grammar": ("openai/gemma", {"structured": "grammar"}),
+    "model acts: completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
+    "model acts: chat grammar": ("openai/gemma", {"structured": "grammar"}),
 }
 MODEL_ACTS = ["--prover-direction", "model", "--prover-recursion", "model"]
 COMMON = {"batch_prompts": False}  # llama-cpp-python answers a list of prompts with HTTP 500
