@@ -74,7 +74,7 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("error: llama_cpp.server did not answer within 2 minutes")
 
 
-def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
+def run_case(name: str, base_url: str, out: Path, limit: int | None = None) -> dict[str, object]:
     prover, prover_opts = CASES[name]
     others = json.dumps({**COMMON, "structured": "grammar"})
     cmd = [
@@ -89,6 +89,7 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
         "--judge-model", "openai-completions/gemma", "--judge-base-url", base_url,
         "--judge-options", others,
         *(MODEL_ACTS if name.startswith("model acts") else []),
+        *(["--limit", str(limit)] if limit else []),
     ]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
@@ -119,6 +120,7 @@ def main() -> int:
     ap.add_argument("--base-url", help="a llama-cpp-python server already running")
     ap.add_argument("--port", type=int, default=8089)
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    ap.add_argument("--limit", type=int, help="items of the dataset (default: the config's 6)")
     args = ap.parse_args()
     proc = None
     if args.base_url is None:
@@ -134,7 +136,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for i, name in enumerate(n.strip() for n in args.cases.split(",")):
-                print(json.dumps(run_case(name, base_url, Path(tmp) / f"r{i}")), flush=True)
+                print(json.dumps(run_case(name, base_url, Path(tmp) / f"r{i}", args.limit)), flush=True)
     finally:
         if proc is not None:
             proc.terminate()
