@@ -136,7 +136,8 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for i, name in enumerate(n.strip() for n in args.cases.split(",")):
-                print(json.dumps(run_case(name, base_url, Path(tmp) / f"r{i}", args.limit)), flush=True)
+                row = run_case(name, base_url, Path(tmp) / f"r{i}", args.limit)
+                print(json.dumps(row), flush=True)
     finally:
         if proc is not None:
             proc.terminate()
