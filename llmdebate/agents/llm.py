@@ -550,7 +550,7 @@ class LLMEstimator:
             )
         key = claim.id + "\n" + decomposition.model_dump_json()
         fut = self._batches.get(key)
-        if fut is None:
+        if fut is None or fut.get_loop() is not asyncio.get_running_loop():  # a fork's own loop
             batch = [
                 partial(self._alone, self._messages(claim, decomposition, j, (), ctx), j)
                 for j in range(decomposition.width)
