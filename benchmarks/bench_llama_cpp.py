@@ -110,9 +110,29 @@ def run_case(name: str, base_url: str, out: Path, limit: int | None = None) -> d
             k.split(" ", 1)[1]: v for k, v in summary.get("structured_outputs", {}).items()
         },
         "assessment": dec.get("assessment"),
+        "short_acts": short_acts(out),
         "log_lines": [ln for ln in proc.stderr.splitlines() if "structured" in ln],
         "error": proc.stderr.strip().splitlines()[-1] if proc.returncode == 2 else None,
     }
+
+
+def short_acts(out: Path) -> dict[str, dict[str, int]]:
+    """The prover's short structured acts (direction, choose) in the transcripts: calls,
+    constrained ones, replies refused as invalid, and the longest reply in tokens."""
+    acts: dict[str, dict[str, int]] = {}
+    path = out / "transcripts.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    for line in lines:
+        for c in json.loads(line).get("calls", []):
+            if c.get("role") != "prover" or c.get("act") not in ("direction", "choose"):
+                continue
+            a = acts.setdefault(c["act"], dict.fromkeys(
+                ("calls", "constrained", "invalid", "most_tokens_out"), 0))
+            a["calls"] += 1
+            a["constrained"] += bool(c.get("constrained"))
+            a["invalid"] += bool(c.get("invalid"))
+            a["most_tokens_out"] = max(a["most_tokens_out"], int(c.get("tokens_out") or 0))
+    return acts
 
 
 def main() -> int:
