@@ -18,14 +18,16 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from llmdebate.agents.judge_registry import JUDGES
+from llmdebate.agents.judge_registry import JUDGES, USES_MODEL
 from llmdebate.core.schemas import Ruling
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
-from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, options_model
+from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, backend_entry, options_model
+from llmdebate.models.providers import CHAT_ONE_PROMPT
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
@@ -69,6 +71,9 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             )
     if composed is not None:
         composed.model_validate(options)
+    chat = backend == "openai" and options.get("endpoint") != "completions"
+    if chat and options.get("batch_prompts"):
+        raise _option_error("batch_prompts", True, CHAT_ONE_PROMPT)
     source = options.get("chat_template")
     if source is not None:
         if backend == "openai" and options.get("endpoint") != "completions":
@@ -79,6 +84,16 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             ChatTemplate(load_chat_template(source))
         except UserError as exc:
             raise _option_error("chat_template", source, str(exc)) from None
+
+
+def refuse_logprobs(model: str, field: str, method: str) -> None:
+    """A backend that returns no logprobs (capability ``no-logprobs``) asked for them:
+    refused at the method's field, so that the error names the role's field or flag."""
+    name = model.strip().partition("/")[0]
+    if method == "logprobs" and name in BACKENDS and BACKENDS.entry(name).can("no-logprobs"):
+        raise _option_error(
+            field, method, f"{model} returns no logprobs: use sampling or verbalised"
+        )
 
 
 class ModelSettings(_Section):
@@ -96,6 +111,15 @@ class ModelSettings(_Section):
     context_length: int | None = Field(default=None, ge=1)
     """The model's context window in tokens: a prompt that cannot fit fails its debate before
     it is sent (default: what the backend reports, if it does; else no check)."""
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        try:  # refused here, so that the error names the flag or file:line:field
+            backend_entry(v.strip())
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("base_url")
     @classmethod
@@ -196,6 +220,11 @@ class EstimatorSettings(ModelSettings):
     independent: bool = False
     """Ask all b_i of a round in one batch, ignoring z_<i (cheaper; not the paper's protocol)."""
 
+    @model_validator(mode="after")
+    def _by_logprobs(self) -> EstimatorSettings:
+        refuse_logprobs(self.model, "method", self.method)
+        return self
+
 
 PassageView = Literal["hidden", "shown"]
 
@@ -270,3 +299,9 @@ class JudgeSettings(ModelSettings):
                 "gives none: use method logprobs, sampling or verbalised, or ruling argmax"
             )
         return v
+
+    @model_validator(mode="after")
+    def _by_logprobs(self) -> JudgeSettings:
+        if JUDGES.entry(self.kind).can(USES_MODEL):  # the kinds that ask a model
+            refuse_logprobs(self.model, "method", self.method)
+        return self

@@ -38,3 +38,7 @@ VERBS: Registry[click.Command] = Registry(
         )
     ),
 )
+
+ARGV: list[str] | None = None
+"""The arguments of the command line being run (set by :func:`llmdebate.cli.main`): a run
+stopped by Ctrl-C says the command that resumes it."""

@@ -15,7 +15,8 @@ cancelling the debates in flight, which a resume re-runs — only for what no de
 survive: a :class:`~llmdebate.errors.FatalModelError` (bad credentials, unknown model), a
 user error met at run time (a missing extra, a method the backend lacks), or
 ``max_consecutive_failures`` debates in a row failing on the server (the circuit breaker).
-``summary.json`` is written however the run ends.
+``summary.json`` is written however the run ends: Ctrl-C and SIGTERM stop it as the circuit
+breaker does, with exit code 130 or 143 (:mod:`llmdebate.experiment.interrupts`).
 
 Where debates run is an executor's business (:mod:`llmdebate.experiment.executors`: this
 process, worker processes, or Ray workers); whichever it is, this process alone writes the run
@@ -54,6 +55,7 @@ from llmdebate.experiment.executors import (
     RunContext,
     make_executor,
 )
+from llmdebate.experiment.interrupts import interrupted, main_task, sigterm_cancels, terminated
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
@@ -310,17 +312,22 @@ def run(
     invocation = Invocation()
     sent_before = requests_sent(models.values())
     if todo:
-        with warnings_to_log(run_dir):
-            if executor.in_process:
-                _prepare_models(models, say)
-            say(
-                f"{run_dir}: {_count(len(todo), 'debate')} to run ({len(jobs) - len(todo)} done"
-                + (f", {retried} failed ones retried" if retried else "")
-                + f"), {config.max_concurrency} at a time{executor.executor.where}"
-            )
-            invocation = _execute_plan(
-                plan, jobs, todo, executor, context, out, progress, models if own_models else {}
-            )
+        with warnings_to_log(run_dir), sigterm_cancels():
+            try:
+                if executor.in_process:
+                    _prepare_models(models, say)
+                say(
+                    f"{run_dir}: {_count(len(todo), 'debate')} to run "
+                    f"({len(jobs) - len(todo)} done"
+                    + (f", {retried} failed ones retried" if retried else "")
+                    + f"), {config.max_concurrency} at a time{executor.executor.where}"
+                )
+                invocation = _execute_plan(
+                    plan, jobs, todo, executor, context, out, progress,
+                    models if own_models else {},
+                )
+            except KeyboardInterrupt as exc:  # before the debates began (loading the models)
+                invocation.stopped = interrupted(exc)
             jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
     verdicts, probes = enforcement_summary()  # this process's: workers keep their own
@@ -429,6 +436,8 @@ def _execute(
             )
     except RunStopped as exc:
         result.stopped = exc
+    except KeyboardInterrupt as exc:  # Ctrl-C: asyncio cancelled the debates in flight
+        result.stopped = interrupted(exc)
     finally:
         result.debates_s = time.perf_counter() - began
         result.stats = ex.stats()
@@ -481,7 +490,12 @@ def _summary_transcripts(path: Path) -> Iterator[Transcript]:
 
 async def _close_after(coro: Any, models: dict[str, Model], executor: Executor) -> None:
     try:
-        await coro
+        with main_task():
+            await coro
+    except asyncio.CancelledError:
+        if terminated():  # SIGTERM cancelled the run (after the closing below)
+            raise interrupted(None) from None
+        raise
     finally:
         with contextlib.suppress(Exception):
             await executor.aclose()

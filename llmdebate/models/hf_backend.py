@@ -338,6 +338,10 @@ class HFBackend(Backend):
         return sorted(set(ids))
 
     # ------------------------------------------------------------------- worker
+    def count_tokens(self, text: str) -> int | None:
+        self.load()
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
@@ -354,6 +358,7 @@ class HFBackend(Backend):
         while not (stop and not pending):
             if not stop:
                 stop = self._gather(pending)
+            pending = [r for r in pending if not r.future.cancelled()]  # callers gone
             batch = self._next_batch(pending, force=stop)
             if batch:
                 taken = {id(r) for r in batch}
@@ -405,6 +410,7 @@ class HFBackend(Backend):
             self.run_batch(
                 [(r.prompt, r.config, r.sample_index) for r in batch],
                 on_done=lambda i, out: _resolve(futures[i], out),
+                gone=lambda i: futures[i].cancelled(),
             )
         except Exception as exc:
             error = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
@@ -435,20 +441,25 @@ class HFBackend(Backend):
         self,
         batch: list[tuple[str, GenerateConfig, int]],
         on_done: Callable[[int, ModelOutput], None] | None = None,
+        gone: Callable[[int], bool] | None = None,
     ) -> list[ModelOutput]:
         """Generate for several prompts in one left-padded batch (on the calling thread).
         ``on_done(i, output)`` is called as soon as row ``i`` has finished, before the longer
-        rows of the batch: a one-token probability does not wait for a batch-mate's reply."""
+        rows of the batch: a one-token probability does not wait for a batch-mate's reply.
+        ``gone(i)``: row ``i``'s caller no longer waits (its call was cancelled: Ctrl-C); it
+        stops at the next step, and a batch all of whose callers are gone stops there."""
         self.load()
         with self.torch_threads():
-            return self._run_batch(batch, on_done)
+            return self._run_batch(batch, on_done, gone)
 
     def _run_batch(
         self,
         batch: list[tuple[str, GenerateConfig, int]],
         on_done: Callable[[int, ModelOutput], None] | None = None,
+        gone: Callable[[int], bool] | None = None,
     ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
+        gone = gone or _nobody_gone
         tok, model = self.tokenizer, self.model
         self.batch_sizes[len(batch)] += 1
         encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
@@ -498,6 +509,7 @@ class HFBackend(Backend):
                 logits = out.logits[:, -1, :].float().cpu()
                 logp = torch.log_softmax(logits, dim=-1)
                 step: list[int] = []
+                done = [d or gone(i) for i, d in enumerate(done)]  # a gone row stops here
                 for i, (_, cfg, _) in enumerate(batch):
                     if done[i]:
                         step.append(pad_id)
@@ -569,6 +581,10 @@ def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
     if tokenizer is None:
         tokenizer = _TOKENIZERS[where] = load()
     return tokenizer
+
+
+def _nobody_gone(i: int) -> bool:
+    return False
 
 
 def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:
