@@ -888,6 +888,72 @@ def run_facts(ts: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def beliefs(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """docs (summary.json, beliefs): the answer masses of the prover's belief calls and of the
+    estimator's calls, the beliefs graded against the recorded truths, and the directions
+    below the top claim against B's errors (every key but ``assessment``)."""
+    masses: dict[str, list[float]] = {"prover": [], "estimator": []}
+    graded: dict[str, list[tuple[float, int]]] = {"prover": [], "estimator": []}
+    rounds = nonzero = toward = oracle_like = 0
+    for t in ts:
+        for c in t["calls"]:
+            m = (c.get("notes") or {}).get("masses")
+            who = ("prover" if c["role"] == "prover" and c["act"] == "belief"
+                   else "estimator" if c["role"] == "estimator" else None)
+            if who and m:
+                masses[who].append(m["p_true_mass"] + m["p_false_mass"])
+        truth: dict[str, int] = {}
+        claims = [t["init"]["claim"]] if t.get("init") else []
+        for rd in t["rounds"]:
+            claims.append(rd["claim"])
+            claims += (rd.get("decomposition") or {}).get("subclaims") or []
+        for c in claims:
+            if c.get("truth") is not None:
+                truth.setdefault(c["text"], int(c["truth"]))
+        believed = t["meta"].get("prover_beliefs") or {}
+        graded["prover"] += [(p, truth[x]) for x, p in believed.items() if x in truth]
+        init = t.get("init")
+        if init and init["estimate"].get("method") not in ("strategy", "oracle"):
+            if init["claim"].get("truth") is not None:
+                graded["estimator"].append((init["estimate"]["value"], init["claim"]["truth"]))
+            for rd in t["rounds"]:
+                if not rd.get("decomposition"):
+                    continue
+                subs = rd["decomposition"]["subclaims"]
+                probs = ([(p, i) for i, level in enumerate(rd["table"]) for p in level]
+                         if rd.get("table") is not None
+                         else [(p, i) for i, p in enumerate(rd["b"])])
+                graded["estimator"] += [(p, int(subs[i]["truth"])) for p, i in probs
+                                        if subs[i].get("truth") is not None]
+        for rd in t["rounds"]:
+            v = rd["claim"].get("truth")
+            if (rd["k"] >= t["config"]["depth"] or rd.get("direction") is None
+                    or rd.get("p") is None or v is None or rd["claim"]["text"] not in believed):
+                continue
+            err = v - rd["p"]
+            sign = (err > 0) - (err < 0)
+            rounds += 1
+            nonzero += rd["direction"] != 0
+            toward += rd["direction"] != 0 and rd["direction"] == sign
+            oracle_like += rd["direction"] == (sign if abs(err) > t["config"]["epsilon"] else 0)
+    out: dict[str, Any] = {}
+    for who in ("prover", "estimator"):
+        ms, gs = masses[who], graded[who]
+        mean = sum(ms) / len(ms) if ms else None
+        out[who] = {"calls": len(ms), "mean_answer_mass": mean,
+                    "min_answer_mass": min(ms) if ms else None,
+                    "noise": mean < 0.5 if ms else None, "graded": len(gs)}
+        if gs:
+            share = sum(v for _, v in gs) / len(gs)
+            out[who].update(true_share=share, brier=sum((p - v) ** 2 for p, v in gs) / len(gs),
+                            brier_base_rate=share * (1 - share))
+    out["prover"]["directions"] = {
+        "rounds": rounds, "nonzero": nonzero, "toward_truth": toward,
+        "toward_truth_share": toward / nonzero if nonzero else None,
+        "as_oracle": oracle_like, "as_oracle_share": oracle_like / rounds if rounds else None}
+    return out
+
+
 # ------------------------------------------------------------------------ tournament ratings
 
 PRIOR = 0.01

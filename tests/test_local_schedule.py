@@ -1,7 +1,7 @@
 """The local workers' batching across debates: a row's reply goes back as soon as the row is
 done, short calls run at once, and generations wait for the short calls pending at any local
-model so that they share one pass; backends on one model folder share its tokenizer. A tiny
-random Llama (built here, no download)."""
+model so that they share one pass; backends on one model folder share its tokenizer and
+weights. A tiny random Llama (built here, no download)."""
 
 from __future__ import annotations
 
@@ -110,13 +110,13 @@ def test_concurrent_calls_share_passes_and_match_single_calls(
             assert abs(lx.logprob - ly.logprob) < 1e-4
 
 
-def test_backends_on_one_model_folder_share_its_tokenizer(
+def test_backends_on_one_model_folder_share_its_tokenizer_and_weights(
     model_dir: Path, tmp_path: Path
 ) -> None:
     a, b = backend(model_dir, tmp_path), backend(model_dir, tmp_path, structured="none")
     a.load()
     b.load()
-    assert a.tokenizer is b.tokenizer and a.model is not b.model
+    assert a.tokenizer is b.tokenizer and a.model is b.model and a.weights is b.weights
     other = tiny_model(tmp_path / "other")
     c = backend(other, tmp_path)
     c.load()

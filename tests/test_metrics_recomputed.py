@@ -203,6 +203,10 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
         facts, ["retries", "failures", "debate_wall_s"])
     assert _pick(summary["estimates"], list(facts["estimates"])) == facts["estimates"]
     assert facts["estimates"]["graded"] > 0
+    believed = oracle.beliefs(ts)
+    assert {r: {k: v for k, v in summary["beliefs"][r].items() if k != "assessment"}
+            for r in believed} == believed
+    assert believed["estimator"]["calls"] > 0
     run = comparison["run"]
     assert (run["debates"], run["debates_complete"], run["items"]) == (
         len(ts), use["status"].get("complete", 0), len({oracle.item_of(t) for t in ts}))

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from llmdebate.agents.audit import decomposition_summary
+from llmdebate.agents.belief_audit import belief_summary
 from llmdebate.agents.estimate_audit import estimate_summary
 from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.config import PROTOCOL_NAMES
@@ -126,6 +127,7 @@ def old_run_summary(
         },
         "decompositions": decomposition_summary(transcripts),
         "estimates": estimate_summary(transcripts),
+        "beliefs": belief_summary(transcripts),
         # the comparison metrics have their own independent oracle
         # (tests/test_metrics_recomputed.py); here: the list of transcripts at once
         "metrics": metrics.compute(list(transcripts), seed=seed, n_boot=n_boot, n_bins=n_bins),

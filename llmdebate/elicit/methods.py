@@ -48,6 +48,11 @@ from llmdebate.registry import Registry
 answers_probes(TF_INSTRUCTION, VERBALISED_INSTRUCTION)  # the scripted test double plays them
 
 LOGPROBS_TOP = 20  # the most OpenAI returns
+MASSES = ("p_true_mass", "p_false_mass", "neither_mass")
+"""The answer masses of a ``logprobs`` estimate (its evidence), also kept on its call record
+(``notes["masses"]``): the probability of the True variants, of the False variants, and of
+every other token at the answer position. True + False is the *answer mass*: how much of the
+model's reply was an answer at all (docs/metrics.md, "beliefs")."""
 VERBALISED_ATTEMPTS = 3
 PROBABILITY_SCHEMA = OutputSchema.of(
     "probability",
@@ -321,7 +326,8 @@ async def estimate(
 
     When ``log`` is given, one record is appended for the whole estimate (also on failure):
     the messages sent (the last ones, for a re-asked verbalised estimate), the completion
-    (or the samples), the logprobs, and the summed tokens, cost and retries.
+    (or the samples), the logprobs, and the summed tokens, cost and retries; a ``logprobs``
+    estimate's record also holds the answer masses in ``notes["masses"]`` (:data:`MASSES`).
     """
     start = time.perf_counter()
     options = Options(samples=samples, temperature=temperature)
@@ -341,6 +347,8 @@ async def estimate(
         raise
     if log is not None:
         latency = time.perf_counter() - start
+        masses = {k: float(est.evidence[k]) for k in MASSES if k in est.evidence}
+        notes = {"masses": masses} if masses else {}
         only = trace.calls[0] if len(trace.calls) == 1 else None
         if (
             only is not None
@@ -352,7 +360,8 @@ async def estimate(
         ):
             # one call that is the whole estimate (the usual logprobs case): its record, named
             # for the estimate, is the record, with the same fields as the one below
-            log.append(only.model_copy(update={"role": role, "act": act, "latency_s": latency}))
+            update = {"role": role, "act": act, "latency_s": latency}
+            log.append(only.model_copy(update={**update, "notes": {**only.notes, **notes}}))
         else:
             log.append(
                 model.record(
@@ -363,6 +372,7 @@ async def estimate(
                     logprobs=trace.logprobs,
                     samples=trace.samples,
                     latency_s=latency,
+                    notes=notes,
                     **_totals(trace),
                 )
             )

@@ -140,13 +140,19 @@ def _count(n: int, noun: str) -> str:
 
 
 def _prepare_models(models: dict[str, Model], say: Callable[[str], None]) -> None:
-    """Load local weights before the clock starts, saying so (the first load takes a while)."""
+    """Load local weights before the clock starts, saying so once per copy of the weights
+    (the first load takes a while; the roles on the same weights share them)."""
     seen: set[int] = set()
+    said: set[Path | None] = set()
     for m in models.values():
         if id(m) in seen or not m.backend.profile.load:
             continue
         seen.add(id(m))
         weights = m.backend.weights_dir
+        if weights is not None and weights in said:
+            m.backend.load()  # the same weights: only its adapters are added
+            continue
+        said.add(weights)
         first = weights is not None and not weights.exists()
         say(
             f"preparing {m.name}: "

@@ -11,6 +11,7 @@ their backend is built.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,7 +35,8 @@ ACCEPTED = "openai/<model>, anthropic/<model>, hf/<dir or .gguf>, local, scripte
 """The built-in model-string forms (:func:`~llmdebate.models.backends.accepted` adds plugins')."""
 
 # Local weights are large: every get_model("local") with the same settings shares one
-# backend (one copy of the weights, one batching worker).
+# backend (one batching worker); backends on the same weights with other settings (another
+# adapter) share one copy of the weights (llmdebate.models.lora).
 _HF_SHARED: dict[tuple[Any, ...], Backend] = {}
 _HF_LOCK = threading.Lock()
 
@@ -119,7 +121,8 @@ def shared_local(spec: BackendSpec, source: str | None) -> Backend:
     """The local backend of ``spec``, shared by every model string with the same settings."""
     from llmdebate.models.hf_backend import HFBackend
 
-    key = (spec.model, source, str(spec.cache_dir), tuple(sorted(spec.options.items())))
+    options = json.dumps(spec.options, sort_keys=True, default=repr)  # act_adapters: a dict
+    key = (spec.model, source, str(spec.cache_dir), options)
     with _HF_LOCK:
         if key not in _HF_SHARED:
             _HF_SHARED[key] = construct(
@@ -144,6 +147,9 @@ def release_local(keep: Iterable[str] = ()) -> list[str]:
         drop = [key for key in _HF_SHARED if key[0] not in kept]
         backends = [_HF_SHARED.pop(key) for key in drop]
     for backend in backends:
+        release = getattr(backend, "release", None)
+        if callable(release):
+            release()
         for attr in ("model", "tokenizer"):
             if getattr(backend, attr, None) is not None:
                 setattr(backend, attr, None)

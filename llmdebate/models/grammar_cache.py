@@ -11,6 +11,8 @@ from importlib.metadata import version as _version
 from pathlib import Path
 from typing import Any
 
+from llmdebate.models.heap import trim_heap
+
 log = logging.getLogger(__name__)
 
 
@@ -58,6 +60,7 @@ class GrammarCache:
                 compiled = self._load_or_compile(xgr, tok, schema_json)
                 self._compiled[schema_json] = compiled
                 self.compile_s[schema_json] = time.perf_counter() - start
+                trim_heap()  # the tokenizer info's and the grammar's transient copies: 0.2 GB
             return xgr.GrammarMatcher(compiled)
 
     def _load_or_compile(self, xgr: Any, tok: Any, schema_json: str) -> Any:

@@ -17,7 +17,8 @@ Base models have no chat template, so messages are formatted as plain text::
 
 (``Assistant: <content>`` for assistant turns; a final assistant turn is continued instead
 of adding ``Answer:``; generation also stops where the model starts a new ``User:`` or
-``System:`` turn.) All requests go to one worker thread, which gathers them into one
+``System:`` turn.) All requests to the same weights (every backend on them: the roles) go to
+one worker thread, which gathers them into one
 left-padded batched forward pass (attention mask and position ids from the mask), so a
 batched call gives the same probabilities as single calls (within 1e-5: the padding changes
 the order of float sums). The worker answers a row as soon as it is done, runs one-token
@@ -25,7 +26,7 @@ calls at once and holds generations while one-token calls are pending at any loc
 the process, so that concurrent debates decode together (``local_schedule``). The tokens
 that every prompt of a batch begins with (a role's instructions) are run once and their
 keys and values copied to every row (``prefill``). Backends on the same weights share one
-tokenizer.
+copy of them, one tokenizer, one worker and xgrammar's tokenizer info.
 Sampling uses a ``torch.Generator`` seeded from (seed, sample_index): it is deterministic.
 When ``top_logprobs`` is asked for, each position's ``top`` holds the top-k tokens *plus*
 the tokens of ``GenerateConfig.logprob_tokens`` (those that are single tokens): given the
@@ -33,8 +34,15 @@ answer words, the answer masses are exact rather than top-k truncated. ``batch_s
 counts the forward passes by batch size (how much batching happened).
 
 A LoRA adapter (``adapter``: a folder written by peft's ``save_pretrained``, or the name of one
-shipped under ``llmdebate/adapters/``) is loaded with peft on top of the weights and merged
-into them; the backend's identity (and so the response cache) names the adapter's digest.
+shipped under ``llmdebate/adapters/``) is applied on top of the weights; the backend's identity
+(and so the response cache) names the adapter's digest. ``act_adapters`` gives some acts
+(the ``act`` a call is made for: ``belief``, ``decompose``, ...) another adapter, or none
+(``null``: the base model): e.g. a prover whose decompositions come from its trained adapter
+and its True/False beliefs from another (the main job's). Every backend on the same model folder and
+device uses one copy of the weights (:mod:`llmdebate.models.lora`): the adapters are kept
+beside it, unmerged, and switched per call; a batch runs under one adapter (the worker groups
+its requests by adapter). An adapter of another form than a plain LoRA gets a merged copy of
+its own, as every adapter did before.
 
 Structured outputs: a call with ``GenerateConfig.json_schema`` is decoded under the schema's
 grammar with xgrammar (extra ``local``): at every step the tokens the grammar forbids are
@@ -60,14 +68,17 @@ import queue
 import shutil
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmdebate.core.decisions import current_call
 from llmdebate.errors import ModelError, UserError, require
 from llmdebate.models.cache import default_cache_dir
 from llmdebate.models.grammar_cache import GrammarCache
+from llmdebate.models.heap import trim_heap
 from llmdebate.models.interface import (
     Backend,
     ChatMessage,
@@ -77,6 +88,7 @@ from llmdebate.models.interface import (
     structured_identity,
 )
 from llmdebate.models.local_schedule import SHORT_WORK, is_short
+from llmdebate.models.lora import SharedWeights
 from llmdebate.models.prefill import prefill
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
@@ -94,6 +106,22 @@ patching torch process-wide, so two backends loading at once (two roles' local m
 lazily by concurrent calls) fail with "Cannot copy out of meta tensor"."""
 _TOKENIZERS: dict[str, Any] = {}
 """Tokenizers by model folder, shared by the backends on the same weights."""
+_WEIGHTS: weakref.WeakValueDictionary[tuple[str, str], SharedWeights] = (
+    weakref.WeakValueDictionary()
+)
+"""The weights loaded in the process by (model folder, device): one copy, which every backend
+on them holds (they go when the last one is released)."""
+_GRAMMARS: weakref.WeakValueDictionary[tuple[str, str, str], GrammarCache] = (
+    weakref.WeakValueDictionary()
+)
+"""xgrammar's tokenizer info and compiled grammars by (weights, device, grammar folder)."""
+_DIGESTS: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+"""An adapter's identity by (folder, size, mtime) of its weights file: hashed once."""
+_OWN = "\0own"
+"""``run_batch``'s default adapter: the backend's own."""
+_WORKERS: dict[tuple[str, str], _Worker] = {}
+"""The running worker of each copy of the weights, by (model folder, device)."""
+_WORKERS_LOCK = threading.Lock()
 _HOLD_POLL_S = 0.02
 """While generations are held, the worker looks at the short calls this often."""
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
@@ -119,11 +147,28 @@ def sample_seed(seed: int | None, sample_index: int) -> int:
     return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
+def adapter_identity(folder: Path) -> str:
+    """The adapter's folder name and the digest of its weights (hashed once per file state)."""
+    files = sorted(folder.glob("adapter_model.*"))
+    key = (str(folder), tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    ident = _DIGESTS.get(key)
+    if ident is None:
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f.read_bytes())
+        ident = _DIGESTS[key] = f"{folder.name}-{digest.hexdigest()[:12]}"
+    return ident
+
+
 @dataclass
 class _Request:
     prompt: str
     config: GenerateConfig
     sample_index: int
+    adapter: str | None = None
+    """The adapter the call runs under (its folder; None: the base model)."""
+    backend: Any = None
+    """The backend that asked (its batches are its own)."""
     future: concurrent.futures.Future[ModelOutput] = field(
         default_factory=concurrent.futures.Future
     )
@@ -150,7 +195,8 @@ class HFBackend(Backend):
     one thread is the robust default on a small shared machine, where more threads than free
     cores make torch several times slower (see benchmarks/README.md). ``device`` (cpu, cuda,
     cuda:<n>) is where the weights and the forward passes live; sampling and grammar masks
-    stay on the CPU.
+    stay on the CPU. ``adapter`` is a LoRA adapter (a shipped name or a folder);
+    ``act_adapters`` maps acts to another adapter or None (the base model).
     """
 
     provider = "hf"
@@ -170,6 +216,7 @@ class HFBackend(Backend):
         threads: int | None = None,
         structured: str = "xgrammar",
         adapter: str | Path | None = None,
+        act_adapters: dict[str, str | Path | None] | None = None,
         device: str = "cpu",
     ) -> None:
         require("torch", "local")
@@ -185,6 +232,12 @@ class HFBackend(Backend):
         if self.source is not None and not self.source.exists():
             raise UserError(f"{name}: no model directory or .gguf file at {self.source}")
         self.adapter = adapter_path(adapter) if adapter is not None else None
+        if act_adapters is not None and not isinstance(act_adapters, dict):
+            raise UserError(f"{name}: act_adapters must map acts to adapters (or null)")
+        self.act_adapters: dict[str, Path | None] = {
+            str(act): adapter_path(a) if a is not None else None
+            for act, a in (act_adapters or {}).items()
+        }
         self.cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.max_batch = max_batch
         self.batch_wait_s = batch_wait_s
@@ -194,10 +247,14 @@ class HFBackend(Backend):
         self.load_info = LoadInfo()
         self.model: Any = None
         self.tokenizer: Any = None
+        self.weights: SharedWeights | None = None
+        """The one copy of the weights this backend's adapters run on (None: not loaded)."""
+        self._views: dict[str | None, tuple[Any, str | None]] = {}
+        """Adapter folder (None: the base model) -> (the model that runs it, the adapter's
+        name in ``weights`` to activate; None with a merged copy or the base model)."""
+        self._finalizer: weakref.finalize | None = None
         self._load_lock = threading.Lock()
-        self._queue: queue.Queue[_Request | None] = queue.Queue()
-        self._worker: threading.Thread | None = None
-        self._worker_lock = threading.Lock()
+        self._worker: _Worker | None = None
         self._extra_ids: dict[tuple[str, ...], list[int]] = {}
         self._grammar = GrammarCache(self.cache_root / "grammars")
         self.batch_sizes: collections.Counter[int] = collections.Counter()  # size -> passes
@@ -216,17 +273,28 @@ class HFBackend(Backend):
     @property
     def adapter_id(self) -> str | None:
         """The adapter's folder name and the digest of its weights (None: no adapter)."""
-        if self.adapter is None:
-            return None
-        digest = hashlib.sha256()
-        for f in sorted(self.adapter.glob("adapter_model.*")):
-            digest.update(f.read_bytes())
-        return f"{self.adapter.name}-{digest.hexdigest()[:12]}"
+        return None if self.adapter is None else adapter_identity(self.adapter)
 
     @property
     def identity(self) -> str:
-        tail = f"+{self.adapter_id}" if self.adapter is not None else ""
+        return self._identity(self.adapter)
+
+    def _identity(self, adapter: Path | None) -> str:
+        tail = f"+{adapter_identity(adapter)}" if adapter is not None else ""
         return f"{self.name}@{self.weights_id}{tail}"
+
+    def adapter_for_call(self) -> Path | None:
+        """The adapter of the call being made here: its act's (``act_adapters``), else the
+        backend's own."""
+        call = current_call() if self.act_adapters else None
+        if call is not None and call[1] in self.act_adapters:
+            return self.act_adapters[call[1]]
+        return self.adapter
+
+    @property
+    def adapters(self) -> list[Path | None]:
+        """Every adapter this backend's calls run under (None: the base model)."""
+        return list(dict.fromkeys([self.adapter, *self.act_adapters.values()]))
 
     @contextlib.contextmanager
     def torch_threads(self) -> Iterator[None]:
@@ -249,7 +317,9 @@ class HFBackend(Backend):
     def identity_for(self, config: GenerateConfig) -> str:
         constrained = self.structured != "none" and self._grammar.available is not False
         return structured_identity(
-            self.identity, config, self.structured if constrained else "none"
+            self._identity(self.adapter_for_call()),
+            config,
+            self.structured if constrained else "none",
         )
 
     @property
@@ -272,44 +342,98 @@ class HFBackend(Backend):
                 return self._load()
 
     def _load(self) -> LoadInfo:
+        """The shared weights (read now if no backend of the process holds them) and this
+        backend's adapters added to them."""
+        start = time.perf_counter()
+        where = (self._weights_location(), self.device)
+        weights = _WEIGHTS.get(where)
+        cold = False
+        if weights is None:
+            model, tokenizer, cold = self._read_weights()
+            model.to(self.device).eval()
+            tokenizer.padding_side = "left"
+            weights = SharedWeights(model, tokenizer, self.device)
+            _WEIGHTS[where] = weights
+        views: dict[str | None, tuple[Any, str | None]] = {}
+        try:
+            for adapter in self.adapters:
+                views[_key(adapter)] = self._view(weights, adapter)
+        except BaseException:
+            for _, name in views.values():
+                if name is not None:
+                    weights.drop(name)
+            raise
+        self.weights, self._views = weights, views
+        names = [name for _, name in views.values() if name is not None]
+        self._finalizer = weakref.finalize(self, _drop_adapters, weights, names)
+        # one tokenizer info and set of compiled grammars per copy of the weights
+        shared = _GRAMMARS.setdefault((*where, str(self._grammar.folder)), self._grammar)
+        self._grammar = shared
+        self.tokenizer = weights.tokenizer
+        self.model = views[_key(self.adapter)][0]
+        self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
+        trim_heap()
+        return self.load_info
+
+    def _weights_location(self) -> str:
+        """Where the weights are read from: the model folder, or the dequantised copy of a
+        GGUF file."""
+        if self.source is not None and self.source.suffix != ".gguf":
+            return str(self.source.resolve())
+        return str(self.weights_dir)
+
+    def _view(self, weights: SharedWeights, adapter: Path | None) -> tuple[Any, str | None]:
+        """(the model, the adapter name to activate) of the calls under ``adapter``: the shared
+        weights with the adapter beside them, else (an adapter of another form) a merged copy
+        of its own."""
+        if adapter is None:
+            return weights.model, None
+        name = adapter_identity(adapter)
+        why = weights.add(name, adapter)
+        if why is None:
+            return weights.model, name
+        log.info("%s: adapter %s (%s) gets a merged copy of the weights", self.name, adapter, why)
+        peft: Any = require("peft", "local")
+        base, _, _ = self._read_weights()
+        model = peft.PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
+        return model.to(self.device).eval(), None
+
+    def _read_weights(self) -> tuple[Any, Any, bool]:
+        """(model, tokenizer, cold) read from disk: a model folder, the cached dequantised
+        weights, or (cold) the GGUF file, dequantised and saved for the next time."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         torch: Any = require("torch", "local")
         transformers: Any = require("transformers", "local")
         transformers.utils.logging.disable_progress_bar()
         transformers.utils.logging.set_verbosity_error()
-        start = time.perf_counter()
         auto_model = transformers.AutoModelForCausalLM
         auto_tok = transformers.AutoTokenizer
         is_gguf = self.source is None or self.source.suffix == ".gguf"
-        cold = False
-        if not is_gguf:
-            where = str(self.source)
+        if not is_gguf or (self.weights_dir / "config.json").exists():
+            where = str(self.source) if not is_gguf else str(self.weights_dir)
             tokenizer = _shared_tokenizer(where, lambda: auto_tok.from_pretrained(where))
-            model = auto_model.from_pretrained(where, dtype=torch.float32)
-        elif (self.weights_dir / "config.json").exists():
-            where = str(self.weights_dir)
-            tokenizer = _shared_tokenizer(where, lambda: auto_tok.from_pretrained(where))
-            model = auto_model.from_pretrained(where, dtype=torch.float32)
-        else:
-            cold = True
-            log.info("dequantising %s once (about a minute on 2 cores)", self.name)
-            require("gguf", "local")
-            gguf = self._gguf_path()
-            tokenizer = auto_tok.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            model = auto_model.from_pretrained(
-                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-            )
-            self._save_weights(model, tokenizer)
-            _TOKENIZERS.setdefault(str(self.weights_dir), tokenizer)
-        if self.adapter is not None:
-            peft: Any = require("peft", "local")
-            model = peft.PeftModel.from_pretrained(model, str(self.adapter)).merge_and_unload()
-        model.to(self.device).eval()
-        tokenizer.padding_side = "left"
-        self.tokenizer, self.model = tokenizer, model
-        self.load_info = LoadInfo(time.perf_counter() - start, cold, str(self.weights_dir))
-        return self.load_info
+            return auto_model.from_pretrained(where, dtype=torch.float32), tokenizer, False
+        log.info("dequantising %s once (about a minute on 2 cores)", self.name)
+        require("gguf", "local")
+        gguf = self._gguf_path()
+        tokenizer = auto_tok.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = auto_model.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        self._save_weights(model, tokenizer)
+        _TOKENIZERS.setdefault(str(self.weights_dir), tokenizer)
+        return model, tokenizer, True
+
+    def release(self) -> None:
+        """Let go of the weights (the last backend on them frees them) and adapters (also
+        done when the backend is collected)."""
+        with self._load_lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._finalizer = None
+            self.weights, self._views = None, {}
+            self.model = self.tokenizer = None
 
     def _save_weights(self, model: Any, tokenizer: Any) -> None:
         """Save the dequantised weights atomically (a temp dir renamed into place)."""
@@ -342,65 +466,21 @@ class HFBackend(Backend):
         self.load()
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _ensure_worker(self) -> None:
-        with self._worker_lock:
-            if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(
-                    target=self._serve, name=f"llmdebate-{self.name}", daemon=True
-                )
-                self._worker.start()
-
-    def _serve(self) -> None:
-        """Answer queued requests in batches: short calls at once, generations together (see
-        :mod:`llmdebate.models.local_schedule`); None in the queue stops the worker."""
-        pending: list[_Request] = []
-        stop = False
-        while not (stop and not pending):
-            if not stop:
-                stop = self._gather(pending)
-            pending = [r for r in pending if not r.future.cancelled()]  # callers gone
-            batch = self._next_batch(pending, force=stop)
-            if batch:
-                taken = {id(r) for r in batch}
-                pending = [r for r in pending if id(r) not in taken]
-                self._serve_batch(batch)
+    def _ensure_worker(self) -> _Worker:
+        """The worker of this backend's weights (one per copy, shared by every backend on
+        them), started if none is running."""
+        with _WORKERS_LOCK:
+            where = (self._weights_location(), self.device)
+            worker = _WORKERS.get(where)
+            if worker is None or not worker.thread.is_alive():
+                worker = _WORKERS[where] = _Worker(self, where)
+            worker.users.add(id(self))
+            self._worker = worker
+            return worker
 
     def _next_batch(self, pending: list[_Request], *, force: bool) -> list[_Request]:
-        short = [r for r in pending if is_short(r.config)]
-        if short:
-            return short[: self.max_batch]
-        if not pending:
-            return []
-        oldest = min(r.queued_at for r in pending)
-        if force or SHORT_WORK.idle() or time.monotonic() - oldest >= self.hold_s:
-            return pending[: self.max_batch]
-        return []
-
-    def _gather(self, pending: list[_Request]) -> bool:
-        """Add queued requests to ``pending``: wait for a first one (at most a short poll when
-        generations are held), then take those that follow it until none has come for
-        ``batch_wait_s``, ``batch_window_s`` has passed, or ``max_batch`` are pending.
-        Debates that got their replies from one pass send their next calls a few milliseconds
-        apart, so a short quiet gap, not a fixed deadline after the first, keeps them in one
-        pass. True: the worker is to stop once ``pending`` is answered."""
-        try:
-            first = self._queue.get(timeout=_HOLD_POLL_S if pending else None)
-        except queue.Empty:
-            return False
-        if first is None:
-            return True
-        pending.append(first)
-        start = time.monotonic()
-        while len(pending) < self.max_batch:
-            left = min(self.batch_wait_s, start + self.batch_window_s - time.monotonic())
-            try:
-                item = self._queue.get(timeout=max(0.0, left))
-            except queue.Empty:
-                return False
-            if item is None:
-                return True
-            pending.append(item)
-        return False
+        """The requests to run next (:func:`next_batch` with this backend's settings)."""
+        return next_batch(pending, force=force, hold_s=self.hold_s, max_batch=self.max_batch)
 
     def _serve_batch(self, batch: list[_Request]) -> None:
         """Answer ``batch`` in one pass; each future is resolved as soon as its row is done."""
@@ -410,6 +490,7 @@ class HFBackend(Backend):
             self.run_batch(
                 [(r.prompt, r.config, r.sample_index) for r in batch],
                 on_done=lambda i, out: _resolve(futures[i], out),
+                adapter=batch[0].adapter,
                 gone=lambda i: futures[i].cancelled(),
             )
         except Exception as exc:
@@ -417,50 +498,62 @@ class HFBackend(Backend):
             for f in futures:
                 if not f.done():
                     f.set_exception(error)
+        finally:
+            trim_heap()  # what the pass freed, back to the system (models/heap.py)
 
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0
     ) -> ModelOutput:
-        self._ensure_worker()
-        req = _Request(format_prompt(messages), config, sample_index)
+        worker = self._ensure_worker()
+        req = _Request(
+            format_prompt(messages), config, sample_index, _key(self.adapter_for_call()), self
+        )
         if is_short(config):
             SHORT_WORK.add(1)
             req.future.add_done_callback(lambda _: SHORT_WORK.add(-1))
-        self._queue.put(req)
+        worker.queue.put(req)
         return await asyncio.wrap_future(req.future)
 
     async def aclose(self) -> None:
-        worker = self._worker
-        if worker is not None and worker.is_alive():
-            self._queue.put(None)
-            await asyncio.to_thread(worker.join)
-        self._worker = None
+        """Stop using the worker; the last backend on it stops it (once its queue is
+        answered)."""
+        worker, self._worker = self._worker, None
+        if worker is not None and worker.leave(self):
+            await asyncio.to_thread(worker.thread.join)
 
     # -------------------------------------------------------------- computation
     def run_batch(
         self,
         batch: list[tuple[str, GenerateConfig, int]],
         on_done: Callable[[int, ModelOutput], None] | None = None,
+        adapter: str | None = _OWN,
         gone: Callable[[int], bool] | None = None,
     ) -> list[ModelOutput]:
         """Generate for several prompts in one left-padded batch (on the calling thread).
         ``on_done(i, output)`` is called as soon as row ``i`` has finished, before the longer
         rows of the batch: a one-token probability does not wait for a batch-mate's reply.
-        ``gone(i)``: row ``i``'s caller no longer waits (its call was cancelled: Ctrl-C); it
-        stops at the next step, and a batch all of whose callers are gone stops there."""
+        Every row runs under ``adapter`` (a folder of this backend's adapters, None: the base
+        model; default: the backend's own). ``gone(i)``: row ``i``'s caller no longer waits
+        (its call was cancelled: Ctrl-C); it stops at the next step, and a batch all of whose
+        callers are gone stops there."""
         self.load()
-        with self.torch_threads():
-            return self._run_batch(batch, on_done, gone)
+        key = _key(self.adapter) if adapter == _OWN else adapter
+        if key not in self._views:
+            raise ModelError(f"{self.name}: adapter {key} is not one of this backend's")
+        model, name = self._views[key]
+        assert self.weights is not None
+        with self.torch_threads(), self.weights.active(name):
+            return self._run_batch(batch, on_done, model, gone or _nobody_gone)
 
     def _run_batch(
         self,
         batch: list[tuple[str, GenerateConfig, int]],
-        on_done: Callable[[int, ModelOutput], None] | None = None,
-        gone: Callable[[int], bool] | None = None,
+        on_done: Callable[[int, ModelOutput], None] | None,
+        model: Any,
+        gone: Callable[[int], bool],
     ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
-        gone = gone or _nobody_gone
-        tok, model = self.tokenizer, self.model
+        tok = self.tokenizer
         self.batch_sizes[len(batch)] += 1
         encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
         stops = [[*(cfg.stop or []), *TURN_STOPS] for _, cfg, _ in batch]
@@ -571,6 +664,99 @@ class HFBackend(Backend):
         return top
 
 
+def next_batch(
+    pending: list[_Request], *, force: bool, hold_s: float, max_batch: int
+) -> list[_Request]:
+    """The requests to run next: the short calls at once, else the generations once no short
+    call is pending at any local model (or ``force``, or after ``hold_s``); in either case those
+    of the first one's backend and adapter (a batch runs under one adapter), at most
+    ``max_batch``."""
+    short = [r for r in pending if is_short(r.config)]
+    if short:
+        return _one_adapter(short)[:max_batch]
+    if not pending:
+        return []
+    oldest = min(r.queued_at for r in pending)
+    if force or SHORT_WORK.idle() or time.monotonic() - oldest >= hold_s:
+        return _one_adapter(pending)[:max_batch]
+    return []
+
+
+class _Worker:
+    """The one thread that runs the forward passes of a copy of the weights: every backend on
+    them (the roles, with their adapters) queues its requests here, so one pass runs at a
+    time and its activations are the only ones in memory. A batch holds the requests of one
+    backend under one adapter; the batching settings are those of the backend that started
+    the worker."""
+
+    def __init__(self, first: HFBackend, where: tuple[str, str]) -> None:
+        self.where = where
+        self.queue: queue.Queue[_Request | None] = queue.Queue()
+        self.users: set[int] = set()
+        """The ids of the backends using this worker (the last to leave stops it)."""
+        self.batch_wait_s, self.batch_window_s = first.batch_wait_s, first.batch_window_s
+        self.max_batch, self.hold_s = first.max_batch, first.hold_s
+        self.thread = threading.Thread(
+            target=self._serve, name=f"llmdebate-{first.name}", daemon=True
+        )
+        self.thread.start()
+
+    def leave(self, backend: HFBackend) -> bool:
+        """``backend`` no longer uses the worker; True if it was the last (the worker then
+        stops once its queue is answered)."""
+        with _WORKERS_LOCK:
+            self.users.discard(id(backend))
+            if self.users:
+                return False
+            if _WORKERS.get(self.where) is self:
+                del _WORKERS[self.where]
+            self.queue.put(None)
+            return True
+
+    def _serve(self) -> None:
+        """Answer queued requests in batches: short calls at once, generations together (see
+        :mod:`llmdebate.models.local_schedule`); None in the queue stops the worker."""
+        pending: list[_Request] = []
+        stop = False
+        while not (stop and not pending):
+            if not stop:
+                stop = self._gather(pending)
+            pending = [r for r in pending if not r.future.cancelled()]  # callers gone
+            batch = next_batch(
+                pending, force=stop, hold_s=self.hold_s, max_batch=self.max_batch
+            )
+            if batch:
+                taken = {id(r) for r in batch}
+                pending = [r for r in pending if id(r) not in taken]
+                batch[0].backend._serve_batch(batch)
+
+    def _gather(self, pending: list[_Request]) -> bool:
+        """Add queued requests to ``pending``: wait for a first one (at most a short poll when
+        generations are held), then take those that follow it until none has come for
+        ``batch_wait_s``, ``batch_window_s`` has passed, or ``max_batch`` are pending.
+        Debates that got their replies from one pass send their next calls a few milliseconds
+        apart, so a short quiet gap, not a fixed deadline after the first, keeps them in one
+        pass. True: the worker is to stop once ``pending`` is answered."""
+        try:
+            first = self.queue.get(timeout=_HOLD_POLL_S if pending else None)
+        except queue.Empty:
+            return False
+        if first is None:
+            return True
+        pending.append(first)
+        start = time.monotonic()
+        while len(pending) < self.max_batch:
+            left = min(self.batch_wait_s, start + self.batch_window_s - time.monotonic())
+            try:
+                item = self.queue.get(timeout=max(0.0, left))
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            pending.append(item)
+        return False
+
+
 def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
     """The tokenizer of the model folder ``where``, loaded once in the process (Gemma's takes
     about 3 s) and shared by the backends on those weights (the roles' adapters and the base
@@ -585,6 +771,22 @@ def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
 
 def _nobody_gone(i: int) -> bool:
     return False
+
+
+def _drop_adapters(weights: SharedWeights, names: list[str]) -> None:
+    for name in names:
+        weights.drop(name)
+
+
+def _key(adapter: Path | None) -> str | None:
+    """An adapter's key in a request (its folder; None: the base model)."""
+    return None if adapter is None else str(adapter)
+
+
+def _one_adapter(requests: list[_Request]) -> list[_Request]:
+    """The requests of the first one's backend under its adapter: a batch runs under one."""
+    first = requests[0]
+    return [r for r in requests if r.backend is first.backend and r.adapter == first.adapter]
 
 
 def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:

@@ -84,6 +84,10 @@ class LocalOptions(_Options):
     """xgrammar: constrained decoding; none: unconstrained."""
     adapter: str | None = None
     """A LoRA adapter: the name of one shipped under ``llmdebate/adapters/``, or a folder."""
+    act_adapters: dict[str, str | None] | None = None
+    """Another adapter for some acts (``belief``, ``decompose``, ``evidence``, ...), or null
+    for the base model: e.g. ``{belief: null}``. The roles on one model share one copy of
+    the weights; the adapters are switched per call."""
 
 
 def _installed(package: str, extra: str) -> None:

@@ -558,5 +558,6 @@ def summary_of(
         },
         "decompositions": run.decompositions.summary(),
         "estimates": run.estimates.summary(),
+        "beliefs": run.beliefs.summary(),
         "metrics": metrics_of(run, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }

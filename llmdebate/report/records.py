@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmdebate.agents.audit import DecompositionTally
+from llmdebate.agents.belief_audit import BeliefTally
 from llmdebate.agents.estimate_audit import EstimateTally
 from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
@@ -193,6 +194,7 @@ class RunTally:
         self.judge_n = self.judge_hits = 0
         self.decompositions = DecompositionTally()
         self.estimates = EstimateTally()
+        self.beliefs = BeliefTally()
 
     def add(self, t: Transcript) -> None:
         self.records.append(record_of(t))
@@ -225,6 +227,7 @@ class RunTally:
                 self.judge_hits += rd.verdict.value == rd.claim.truth
         self.decompositions.add(t)
         self.estimates.add(t)
+        self.beliefs.add(t)
 
     def extend(self, transcripts: Iterable[Transcript]) -> RunTally:
         for t in transcripts:
