@@ -26,6 +26,6 @@ def trim_heap() -> None:
             except (OSError, AttributeError):  # musl and others: no malloc_trim
                 fn = None
         _TRIM.append(fn)
-    fn = _TRIM[0]
-    if fn is not None:
-        fn(0)
+    trim = _TRIM[0]
+    if trim is not None:
+        trim(0)

@@ -252,7 +252,7 @@ class HFBackend(Backend):
         self._views: dict[str | None, tuple[Any, str | None]] = {}
         """Adapter folder (None: the base model) -> (the model that runs it, the adapter's
         name in ``weights`` to activate; None with a merged copy or the base model)."""
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[..., Any] | None = None
         self._load_lock = threading.Lock()
         self._worker: _Worker | None = None
         self._extra_ids: dict[tuple[str, ...], list[int]] = {}
