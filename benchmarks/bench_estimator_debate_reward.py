@@ -258,7 +258,8 @@ def main() -> None:
     result: dict[str, Any] = {
         "model": a.model, "start": "base model (no adapter)", "table": table.to_json(),
         "arms": arms, "seeds": seeds, "expected": {k: EXPECTED[k] for k in arms},
-        "train": {"numbers": len(train_claims), "cases": len(train_texts),
+        "train": {"numbers": len({c.n for c in train_claims}), "claims": len(train_claims),
+                  "cases": len(train_texts),
                   "verdict_true_share": round(sum(verdicts) / len(verdicts), 4)},
         "held_out": {}, "held_out_cases": len(held_texts),
         "held_out_true_share": round(sum(held_truth) / len(held_truth), 4),

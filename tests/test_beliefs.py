@@ -177,3 +177,34 @@ def test_the_tabular_check_gives_the_expected_directions() -> None:
     ps = omni["seeds"][0]["p"]
     assert ps[0] < 0.02 and ps[-1] > 0.98
     assert omni["seeds"][0]["brier"] > cal["brier_base_rate"]
+
+
+def test_the_benchmarks_figures_are_their_definitions() -> None:
+    """benchmarks/bench_estimator_debate_reward.py's held-out figures, recomputed by hand."""
+    import importlib.util
+    import math
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_estimator_debate_reward.py"
+    spec = importlib.util.spec_from_file_location("bench_edr", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [{"p": p, "t": t, "q": q, "number": n} for p, t, q, n in
+            [(0.9, 1, 0.8, 1), (0.2, 0, 0.3, 1), (0.6, 1, 0.5, 2), (0.05, 0, 0.1, 3)]]
+    f = bench.figures(rows, draws=200)
+    assert f["brier"]["value"] == pytest.approx((0.01 + 0.04 + 0.16 + 0.0025) / 4, abs=1e-4)
+    assert f["log_loss"]["value"] == pytest.approx(
+        -(math.log(0.9) + math.log(0.8) + math.log(0.6) + math.log(0.95)) / 4, abs=1e-4)
+    assert f["mean_p"]["value"] == pytest.approx(1.75 / 4, abs=1e-4)
+    assert f["share_mid"]["value"] == pytest.approx(2 / 4)  # 0.2 and 0.6
+    assert f["abs_p_q"]["value"] == pytest.approx(0.35 / 4, abs=1e-4)
+    ps, ts = [0.9, 0.2, 0.6, 0.05], [1, 0, 1, 0]
+    mp, mt = sum(ps) / 4, 0.5
+    slope = sum((p - mp) * (t - mt) for p, t in zip(ps, ts, strict=True)) / sum((p - mp) ** 2 for p in ps)
+    assert f["slope"]["value"] == pytest.approx(slope, abs=1e-4)
+    assert f["brier"]["low"] <= f["brier"]["value"] <= f["brier"]["high"]
+    assert bench.slope([0.3] * 5, [0, 1, 0, 1, 1]) is None  # a constant p has no slope
+    # the arms' provers are prover.beliefs sections
+    assert bench.arm_settings("biased", "divisors-polarity-width", 0.25, 7).shift == 0.25
+    assert bench.arm_settings("omniscient", "t", 0, 0).source == "oracle"
+    assert bench.arm_settings("proper", "t", 0, 0) is None
