@@ -200,7 +200,8 @@ def test_the_benchmarks_figures_are_their_definitions() -> None:
     assert f["abs_p_q"]["value"] == pytest.approx(0.35 / 4, abs=1e-4)
     ps, ts = [0.9, 0.2, 0.6, 0.05], [1, 0, 1, 0]
     mp, mt = sum(ps) / 4, 0.5
-    slope = sum((p - mp) * (t - mt) for p, t in zip(ps, ts, strict=True)) / sum((p - mp) ** 2 for p in ps)
+    cov = sum((p - mp) * (t - mt) for p, t in zip(ps, ts, strict=True))
+    slope = cov / sum((p - mp) ** 2 for p in ps)
     assert f["slope"]["value"] == pytest.approx(slope, abs=1e-4)
     assert f["brier"]["low"] <= f["brier"]["value"] <= f["brier"]["high"]
     assert bench.slope([0.3] * 5, [0, 1, 0, 1, 1]) is None  # a constant p has no slope
