@@ -259,11 +259,10 @@ def _pass_layer() -> Any:
     """Stands for a frozen decoder layer whose output is cached: returns its input."""
     torch = _need("torch")
 
-    class Pass(torch.nn.Module):
-        def forward(self, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
-            return hidden_states
+    def forward(self: Any, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
+        return hidden_states
 
-    return Pass()
+    return type("Pass", (torch.nn.Module,), {"forward": forward})()
 
 
 def _decoder_layers(model: Any) -> Any:
