@@ -111,3 +111,54 @@ def test_a_few_steps_raise_the_leaf_payoff(tmp_path: Path) -> None:
     assert gain > 0.005, (before, after)
     majority = 1.0 if 2 * sum(c.verdict for c in judged) > len(judged) else -1.0
     assert majority * (sum(after) - sum(before)) / len(judged) > 0.03
+
+
+def test_against_a_bounded_prover_b_moves_towards_its_belief_not_against_shuffled_ones(
+        tmp_path: Path) -> None:
+    """The acceptance test of the bounded prover (docs/training.md, "The estimator against
+    a bounded prover"): a handful of steps on a tiny model move B's p towards a bounded
+    prover's belief (up where the prover's table says 0.9, down where it says 0.1, on the
+    same claims and verdicts: the belief, not the verdict, sets the direction), and not when
+    the same beliefs are shuffled across the claims (half 0.9, half 0.1: no push on average).
+    """
+    from llmdebate.beliefs import BeliefTable, TableBeliefs
+    from llmdebate.data.problems import divisor_statement
+    from llmdebate.training.debate_reward import LeafCase, LeafTrainer, prover_beliefs
+    from llmdebate.training.estimate_eval import estimate_prompt
+    from llmdebate.training.sft import torch_threads
+
+    model = tiny_model(tmp_path / "tiny")
+    texts = [divisor_statement(n, 2, 3, True) for n in range(100, 116)]  # one cell: no|1-2
+    verdicts = judge_verdicts([type("C", (), {"claim": t})() for t in texts])  # type: ignore
+    assert sum(verdicts) == 8  # odd n: half true
+    prompts = [estimate_prompt(Prompts(), t) for t in texts]
+
+    def table(*cells: tuple[str, int]) -> BeliefTable:
+        return BeliefTable("divisors-polarity-width", {c: (t, 18) for c, t in cells}, {})
+
+    high = TableBeliefs(table(("no|1-2", 17)))  # q = 0.9
+    low = TableBeliefs(table(("no|1-2", 1)))  # q = 0.1
+    both = table(("no|1-2", 17), ("a|1-2", 1))
+    seed = next(s for s in range(100)  # a shuffle dealing out 0.9 and 0.1 evenly
+                if sum(TableBeliefs(both, shuffle_seed=s).belief(t) > 0.5 for t in texts) == 8)
+    shuffled = TableBeliefs(both, shuffle_seed=seed)
+    # plain SGD on the whole set: a step proportional to the mean push (Adam's normalised
+    # step moves by about its learning rate even where the mean push is nearly zero: with
+    # AdamW at 0.05 the two balanced shuffles below moved p by -0.018 and -0.056)
+    s = RewardTrainSettings(steps=6, batch_size=16, learning_rate=2.0, warmup_steps=0,
+                            optimizer="sgd")
+    moved: dict[str, float] = {}
+    with torch_threads(1):
+        trainer = LeafTrainer(model, LoraSettings(r=8, alpha=32, target_modules=EVERY,
+                                                  layers=[1]), prompts)
+        trainer.reset(0)
+        before = sum(trainer.score(prompts)) / len(texts)
+        for name, source in (("high", high), ("low", low), ("shuffled", shuffled)):
+            qs = prover_beliefs(texts, source)
+            cases = [LeafCase(t, p, v, q) for t, p, v, q in zip(texts, prompts, verdicts, qs,
+                                                                 strict=True)]
+            trainer.train(cases, s, seed=0)
+            moved[name] = sum(trainer.score(prompts)) / len(texts) - before
+    assert 0.3 < before < 0.7
+    assert moved["high"] > 0.05 and moved["low"] < -0.05, moved
+    assert abs(moved["shuffled"]) < 0.1 * min(moved["high"], -moved["low"]), moved

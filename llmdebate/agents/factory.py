@@ -26,6 +26,7 @@ from llmdebate.agents.settings import (
     ProverSettings,
 )
 from llmdebate.agents.text_prompts import TextPrompts, wants_text_prompts
+from llmdebate.beliefs import make_source
 from llmdebate.core.roles import Judge
 from llmdebate.core.schemas import Claim, CombinationRule, Decomposition
 from llmdebate.data.problems import formal_decomposition
@@ -253,6 +254,7 @@ class Team:
             decomposer=p.decomposer,
             formal=item_decomposition,
             keep_invalid=p.keep_invalid,
+            beliefs=make_source(p.beliefs),
         )
 
     def make_estimator(self) -> LLMEstimator:

@@ -33,6 +33,7 @@ from llmdebate.agents.replies import (
     direction_schema,
     index_schema,
 )
+from llmdebate.beliefs import BeliefSource, belief_direction
 from llmdebate.core.decisions import deciding, narrowed
 from llmdebate.core.roles import DebateContext, DirectionChoice
 from llmdebate.core.schemas import Claim, Decomposition, Estimate, Evidence, ModelCallRecord
@@ -160,6 +161,9 @@ class LLMProver:
     ``direction="model"``: the model picks higher / lower / right.
     ``recursion="belief"`` (default): j = argmax_i |b_i - own probability of y_i|;
     ``recursion="model"``: the model picks the index.
+    ``beliefs``: where the prover's own probabilities come from when not from its model (a
+    :class:`~llmdebate.beliefs.BeliefSource`: a bounded table, the oracle); no model call is
+    made for them.
     ``decomposer="formal"`` takes the decomposition from the problem (bundled formal datasets)
     when it has one, else asks the model.
     ``structured=False`` asks for structured replies by prompt alone (no schema is sent).
@@ -186,8 +190,10 @@ class LLMProver:
         name: str | None = None,
         structured: bool = True,
         keep_invalid: bool = False,
+        beliefs: BeliefSource | None = None,
     ) -> None:
         self.model = model
+        self.source = beliefs
         self.prompts = prompts or Prompts()
         self.direction_mode = direction
         self.recursion_mode = recursion
@@ -269,6 +275,10 @@ class LLMProver:
         """A's own probability that ``claim`` is true (asked once per claim and debate)."""
         if claim.text in self.beliefs:
             return self.beliefs[claim.text]
+        if self.source is not None:
+            q = self.source.belief(claim.text, ctx.item)
+            self.beliefs[claim.text] = q
+            return q
         messages = claim_messages(self.prompts, claim, ctx)
         est = await estimate(
             self.model,
@@ -295,7 +305,7 @@ class LLMProver:
             own = float(a)
         elif self.direction_mode == "belief":
             own = await self.belief(claim, ctx)
-        else:
+        else:  # the model picks
             messages = self.prompts.render("direction", claim=claim.text, p=p, epsilon=eps, k=k)
             return int(
                 await ask_structured(
@@ -312,11 +322,7 @@ class LLMProver:
                     schema=self._schema(direction_schema()),
                 )
             )
-        if own - p > eps:
-            return 1
-        if own - p < -eps:
-            return -1
-        return 0
+        return belief_direction(own, p, eps)
 
     async def decompose(self, claim: Claim, k: int, ctx: DebateContext) -> Decomposition:
         width = ctx.config.width

@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from llmdebate.agents.judge_registry import JUDGES, USES_MODEL
+from llmdebate.beliefs import BELIEF_SOURCES
 from llmdebate.core.schemas import Ruling
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
@@ -160,6 +161,34 @@ def _decompose_only() -> list[BestOfAct]:
     return ["decompose"]
 
 
+def _belief_source(name: str) -> str:
+    if name not in BELIEF_SOURCES:
+        raise ValueError(BELIEF_SOURCES.unknown(name))
+    return name
+
+
+BeliefSourceName = Annotated[str, AfterValidator(_belief_source), BELIEF_SOURCES]
+"""A registered prover belief source (:data:`~llmdebate.beliefs.BELIEF_SOURCES`)."""
+
+
+class BeliefSettings(_Section):
+    """Where the prover's own beliefs (its direction and recursion with ``belief``) come
+    from (:mod:`llmdebate.beliefs`)."""
+
+    source: BeliefSourceName = "model"
+    """model: the prover's model, by belief_method; table: a bounded prover, P(the leaf
+    judge says True | a feature of the claim) estimated on other claims (table names it);
+    oracle: an omniscient prover, each claim's exact truth."""
+    table: str | None = None
+    """The table of a table source: a shipped table's name (divisors-polarity-width) or a
+    JSON file written by llmdebate.beliefs.build_table."""
+    shift: float = Field(default=0.0, ge=-1.0, le=1.0)
+    """A known bias added to every belief of a table or oracle source (clipped to [0, 1])."""
+    shuffle_seed: int | None = None
+    """A table source's beliefs shuffled across claims: each claim gets the belief of a cell
+    drawn at random (by this seed and the claim's text) with the cells' frequencies."""
+
+
 class ProverSettings(ModelSettings):
     assignment: Literal["paired", "honest", "dishonest", "alternate", "choose"] = "paired"
     """Which answer the prover (the consultant) defends: paired runs every item twice, once
@@ -173,7 +202,10 @@ class ProverSettings(ModelSettings):
     """model: the model writes decompositions; formal: the item's own (problem structure or
     gold facts) where it has one, else the model."""
     belief_method: ProbMethod = "logprobs"
-    """How the prover's own probabilities are elicited."""
+    """How the prover's own probabilities are elicited (with beliefs.source model)."""
+    beliefs: BeliefSettings = Field(default_factory=BeliefSettings)
+    """Where the prover's own beliefs come from: its model (default), a bounded table, or
+    the oracle (llmdebate.beliefs)."""
     samples: int = Field(default=8, ge=1)
     """Samples per probability with the sampling method."""
     temperature: float = Field(default=0.0, ge=0.0)

@@ -28,14 +28,15 @@ information about which case is true.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -51,11 +52,14 @@ from llmdebate.training.update import _need, peft_lora
 
 @dataclass(frozen=True)
 class LeafCase:
-    """A case the estimator is trained on: its prompt and the leaf judge's verdict on it."""
+    """A case the estimator is trained on: its prompt, the leaf judge's verdict on it, and the
+    prover's own belief q of its claim (None: an omniscient prover, who plays against B's p
+    as if it knew the verdict)."""
 
     claim: str
     prompt: str
     verdict: int
+    belief: float | None = None
 
 
 def judge_verdicts(cases: Sequence[EstimateCase], judge: Any | None = None,
@@ -83,28 +87,73 @@ def judge_verdicts(cases: Sequence[EstimateCase], judge: Any | None = None,
     return asyncio.run(every())
 
 
-def leaf_cases(cases: Sequence[EstimateCase], verdicts: Sequence[int]) -> list[LeafCase]:
-    return [LeafCase(c.claim, c.prompt, int(v)) for c, v in zip(cases, verdicts, strict=True)]
+def leaf_cases(cases: Sequence[EstimateCase], verdicts: Sequence[int],
+               beliefs: Sequence[float | None] | None = None) -> list[LeafCase]:
+    """The cases with the judge's verdicts (and the prover's beliefs, when given)."""
+    qs = list(beliefs) if beliefs is not None else [None] * len(cases)
+    return [LeafCase(c.claim, c.prompt, int(v), q)
+            for c, v, q in zip(cases, verdicts, qs, strict=True)]
+
+
+def prover_beliefs(claims: Sequence[str], source: Any,
+                   item: dict[str, Any] | None = None) -> list[float]:
+    """The prover's own belief of each claim from a belief source of
+    :mod:`llmdebate.beliefs` (the one a ``prover.beliefs`` section makes)."""
+    it = item if item is not None else {"meta": {"problem": "divisors"}}
+    return [float(source.belief(c, it)) for c in claims]
+
+
+def with_beliefs(cases: Sequence[LeafCase], beliefs: Sequence[float | None]) -> list[LeafCase]:
+    return [LeafCase(c.claim, c.prompt, c.verdict, q)
+            for c, q in zip(cases, beliefs, strict=True)]
 
 
 def shuffled(cases: Sequence[LeafCase], seed: int) -> list[LeafCase]:
     """The control: the same cases with the judge's verdicts permuted among them."""
     verdicts = [c.verdict for c in cases]
     random.Random(seed).shuffle(verdicts)
-    return [LeafCase(c.claim, c.prompt, v) for c, v in zip(cases, verdicts, strict=True)]
+    return [LeafCase(c.claim, c.prompt, v, c.belief)
+            for c, v in zip(cases, verdicts, strict=True)]
 
 
-def estimator_leaf_payoff(p: Any, verdict: Any) -> Any:
-    """B's payoff at the leaf, −r_0, with A's best-response direction s_0 = sign(O − p_0):
-    −|O − p_0| in the game's units (r^0 = 1). ``p`` and ``verdict`` may be floats, numpy
-    arrays or torch tensors (the direction is then a constant of the gradient)."""
-    diff = verdict - p
-    direction = diff.sign().detach() if hasattr(diff, "detach") else _sign(diff)
+def estimator_leaf_payoff(p: Any, verdict: Any, belief: Any = None,
+                          epsilon: float = 0.0) -> Any:
+    """B's payoff at the leaf, −r_0 = −s_0 · (O − p_0), in the game's units (r^0 = 1).
+
+    s_0 is the prover's direction: eq. 13 on its own belief q (``belief``), +1 when q − p > ε,
+    −1 when q − p < −ε, else 0 (:func:`llmdebate.beliefs.belief_direction`); without a belief,
+    an omniscient prover's best response, sign(O − p), so the payoff is −|O − p|. ``p``,
+    ``verdict`` and ``belief`` may be floats, numpy arrays or torch tensors (the direction is
+    then a constant of the gradient, as A's move is: the gradient in p is s_0 and the verdict
+    sets only the payoff's value)."""
+    gap = (verdict if belief is None else belief) - p
+    if hasattr(gap, "detach"):
+        gap = gap.detach()
+        direction = (gap > epsilon).to(gap.dtype) - (gap < -epsilon).to(gap.dtype)
+    else:
+        direction = (np.asarray(gap > epsilon, dtype=float)
+                     - np.asarray(gap < -epsilon, dtype=float))
+        if np.ndim(direction) == 0:
+            direction = float(direction)
     return -scoring.leaf_reward(1.0, direction, verdict, p)
 
 
-def _sign(x: Any) -> Any:
-    return np.sign(x)
+Objective = Literal["payoff", "brier", "log_loss"]
+"""What B ascends: its leaf payoff in the game (``payoff``), or, as a ceiling on the same
+verdicts, a proper score: −(O − p)² (``brier``) or log p(O) (``log_loss``)."""
+
+
+def objective_value(objective: Objective, p: Any, verdict: Any, belief: Any = None,
+                    epsilon: float = 0.0) -> Any:
+    """The per-case value B ascends (torch tensors)."""
+    if objective == "payoff":
+        return estimator_leaf_payoff(p, verdict, belief, epsilon)
+    if objective == "brier":
+        return -((verdict - p) ** 2)
+    if objective == "log_loss":
+        q = p.clamp(1e-6, 1 - 1e-6)
+        return verdict * q.log() + (1 - verdict) * (1 - q).log()
+    raise ValueError(f"unknown objective {objective!r}")
 
 
 def answer_token_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -158,7 +207,7 @@ def answer_probability(model: Any, tokenizer: Any, prompts: Sequence[str],
     return p_true / (p_true + p_false).clamp_min(1e-12)
 
 
-def shared_prefix(tokenizer: Any, prompts: Sequence[str]) -> list[int]:
+def shared_prefix_ids(tokenizer: Any, prompts: Sequence[str]) -> list[int]:
     """The tokens every prompt starts with, less one (each keeps a token of its own)."""
     from llmdebate.training.sft import Encoded, common_prefix
 
@@ -177,6 +226,15 @@ class RewardTrainSettings:
     device: str = "cpu"
     shared_prefix: bool = True
     lora: LoraSettings = field(default_factory=LoraSettings)
+    objective: Objective = "payoff"
+    epsilon: float = 0.0
+    """The prover's threshold ε in eq. 13 (0: the sign of q − p)."""
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    """adamw; or plain sgd, whose step is proportional to the gradient (a mean push of zero
+    moves nothing, where Adam's normalised step still moves by about the learning rate)."""
+    frozen_cache: bool = True
+    """With adapters only in the top layers: compute the hidden states below them once per
+    case (they do not change) and run only the top layers at each step (same result)."""
 
 
 def train_on_leaf_payoff(
@@ -185,22 +243,176 @@ def train_on_leaf_payoff(
 ) -> list[dict[str, Any]]:
     """Train a LoRA adapter (saved in ``out``) by gradient ascent on the mean leaf payoff of
     seeded batches of ``cases``; returns one log entry per step (payoff, mean p, grad norm)."""
-    torch, transformers, peft = _need("torch"), _need("transformers"), _need("peft")
-    log: list[dict[str, Any]] = []
     with torch_threads(s.threads):
-        torch.manual_seed(seed)
-        tok = transformers.AutoTokenizer.from_pretrained(str(model_dir))
+        trainer = LeafTrainer(model_dir, s.lora, [c.prompt for c in cases], device=s.device,
+                              frozen_cache=s.frozen_cache, shared_prefix=s.shared_prefix)
+        log = trainer.train(cases, s, seed=seed, on_log=on_log)
+        trainer.save(out)
+    return log
+
+
+class _Reached(Exception):
+    """Ends a forward pass at the layer whose input is cached."""
+
+
+def _pass_layer() -> Any:
+    """Stands for a frozen decoder layer whose output is cached: returns its input."""
+    torch = _need("torch")
+
+    def forward(self: Any, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
+        return hidden_states
+
+    return type("Pass", (torch.nn.Module,), {"forward": forward})()
+
+
+def _decoder_layers(model: Any) -> Any:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(base, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        raise ValueError(f"{type(base).__name__}: no decoder layers at .model.layers")
+    return layers
+
+
+class LeafTrainer:
+    """The base model with one LoRA adapter, trained (and re-initialised) arm after arm on
+    the leaf payoff, and its probabilities on any of the prompts it was built with.
+
+    When the adapter sits only in the top layers (``lora.layers``) and ``frozen_cache``, the
+    hidden states entering the lowest adapted layer are computed once per prompt, without
+    the adapter (nothing below it changes), and each forward pass runs only the layers from
+    there up: the same probabilities as the whole model (to float rounding), at a fraction
+    of the cost. Otherwise the whole model runs at each step, the prompts' shared beginning
+    once (:func:`answer_probability`)."""
+
+    def __init__(self, model_dir: Path, lora: LoraSettings, prompts: Sequence[str], *,
+                 device: str = "cpu", frozen_cache: bool = True,
+                 shared_prefix: bool = True, cache_file: Path | None = None) -> None:
+        torch, transformers, peft = _need("torch"), _need("transformers"), _need("peft")
+        self.torch = torch
+        self.device = device
+        self.tok = transformers.AutoTokenizer.from_pretrained(str(model_dir))
         base = transformers.AutoModelForCausalLM.from_pretrained(str(model_dir),
                                                                  dtype=torch.float32)
-        model = peft.get_peft_model(base, peft_lora(s.lora)).to(s.device)
-        model.peft_config["default"].base_model_name_or_path = model_dir.name
-        ids = answer_token_ids(tok)
-        prefix = shared_prefix(tok, [c.prompt for c in cases]) if s.shared_prefix else []
-        params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=0.0)
+        self.model = peft.get_peft_model(base, peft_lora(lora)).to(device)
+        self.model.peft_config["default"].base_model_name_or_path = model_dir.name
+        self.ids = answer_token_ids(self.tok)
+        self.layers = _decoder_layers(self.model)
+        self.floor = min(lora.layers) if lora.layers else 0
+        self.cache: dict[str, Any] = {}
+        self.prefix = shared_prefix_ids(self.tok, list(prompts)) if shared_prefix else []
+        if frozen_cache and self.floor > 0:
+            key = f"{model_dir.resolve()}|{self.floor}"
+            if cache_file is not None and cache_file.exists():
+                saved = torch.load(str(cache_file), weights_only=True)
+                if saved.get("key") == key:
+                    self.cache.update(saved["cache"])
+            missing = [p for p in dict.fromkeys(prompts) if p not in self.cache]
+            if missing:
+                self._fill_cache(missing)
+                if cache_file is not None:
+                    torch.save({"key": key, "cache": self.cache}, str(cache_file))
+
+    # -- the frozen layers' outputs ---------------------------------------------------
+    def _fill_cache(self, prompts: list[str], batch: int = 16) -> None:
+        """The hidden states entering layer ``floor`` for each prompt (the forward pass stops
+        there: a hook on that layer takes its input and ends the pass)."""
+        torch = self.torch
+        self.model.eval()
+        got: list[Any] = []
+
+        def take(module: Any, args: Any, kwargs: Any) -> None:
+            got.append(args[0] if args else kwargs["hidden_states"])
+            raise _Reached
+
+        handle = self.layers[self.floor].register_forward_pre_hook(take, with_kwargs=True)
+        try:
+            with torch.no_grad():
+                for i in range(0, len(prompts), batch):
+                    part = prompts[i : i + batch]
+                    enc = [list(self.tok(p, add_special_tokens=True)["input_ids"]) for p in part]
+                    x, mask, pos = _left_padded(torch, enc, self.tok)
+                    got.clear()
+                    with contextlib.suppress(_Reached):
+                        self.model(input_ids=x.to(self.device),
+                                   attention_mask=mask.to(self.device),
+                                   position_ids=pos.to(self.device), logits_to_keep=1)
+                    h = got[0]
+                    for j, (p, e) in enumerate(zip(part, enc, strict=True)):
+                        self.cache[p] = h[j, h.shape[1] - len(e) :, :].detach().clone()
+        finally:
+            handle.remove()
+
+    @contextlib.contextmanager
+    def _skipped(self, which: Iterable[int]) -> Iterator[None]:
+        """The decoder layers ``which`` replaced by pass-throughs for the block."""
+        saved = {i: self.layers[i] for i in which}
+        try:
+            for i in saved:
+                self.layers[i] = _pass_layer()
+            yield
+        finally:
+            for i, layer in saved.items():
+                self.layers[i] = layer
+
+    def _top_only(self) -> Any:
+        return self._skipped(range(self.floor))
+
+    def probabilities(self, prompts: Sequence[str], cached: bool = True) -> Any:
+        """p = P(True) / (P(True) + P(False)) of each prompt under the current adapter
+        (differentiable: call under ``torch.no_grad()`` to score); ``cached=False``: through
+        the whole model even where the frozen layers' outputs are cached."""
+        torch = self.torch
+        if not cached or not all(p in self.cache for p in prompts):
+            return answer_probability(self.model, self.tok, prompts, self.ids, self.device,
+                                      self.prefix)
+        rows = [self.cache[p] for p in prompts]
+        width = max(r.shape[0] for r in rows)
+        x = torch.zeros((len(rows), width, rows[0].shape[1]), dtype=rows[0].dtype)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        pos = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            x[i, width - r.shape[0] :] = r
+            mask[i, width - r.shape[0] :] = 1
+            pos[i, width - r.shape[0] :] = torch.arange(r.shape[0])
+        with self._top_only():
+            out = self.model(inputs_embeds=x.to(self.device), attention_mask=mask.to(self.device),
+                             position_ids=pos.to(self.device), logits_to_keep=1)
+        probs = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
+        p_true = probs[:, self.ids[0]].sum(-1)
+        p_false = probs[:, self.ids[1]].sum(-1)
+        return p_true / (p_true + p_false).clamp_min(1e-12)
+
+    def score(self, prompts: Sequence[str], batch: int = 16, cached: bool = True) -> list[float]:
+        """:meth:`probabilities` without gradient, in batches."""
+        self.model.eval()
+        out: list[float] = []
+        with self.torch.no_grad():
+            for i in range(0, len(prompts), batch):
+                out += [float(x) for x in self.probabilities(prompts[i : i + batch], cached)]
+        return out
+
+    # -- training ---------------------------------------------------------------------
+    def reset(self, seed: int) -> None:
+        """A fresh adapter: A drawn anew from ``seed``, B zero (the base model's outputs)."""
+        self.torch.manual_seed(seed)
+        for m in self.model.modules():
+            if hasattr(m, "reset_lora_parameters") and "default" in getattr(m, "lora_A", {}):
+                m.reset_lora_parameters("default", True)
+
+    def train(self, cases: Sequence[LeafCase], s: RewardTrainSettings, *, seed: int,
+              on_log: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+        """Re-initialise the adapter (``seed``) and ascend the mean of ``s.objective`` over
+        seeded batches of ``cases``; one log entry per step."""
+        torch = self.torch
+        self.reset(seed)
+        log: list[dict[str, Any]] = []
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        opt = (torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=0.0)
+               if s.optimizer == "adamw" else torch.optim.SGD(params, lr=s.learning_rate))
         rng = random.Random(seed)
         order: list[int] = []
-        model.train()
+        self.model.train()
         for step in range(s.steps):
             t0 = time.perf_counter()
             if len(order) < s.batch_size:
@@ -213,23 +425,46 @@ def train_on_leaf_payoff(
                 1 - step / s.steps)
             for g in opt.param_groups:
                 g["lr"] = lr
-            p = answer_probability(model, tok, [c.prompt for c in batch], ids, s.device,
-                                   prefix)
+            p = self.probabilities([c.prompt for c in batch])
             verdict = torch.tensor([float(c.verdict) for c in batch], device=p.device)
-            payoff = estimator_leaf_payoff(p, verdict).mean()
+            belief = None
+            if s.objective == "payoff" and any(c.belief is not None for c in batch):
+                if any(c.belief is None for c in batch):
+                    raise ValueError("some cases have the prover's belief and some do not")
+                belief = torch.tensor([float(c.belief or 0.0) for c in batch], device=p.device)
+            value = objective_value(s.objective, p, verdict, belief, s.epsilon).mean()
             opt.zero_grad()
-            (-payoff).backward()
+            (-value).backward()
             norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
-            entry = {"step": step + 1, "payoff": float(payoff.detach()),
+            payoff = estimator_leaf_payoff(p.detach(), verdict, belief, s.epsilon).mean()
+            entry = {"step": step + 1, "payoff": float(payoff), "objective": float(value.detach()),
                      "mean_p": float(p.detach().mean()),
                      "verdict_share": float(verdict.mean()), "grad_norm": float(norm),
                      "lr": lr, "step_s": round(time.perf_counter() - t0, 2)}
+            if belief is not None:
+                entry["mean_abs_p_q"] = float((p.detach() - belief).abs().mean())
             log.append(entry)
             if on_log is not None:
                 on_log(entry)
-        save_adapter(model, out)
-    return log
+        self.model.eval()
+        return log
+
+    def save(self, out: Path) -> None:
+        save_adapter(self.model, out)
+
+
+def _left_padded(torch: Any, enc: list[list[int]], tok: Any) -> tuple[Any, Any, Any]:
+    width = max(len(e) for e in enc)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    x = torch.full((len(enc), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(enc), width), dtype=torch.long)
+    pos = torch.zeros((len(enc), width), dtype=torch.long)
+    for i, e in enumerate(enc):
+        x[i, width - len(e) :] = torch.tensor(e)
+        mask[i, width - len(e) :] = 1
+        pos[i, width - len(e) :] = torch.arange(len(e))
+    return x, mask, pos
 
 
 def cluster_bootstrap(
