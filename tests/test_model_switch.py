@@ -41,7 +41,9 @@ def test_options_given_with_the_new_model_are_kept() -> None:
 def test_same_model_keeps_its_options() -> None:
     said: list[str] = []
     cfg = load(MAIN, {"prover.model": "local"}, said.append)
-    assert cfg.prover.options == {"adapter": "divisors-prover"} and said == []
+    assert cfg.prover.options == {
+        "adapter": "divisors-prover", "act_adapters": {"belief": "divisors-estimator"}
+    } and said == []
 
 
 @pytest.mark.parametrize(

@@ -209,9 +209,11 @@ async def test_a_one_call_estimate_records_what_the_general_path_would(
         logprobs=rec.logprobs,
         samples=None,
         latency_s=rec.latency_s,
+        notes={"masses": rec.notes["masses"]},
         **_totals(Trace(sent=rec.messages, calls=[rec])),
     )
     assert rec.model_dump() == general.model_dump()
     assert rec.role == "estimator" and rec.act == "conditional" and rec.tokens_in > 0
+    assert set(rec.notes["masses"]) == {"p_true_mass", "p_false_mass", "neither_mass"}
     assert rec.messages[-1]["content"].startswith("Is 7 prime?")
     await m.aclose()

@@ -260,17 +260,32 @@ def test_the_docs_show_the_config_and_template_this_file_runs() -> None:
 GOLDEN = REPO / "tests" / "fixtures" / "consultancy_golden"
 
 
+def _without_masses(x: Any) -> Any:
+    """``x`` with every ``notes.masses`` of a call record removed."""
+    if isinstance(x, dict):
+        return {k: ({n: w for n, w in v.items() if n != "masses"} if k == "notes"
+                    and isinstance(v, dict) else _without_masses(v)) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_without_masses(v) for v in x]
+    return x
+
+
 @pytest.mark.parametrize("case", ["rules", "chosen", "interactive"])
 def test_consultancy_shipped_as_a_topology_writes_the_transcripts_its_class_wrote(
     tmp_path: Path, case: str
 ) -> None:
     """``<case>.jsonl`` was written by consultancy's own class (a word limit with re-asks and
-    a scratchpad; the consultant picking its side; an interactive judge asking)."""
+    a scratchpad; the consultant picking its side; an interactive judge asking). The answer
+    masses a probability call records (``notes.masses``) came later than the class: they are
+    left out of the comparison, and everything else is compared line for line."""
     run_dir = tmp_path / case
     assert main(["run", "--config", str(GOLDEN / f"{case}.yaml"), "--run-dir", str(run_dir)]) == 0
     timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
     written = timings.sub(r'"\1":0', (run_dir / "transcripts.jsonl").read_text())
-    assert written == (GOLDEN / f"{case}.jsonl").read_text()
+    golden = (GOLDEN / f"{case}.jsonl").read_text()
+    assert [_without_masses(json.loads(x)) for x in written.splitlines()] == [
+        json.loads(x) for x in golden.splitlines()
+    ]
     assert type(PROTOCOLS.get("consultancy")).__name__ == "Topology[consultancy]"
 
 

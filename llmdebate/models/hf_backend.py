@@ -543,16 +543,17 @@ class HFBackend(Backend):
         model, name = self._views[key]
         assert self.weights is not None
         with self.torch_threads(), self.weights.active(name):
-            return self._run_batch(batch, on_done, model, gone or _nobody_gone)
+            return self._run_batch(batch, on_done, model, gone)
 
     def _run_batch(
         self,
         batch: list[tuple[str, GenerateConfig, int]],
         on_done: Callable[[int, ModelOutput], None] | None,
         model: Any,
-        gone: Callable[[int], bool],
+        gone: Callable[[int], bool] | None = None,
     ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
+        gone = gone or _nobody_gone
         tok = self.tokenizer
         self.batch_sizes[len(batch)] += 1
         encoded = [tok(p, add_special_tokens=True)["input_ids"] for p, _, _ in batch]
