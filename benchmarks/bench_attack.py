@@ -70,7 +70,7 @@ def main() -> None:
                         f"{'s' if res['stable_only'] else 'a'} "
                         f"{states!s:>6} {tables!s:>8} "
                         f"{res['seconds']:>8.2f} {ex['normalized_payoff']:>11.4g} "
-                        f"{ex['min_instance_normalized']:>11.4g} {res['bound']:>7.3g} "
+                        f"{ex['min_instance_normalized']:>11.4g} {res['bound_normalized']:>7.3g} "
                         f"{'yes' if ex['breaks'] else 'no':>11}"
                     )
 

@@ -20,7 +20,11 @@ the log lines about structured outputs. What to look for:
 * ``grammar``: applied (the probe says ``enforced: true``); decomposition calls constrained;
 * the prover on the chat endpoint with ``response_format``: the server answers HTTP 500
   naming the field; the backend takes it as a refusal (one log line, no retries) and the
-  debates complete.
+  debates complete;
+* ``model acts``: the prover picks directions and subclaims itself (``direction: model``,
+  ``recursion: model``) under a grammar on the completions and on the chat endpoint: those
+  short structured replies get the token cap their schema needs, and no debate fails with
+  a reply cut short.
 """
 
 from __future__ import annotations
@@ -41,7 +45,12 @@ CASES = {  # name: (the prover's model, its options); the other roles: completio
     "completions response_format": ("openai-completions/gemma", {"structured": "response_format"}),
     "completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
     "prover on chat (response_format)": ("openai/gemma", {"structured": "response_format"}),
+    # the prover's model acts (direction, choose: the short structured replies) under a
+    # grammar on each endpoint: no debate lost to a token cap
+    "model acts: completions grammar": ("openai-completions/gemma", {"structured": "grammar"}),
+    "model acts: chat grammar": ("openai/gemma", {"structured": "grammar"}),
 }
+MODEL_ACTS = ["--prover-direction", "model", "--prover-recursion", "model"]
 COMMON = {"batch_prompts": False}  # llama-cpp-python answers a list of prompts with HTTP 500
 
 
@@ -65,7 +74,7 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("error: llama_cpp.server did not answer within 2 minutes")
 
 
-def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
+def run_case(name: str, base_url: str, out: Path, limit: int | None = None) -> dict[str, object]:
     prover, prover_opts = CASES[name]
     others = json.dumps({**COMMON, "structured": "grammar"})
     cmd = [
@@ -79,6 +88,8 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
         "--estimator-options", others,
         "--judge-model", "openai-completions/gemma", "--judge-base-url", base_url,
         "--judge-options", others,
+        *(MODEL_ACTS if name.startswith("model acts") else []),
+        *(["--limit", str(limit)] if limit else []),
     ]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
@@ -90,6 +101,8 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
         "wall_s": round(time.perf_counter() - started, 1),
         "status": summary.get("status"),
         "failures": summary.get("failures", {}).get("by_kind"),
+        "first_failures": [d["reason"][:200] for d in
+                           summary.get("failures", {}).get("debates", [])[:3]],
         "constrained_calls": f"{dec.get('constrained_calls')} of {dec.get('calls')}",
         "http_requests": summary.get("last_invocation", {}).get("http_requests"),
         "probe_requests": summary.get("last_invocation", {}).get("probe_requests"),
@@ -97,9 +110,29 @@ def run_case(name: str, base_url: str, out: Path) -> dict[str, object]:
             k.split(" ", 1)[1]: v for k, v in summary.get("structured_outputs", {}).items()
         },
         "assessment": dec.get("assessment"),
+        "short_acts": short_acts(out),
         "log_lines": [ln for ln in proc.stderr.splitlines() if "structured" in ln],
         "error": proc.stderr.strip().splitlines()[-1] if proc.returncode == 2 else None,
     }
+
+
+def short_acts(out: Path) -> dict[str, dict[str, int]]:
+    """The prover's short structured acts (direction, choose) in the transcripts: calls,
+    constrained ones, replies refused as invalid, and the longest reply in tokens."""
+    acts: dict[str, dict[str, int]] = {}
+    path = out / "transcripts.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    for line in lines:
+        for c in json.loads(line).get("calls", []):
+            if c.get("role") != "prover" or c.get("act") not in ("direction", "choose"):
+                continue
+            a = acts.setdefault(c["act"], dict.fromkeys(
+                ("calls", "constrained", "invalid", "most_tokens_out"), 0))
+            a["calls"] += 1
+            a["constrained"] += bool(c.get("constrained"))
+            a["invalid"] += bool(c.get("invalid"))
+            a["most_tokens_out"] = max(a["most_tokens_out"], int(c.get("tokens_out") or 0))
+    return acts
 
 
 def main() -> int:
@@ -107,6 +140,7 @@ def main() -> int:
     ap.add_argument("--base-url", help="a llama-cpp-python server already running")
     ap.add_argument("--port", type=int, default=8089)
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    ap.add_argument("--limit", type=int, help="items of the dataset (default: the config's 6)")
     args = ap.parse_args()
     proc = None
     if args.base_url is None:
@@ -122,7 +156,8 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for i, name in enumerate(n.strip() for n in args.cases.split(",")):
-                print(json.dumps(run_case(name, base_url, Path(tmp) / f"r{i}")), flush=True)
+                row = run_case(name, base_url, Path(tmp) / f"r{i}", args.limit)
+                print(json.dumps(row), flush=True)
     finally:
         if proc is not None:
             proc.terminate()

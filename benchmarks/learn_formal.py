@@ -143,7 +143,7 @@ def plot(name: str, results: list[dict[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ci, res in enumerate(results):
-        a_learns = res["kind"] == "naive" or res["prover"].startswith("learned")
+        a_learns = res["kind"] == "naive" or res["prover"].startswith(("learned", "observed"))
         for si, curve in enumerate(res["curves"]):
             for ax, (key, title) in zip(axes, keys, strict=True):
                 ys = _series(curve, key)
@@ -185,8 +185,57 @@ def replot(out: Path) -> int:
         print(f"--replot: {path} does not exist (run the experiments first)", file=sys.stderr)
         return 2
     for name, ex in json.loads(path.read_text())["experiments"].items():
-        plot(name, ex["arms"], out / f"learning-{name}.png")
+        draw(name, ex["arms"], out)
     return 0
+
+
+def draw(name: str, results: list[dict[str, Any]], out: Path) -> None:
+    """One figure per kind of arm: learning-NAME.png, and learning-NAME-naive.png for the
+    naive-debate arms of an experiment that has both kinds."""
+    pe = [r for r in results if r["kind"] == "pe"]
+    naive = [r for r in results if r["kind"] == "naive"]
+    if pe:
+        plot(name, pe, out / f"learning-{name}.png")
+    if naive:
+        plot(name, naive, out / (f"learning-{name}-naive.png" if pe else f"learning-{name}.png"))
+
+
+REACHED_ACCURACY = 0.95  # the honest equilibrium, read off the last point of a curve:
+REACHED_BRIER = 0.01  # A answers right and B is calibrated (naive: A answers right and wins)
+
+
+def reached(curve: dict[str, list[float]], kind: str) -> bool:
+    """Whether a run ended at (near) the honest equilibrium (:data:`REACHED_ACCURACY`)."""
+    if curve["accuracy"][-1] < REACHED_ACCURACY:
+        return False
+    if kind == "naive":
+        return curve["win"][-1] >= REACHED_ACCURACY
+    return curve["brier"][-1] <= REACHED_BRIER
+
+
+def _span(xs: list[float]) -> str:
+    lo, hi = min(xs), max(xs)
+    return f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g} to {hi:.3g}"
+
+
+def table(summary: dict[str, Any], names: list[str]) -> str:
+    """One Markdown row per arm of the experiments ``names``: the last point of every seed."""
+    head = ("| arm | seeds | s per run | reached | A's accuracy | A's payoff | B's Brier / "
+            "A's win | after B refined |\n|---|---|---|---|---|---|---|---|")
+    rows = [head]
+    for name in names:
+        for arm in summary["experiments"][name]["arms"]:
+            curves, kind = arm["curves"], arm["kind"]
+            last = {k: [c[k][-1] for c in curves] for k in curves[0]}
+            hits = sum(reached(c, kind) for c in curves)
+            second = last["win"] if kind == "naive" else last["brier"]
+            ref = [x["payoff"] for x in arm.get("refined") or []]
+            rows.append(
+                f"| ({name}) {arm['label']} | {','.join(map(str, arm['seeds']))} | "
+                f"{_span(arm['seconds'])} | {hits} of {len(curves)} | {_span(last['accuracy'])}"
+                f" | {_span(last['payoff'])} | {_span(second)} | {_span(ref) if ref else '—'} |"
+            )
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,9 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--tiny", action="store_true", help="the tests' sizes (seconds)")
     ap.add_argument("--replot", action="store_true", help="redraw the PNGs from learning.json")
+    ap.add_argument("--table", action="store_true",
+                    help="print the last points of --experiments from learning.json as Markdown")
     args = ap.parse_args(argv)
     if args.replot:
         return replot(args.out)
+    if args.table:
+        got = json.loads((args.out / "learning.json").read_text())
+        print(table(got, [x for x in args.experiments.split(",") if x in got["experiments"]]))
+        return 0
     names = [x for x in args.experiments.split(",") if x]
     bad = [x for x in names if x not in EXPERIMENTS]
     if bad:
@@ -221,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         print(f"experiment ({name})", flush=True)
         results = [run_arm(arm) for arm in arms(name, size, seeds)]
-        plot(name, results, args.out / f"learning-{name}.png")
+        draw(name, results, args.out)
         summary["experiments"][name] = {"seconds": round(time.perf_counter() - start, 1),
                                         "arms": results}
         for res in results:

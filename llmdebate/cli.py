@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from llmdebate import __version__
+from llmdebate.commands import verbs
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
 
@@ -28,6 +30,7 @@ _register()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one line and exit 2; no traceback."""
+    verbs.ARGV = list(sys.argv[1:] if argv is None else argv)
     try:
         code = cli.main(args=argv, prog_name="llmdebate", standalone_mode=False)
     except click.exceptions.Abort:
@@ -42,7 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
-    return code if isinstance(code, int) else 0
+    code = code if isinstance(code, int) else 0
+    if argv is None and code in (130, 143):
+        # a run that stopped on Ctrl-C or SIGTERM has written and closed everything, and a
+        # person or the system waits for it to end: skip the interpreter's teardown (seconds
+        # with torch and a model loaded)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,6 +18,15 @@ class ConfigError(UserError):
     """A configuration value outside its allowed range."""
 
 
+class FieldError(ValueError):
+    """A validator's error about a field inside the value it validates (``path``: its keys
+    below the validated value), so that a config's error names that field's own line."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class RuleError(UserError):
     """A combination rule that does not parse or names a missing subclaim."""
 

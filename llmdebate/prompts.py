@@ -6,7 +6,7 @@ installed wheel carries the same files as ``llmdebate/_prompts/`` (pyproject map
 folder). A user points at their own folder (``prompts_dir`` in a run config,
 ``--prompts-dir`` on the command line); a file there overrides the default of the same
 name, and acts it does not define keep the defaults. A protocol ships its own templates in its
-package (``prompts_package`` on the protocol class, added at registration by
+package (``adds.prompts`` on the protocol class, added at registration by
 :func:`add_prompts_package`): they come after the shipped ones, so they add acts and never
 override one.
 

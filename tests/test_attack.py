@@ -52,7 +52,7 @@ def test_marginal_variant_attack_breaks_completeness_and_replays(
     res = attack(
         capsys, "--target", "completeness", *MAJORITY, "--variant", "marginal", "--out", str(out)
     )
-    assert res["below_bound"] is True and res["bound"] == pytest.approx(0.8)
+    assert res["below_bound"] is True and res["bound_normalized"] == pytest.approx(0.8)
     assert res["normalized_payoff"] < 0.8 - 1.0  # far below, not a rounding effect
     rep = replay(capsys, "--estimator-file", str(out), "--prover", "honest")
     assert rep["normalized_payoff"] == res["normalized_payoff"]  # the very same number

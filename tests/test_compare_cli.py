@@ -59,15 +59,19 @@ def _main(*argv: str) -> int:
     return main([*argv, "--quiet"])
 
 
-def _assert_report(run: Path) -> dict[str, Any]:
+def _assert_report(run: Path, plots: list[str] = PLOTS) -> dict[str, Any]:
     for name in ("config.yaml", "comparison.json", "comparison.md", "report.html"):
         assert (run / name).is_file(), name
-    assert sorted(p.name for p in (run / "plots").iterdir()) == PLOTS
+    assert sorted(p.name for p in (run / "plots").iterdir()) == plots
     for png in (run / "plots").iterdir():
         assert png.read_bytes().startswith(b"\x89PNG")
     page = (run / "report.html").read_text()
-    assert page.count('src="data:image/png;base64,') == 4
-    return json.loads((run / "comparison.json").read_text())
+    assert page.count('src="data:image/png;base64,') == len(plots)
+    m = json.loads((run / "comparison.json").read_text())
+    assert sorted(f"{name}.png" for name in m["plots_not_drawn"]) == sorted(
+        set(PLOTS) - set(plots)
+    )
+    return m
 
 
 def test_compare_writes_every_output_and_resumes(
@@ -120,7 +124,8 @@ def test_compare_takes_the_protocols_of_the_flag_or_the_file(cfg: Path, tmp_path
     assert _main(*argv, "--run-id", "b") == 0
     ids = sorted(t.id for t in load_transcripts(tmp_path / "runs" / "b"))
     assert ids == ["consultancy/q0/dishonest", "consultancy/q0/honest"]
-    _assert_report(tmp_path / "runs" / "b")
+    m = _assert_report(tmp_path / "runs" / "b", [p for p in PLOTS if p != "payoffs.png"])
+    assert m["plots_not_drawn"]["payoffs"] == "no prover-estimator debate in this run"
 
 
 def test_compare_refuses_a_changed_config_in_the_same_run(

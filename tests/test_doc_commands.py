@@ -1,4 +1,5 @@
-"""Every command line in README.md and docs/*.md runs as written, with its documented status.
+"""Every command line in README.md, docs/*.md and environments/*/README.md runs as written,
+with its documented status.
 
 The test reads every fenced block of the docs. Blocks tagged ``bash``, ``sh``, ``shell`` or
 ``console`` hold commands (one per line, ``\\`` continues a line, ``#`` starts a comment, ``&&``
@@ -14,6 +15,13 @@ checked; without one, every command runs as written and must exit 0:
                                                   ANTHROPIC_BASE_URL on tests/fixtures' fake
                                                   server and dummy keys (for API models)
     <!-- commands: skip — REASON -->              not run (another program, a GPU server, ...)
+    <!-- commands: plugin — REASON -->            the page's files written (below), ``pip
+                                                  install`` into a folder of the block's own,
+                                                  every llmdebate command in a fresh interpreter
+                                                  that finds what pip installed
+
+A block whose opening fence follows ``<!-- file: PATH -->`` is a file: a ``plugin`` block of
+the same page runs with every such file written at its PATH (a package the page describes).
 
 ``exit=N`` may follow any mode that runs. Every mode but ``run`` states its reason. The
 commands of a block run in order in one fresh folder holding links to the repository's
@@ -22,8 +30,10 @@ configs/ and datasets/, so a block's later commands see what its earlier ones wr
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +42,9 @@ from typing import Any
 
 import pytest
 
+from llmdebate.agents.factory import SEAT_ROLES
 from llmdebate.cli import cli, main
+from llmdebate.protocols.registry import PROTOCOLS
 
 try:
     from tests.fixtures import llm_fixtures
@@ -43,11 +55,15 @@ except ImportError:  # pytest run from inside tests/
     from fixtures.fake_server import FakeServer  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "environments").glob("*/README.md"))]
 SHELL_TAGS = {"bash", "sh", "shell", "console", "zsh"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 MARKER = re.compile(r"^<!--\s*commands:\s*(.*?)\s*-->$")
-MODE = re.compile(r"^(run|parse|fake-server|skip)(?:\s+exit=(\d+))?\s*(?:[—:-]+\s*(.*))?$")
+MODE = re.compile(
+    r"^(run|parse|fake-server|skip|plugin)(?:\s+exit=(\d+))?\s*(?:[—:-]+\s*(.*))?$"
+)
+FILE = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->$")
 LLMDEBATE = {"llmdebate", ".venv/bin/llmdebate"}
 
 
@@ -127,6 +143,67 @@ def doc_blocks(path: Path, root: Path = REPO) -> list[Block]:
     return out
 
 
+def doc_files(path: Path) -> dict[str, str]:
+    """The files of one Markdown page: every block whose fence follows ``<!-- file: PATH -->``,
+    by PATH."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        marked = FILE.match(line.strip())
+        if not marked or i + 1 >= len(lines):
+            continue
+        found = FENCE.match(lines[i + 1])
+        assert found, f"{path.name}:{i + 1}: a file marker stands right above its block"
+        j = i + 2
+        while j < len(lines) and not lines[j].startswith(found.group(1)):
+            j += 1
+        out[marked.group(1)] = "\n".join(lines[i + 2 : j]) + "\n"
+    return out
+
+
+def write_files(files: dict[str, str], folder: Path) -> None:
+    for rel, text in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+PROGRAM = "import sys; from llmdebate.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def installed(folder: Path) -> dict[str, str]:
+    """The environment of a command that finds what ``pip install`` put in ``folder/site``."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(folder / "site"), str(REPO)]),
+        "LLMDEBATE_CACHE_DIR": str(folder / "cache"),
+    }
+
+
+def command_line(args: tuple[str, ...], folder: Path) -> list[str]:
+    """A documented command as it runs here: ``pip install`` into ``folder/site`` (offline:
+    no build isolation, no dependencies), llmdebate in a fresh interpreter."""
+    if args[:2] == ("pip", "install"):
+        return [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                "--no-build-isolation", "--target", str(folder / "site"), *args[2:]]
+    assert args[0] in LLMDEBATE, f"cannot run {args[0]!r} in a plugin block"
+    return [sys.executable, "-c", PROGRAM, *args[1:]]
+
+
+def _run_plugin_block(block: Block, folder: Path) -> None:
+    write_files(doc_files(REPO / block.where.rsplit(":", 1)[0]), folder)
+    for name in ("configs", "datasets"):
+        (folder / name).symlink_to(REPO / name)
+    for args in block.commands:
+        res = subprocess.run(
+            command_line(args, folder), cwd=folder, env=installed(folder), capture_output=True,
+            text=True, timeout=600,
+        )
+        assert res.returncode == block.status, (
+            f"{block.where}: {shlex.join(args)} exited {res.returncode}: {res.stderr[-3000:]}"
+        )
+
+
 BLOCKS = [b for path in DOCS for b in doc_blocks(path)]
 CHECKED = [b for b in BLOCKS if b.mode != "skip"]  # a skip block only states its reason
 
@@ -139,8 +216,16 @@ def _parse_llmdebate(args: tuple[str, ...]) -> None:
     command = cli.commands.get(verb)
     assert command is not None, f"unknown verb {verb!r}"
     flags = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
-    unknown = [w for w in rest if w.startswith("--") and w.split("=")[0] not in flags]
+    unknown = [w for w in rest if w.startswith("-") and w[1:2] not in "0123456789."
+               and w.split("=")[0] not in flags]
     assert not unknown, f"{verb}: unknown flags {unknown}"
+    if verb == "export":  # --role is required except for a whole-run format
+        from llmdebate.export import FORMATS
+        from llmdebate.export.format_registry import WHOLE_RUN
+
+        fmt = rest[rest.index("--format") + 1] if "--format" in rest else "trl-prompt-completion"
+        assert "--role" in rest or FORMATS.entry(fmt).can(WHOLE_RUN), (
+            f"export --format {fmt}: --role is required")
     if verb in ("run", "compare"):
         ctx = command.make_context(verb, rest)
         fields = {k: v for k, v in ctx.params.items() if k.startswith(PREFIX)}
@@ -200,13 +285,20 @@ def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch) -> N
         (folder / name).symlink_to(REPO / name)
     monkeypatch.chdir(folder)
     monkeypatch.setenv("LLMDEBATE_CACHE_DIR", str(folder / "cache"))
-    for args in block.commands:
-        assert args[0] in LLMDEBATE, (
-            f"{block.where}: cannot run {args[0]!r} here: mark the block (parse, fake-server "
-            "or skip) with its reason"
-        )
-        code = main(list(args[1:]))
-        assert code == block.status, f"{block.where}: {shlex.join(args)} exited {code}"
+    protocols, seats = set(PROTOCOLS.names()), dict(SEAT_ROLES)
+    try:
+        for args in block.commands:
+            assert args[0] in LLMDEBATE, (
+                f"{block.where}: cannot run {args[0]!r} here: mark the block (parse, "
+                "fake-server or skip) with its reason"
+            )
+            code = main(list(args[1:]))
+            assert code == block.status, f"{block.where}: {shlex.join(args)} exited {code}"
+    finally:  # a config's topologies register protocols and seats: none outlives the block
+        for name in set(PROTOCOLS.names()) - protocols:
+            PROTOCOLS.remove(name)
+        SEAT_ROLES.clear()
+        SEAT_ROLES.update(seats)
 
 
 @pytest.mark.parametrize("block", CHECKED, ids=[b.where for b in CHECKED])
@@ -216,6 +308,9 @@ def test_documented_commands(
     if block.mode == "parse":
         for args in block.commands:
             parse_check(args)
+        return
+    if block.mode == "plugin":
+        _run_plugin_block(block, tmp_path)
         return
     if block.mode == "fake-server":
         with FakeServer() as server:
@@ -258,6 +353,10 @@ def test_a_marker_without_reason_is_refused(tmp_path: Path) -> None:
         (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "--prover-modle", "x"),
          "unknown flags"),
         (("llmdebate", "rn", "--config", "c.yaml"), "unknown verb"),
+        (("llmdebate", "run", "--config", "configs/local-divisors.yaml", "-x"),
+         "unknown flags"),
+        (("llmdebate", "export", "runs/r", "--format", "trl-prompt-only", "-o", "rows.jsonl"),
+         "--role is required"),
         (("scripts/install.sh", "local,gpu"), "no extras"),
         (("vllm", "serve"), "mark the block skip"),
     ],

@@ -123,6 +123,9 @@ def test_reproduce_writes_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     }
     text = (tmp_path / "reproduction.md").read_text()
     assert "| variant | check |" in text and "Generated in" not in text
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    for name in ("reproduction.md", "reproduction.json"):  # the shipped files, byte for byte
+        assert (tmp_path / name).read_bytes() == (docs / name).read_bytes(), name
 
 
 def test_formal_exact_flag_and_variant(capsys: pytest.CaptureFixture[str]) -> None:

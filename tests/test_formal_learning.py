@@ -96,11 +96,11 @@ def test_b_a_learned_liar_finds_obfuscation_only_against_a_blind_challenger() ->
 
 
 def test_experiments_are_built_for_every_name() -> None:
-    for name in ("a", "b", "c", "d"):
+    for name in ("a", "b", "c", "d", "e", "f", "g", "h", "i"):
         got = arms(name, TINY, [0, 1])
         assert got and all(len(arm.runs) == 2 for arm in got)
     with pytest.raises(ValueError, match="experiment must be one of"):
-        arms("e", TINY, [0])
+        arms("z", TINY, [0])
 
 
 def test_es_climbs_a_quadratic() -> None:

@@ -66,18 +66,22 @@ def test_the_mixed_effects_regression_finds_a_row_effect_against_judge_noise() -
     rows, judges, items, y = [], [], [], []
     skill = {f"j{j}": rng.normal(0, 0.5) for j in range(6)}
     for k in range(300):
-        row, judge, item = ("debate" if k % 2 else "consultancy"), f"j{k % 6}", f"i{k // 3}"
+        # every judge judges both rows (a row judged by some judges only is confounded with
+        # them, and its interval is rightly as wide as three judges a side allow)
+        row, judge, item = ("debate" if k % 2 else "consultancy"), f"j{k // 2 % 6}", f"i{k // 3}"
         logit = (1.5 if row == "debate" else 0.0) + skill[judge]
         rows.append(row)
         judges.append(judge)
         items.append(item)
         y.append(float(rng.random() < 1 / (1 + np.exp(-logit))))
-    fit = mixed_logit(y, rows, judges, items, seed=3)
-    assert fit == mixed_logit(y, rows, judges, items, seed=3)  # seeded: the same to the bit
+    fit = mixed_logit(y, rows, judges, items)
+    assert fit == mixed_logit(y, rows, judges, items)  # deterministic: the same to the bit
     assert fit is not None and fit["reference"] == "consultancy"
     (effect,) = fit["effects"]
     assert effect["row"] == "debate" and effect["ci95"][0] > 0.5
-    assert set(fit["random_effect_sd"]) == {"judge", "item"}
+    assert effect["ci95"][0] < effect["log_odds"] < effect["ci95"][1]
+    assert set(fit["random_effect_sd"]) == {"judge", "item"} and fit["dropped"] == []
+    assert fit["model"] == "logit(P[correct]) ~ row + (1 | judge) + (1 | item)"
     assert mixed_logit([1.0, 0.0], ["a", "a"], ["j", "k"], ["i", "i"]) is None
 
 
@@ -87,3 +91,23 @@ def test_the_mixed_effects_regression_is_not_fitted_when_every_judgment_agrees()
     items = ["i0", "i0", "i1", "i1"] * 2
     assert mixed_logit([0.0] * 8, rows, judges, items) is None
     assert mixed_logit([1.0] * 8, rows, judges, items) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=MIN_ITEMS, max_size=40))
+def test_one_value_per_item_clustered_is_the_plain_bootstrap_to_the_bit(xs: list[float]) -> None:
+    assert interval(xs, seed=4, n_boot=100, clusters=[f"i{k}" for k in range(len(xs))]) == (
+        interval(xs, seed=4, n_boot=100))
+
+
+def test_pairs_of_one_item_are_one_unit() -> None:
+    # 12 items, three pairs each, every pair of an item scoring alike: 36 pairs are not 36
+    # independent units, and the interval over items is wider than the one over pairs
+    scores = [float(k % 2) for k in range(12) for _ in range(3)]
+    items = [f"i{k}" for k in range(12) for _ in range(3)]
+    by_pair, _ = interval(scores, seed=0, n_boot=500, unit="pairs")
+    by_item, note = interval(scores, seed=0, n_boot=500, clusters=items)
+    assert by_pair is not None and by_item is not None and note is None
+    assert by_item[1] - by_item[0] > 1.3 * (by_pair[1] - by_pair[0])
+    few, why = interval(scores[:27], seed=0, n_boot=50, clusters=items[:27])
+    assert few is None and why == "n = 9 items: too few for an interval (at least 10)"

@@ -27,6 +27,7 @@ from llmdebate.core.scoring import score_transcript
 from llmdebate.errors import UserError
 from llmdebate.inspect_ext.task import METADATA_KEY, debate
 from llmdebate.models import GenerateConfig, get_model
+from llmdebate.protocols.families import rewarded as paid
 from llmdebate.protocols.interface import FirstOption
 from llmdebate.protocols.registry import PROTOCOLS
 
@@ -89,7 +90,7 @@ def test_every_protocol_runs_in_inspect_and_rescores_from_its_log(
     assert res.ok and res.scored == len(ts) and not res.mismatches
     # the protocol's figures under their names as Inspect metrics
     metrics = {s.name: s.metrics for s in back.results.scores} if back.results else {}
-    rewarded = PROTOCOLS.get(protocol).reward_scheme is not None
+    rewarded = paid(PROTOCOLS.get(protocol))
     key = "item_leaf_claim_accuracy" if rewarded else "judge_accuracy"
     assert set(metrics[key]) == {"accuracy", "stderr"}
     assert ("honest_beats_dishonest" in metrics) is rewarded

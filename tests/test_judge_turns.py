@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from llmdebate.core.scoring import interactive_judge_score, log_score
-from llmdebate.judging.turns import (
+from llmdebate.protocols.judge_turn import (
     QUESTION_CHARS,
     JudgeTurnError,
     JudgeTurnReply,

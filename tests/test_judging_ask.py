@@ -6,6 +6,7 @@ continued debate of each judge kept apart (``asked.jsonl``; ``transcripts.jsonl`
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from starlette.testclient import TestClient
 from llmdebate.cli import main
 from llmdebate.judging.app import create_app
 from llmdebate.judging.asking import MAX_QUESTION, continuation_id, load_asked
-from llmdebate.judging.complete import Invalid, NotFound, ask, waiting_by_id
+from llmdebate.judging.complete import Invalid, NotFound, ask, waiting_by_id, wall_s
 from llmdebate.judging.db import Assignment, Question, connect
 from llmdebate.records.rundir import TRANSCRIPTS_FILE
 
@@ -67,6 +68,8 @@ def test_the_ask_form_needs_its_token_and_limits_and_isolates_the_question(
         assert f"<bdi>is {RLO}this reversed &lt;b&gt;x&lt;/b&gt;?\u202c</bdi>" in r.text
         assert "Ask the debaters</button>" not in r.text
         # one question at a time; no verdict while it waits
+        page = c.get(f"/a/{mine['a']}?decide=1").text  # no verdict form while it waits
+        assert 'id="submit"' not in page and "waiting for the debaters" in page
         r = c.post(f"/a/{mine['a']}", data={"action": "ask", "question": "more", "csrf": csrf})
         assert r.status_code == 400 and "waiting for the debaters" in r.text
         r = c.post(f"/a/{mine['a']}", data={"p": "60", "explanation": "x", "csrf": csrf})
@@ -114,6 +117,15 @@ def test_the_clock_survives_asking_and_waiting_and_end_and_decide_is_a_post(
         c.get(links["a"])
         page = c.get(f"/a/{aid}").text
         csrf = _csrf(page)
+        # the page's clock is the client's: a count beyond the wall time since the
+        # assignment was opened is cut to it
+        c.post(f"/a/{aid}/wait", data={"csrf": csrf, "active_s": "3e5"})
+        with connect(run_dir).begin() as s:
+            a = s.get(Assignment, aid)
+            assert a is not None and a.started_at is not None
+            assert a.active_s is not None and a.active_s <= wall_s(a) < 60
+            a.started_at = a.started_at - timedelta(seconds=1000)  # opened 1000 s ago
+            a.active_s = None
         assert f'href="/a/{aid}?decide=1"' not in page  # no GET link: a button of the form
         assert 'name="action" value="decide" id="end"' in page
         r = c.post(f"/a/{aid}", data={"action": "ask", "question": "why?", "csrf": csrf,

@@ -13,7 +13,9 @@ import pytest
 from judging_study import REPO, make_run, write_judges
 
 from llmdebate.cli import main
+from llmdebate.judging.assign import Loads, side, unstaffed_views, waiting_debates
 from llmdebate.judging.blinding import STORY_LOG
+from llmdebate.report.metrics import item_id
 
 QUALITY = REPO / "datasets" / "quality" / "sample.jsonl"
 HUMAN_QA = {"kind": "human", "passage": "hidden", "direct_passage": ["hidden", "shown"]}
@@ -105,3 +107,28 @@ def test_one_question_under_two_ids_reaches_no_judge_twice(tmp_path: Path) -> No
         for r in got:
             seen[str(r["debate"])] += 1
     assert len(seen) == 6  # every debate still gets its judge
+
+
+def test_a_view_no_judge_can_take_is_named_with_the_judges_that_would_staff_it(
+    quality_run: Path,
+) -> None:
+    """Six judges who each judged the sample's one story blind: none can read it in full, so
+    no direct (expert) debate can get a judge; the view is named in one line with how many
+    judges would staff it (two per debate: two new judges, each on every item)."""
+    debates = waiting_debates(quality_run)
+    blind = [t for t in debates if t.protocol == "consultancy"]
+    loads = Loads()
+    active = [f"j{n}" for n in range(6)]
+    for n, j in enumerate(active):
+        t = blind[n % len(blind)]
+        loads.add(j, item_id(t), t.id, t.protocol, side(t), t)
+    lines = unstaffed_views(debates, active, 2, loads)
+    assert lines == [
+        "no judge can take direct (expert): its 5 debates wait, since each of the 6 judges "
+        "has judged its items or read its stories the other way (blind or in full); 2 more "
+        "judges would staff it (2 per debate)"
+    ]
+    loads.per_story = 2  # a judge sees two questions of a story at most: 5 x 2 / 2 = 5
+    assert "5 more judges would staff it" in unstaffed_views(debates, active, 2, loads)[0]
+    fresh = Loads()  # judges with nothing yet can take every view
+    assert unstaffed_views(debates, active, 2, fresh) == []

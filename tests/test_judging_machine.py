@@ -101,6 +101,13 @@ def test_model_and_oracle_rule_on_every_waiting_debate(judged_study: Path, capsy
         if t.meta["judgment"]["kind"] == "llm" and t.protocol == "prover-estimator"
     ]
     assert leaf_llm and all(t.rounds[-1].verdict.probability in (0.85, 0.15) for t in leaf_llm)
+    for t in leaf_llm:  # one judge: the model ruled by argmax, and the expectation takes its O
+        leaf = t.rounds[-1]
+        assert leaf.verdict.ruling == "argmax"
+        assert leaf.verdict.value == int(leaf.verdict.probability >= 0.5)
+        assert leaf.expected_reward == leaf.reward
+    people = [t for t in judged if t.meta["judgment"]["kind"] == "human" and t.rounds]
+    assert all(t.rounds[-1].verdict.ruling is None for t in people)
 
     # the model judge was asked exactly what the run's own model judge would have been asked
     cfg = yaml.safe_load((run_dir.parent / "study.yaml").read_text())

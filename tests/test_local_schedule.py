@@ -6,6 +6,7 @@ weights. A tiny random Llama (built here, no download)."""
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,46 @@ def test_a_shared_prompt_beginning_is_computed_once_with_the_same_replies(
             assert lx.token == ly.token
             assert abs(lx.logprob - ly.logprob) < 1e-4
             assert lx.top.keys() == ly.top.keys()
+
+
+def test_a_row_whose_caller_is_gone_stops_at_the_next_step(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C cancels the calls in flight: their rows stop between steps, and a batch with
+    no caller left stops at once (the run answers the interrupt in a step, not a reply)."""
+    b = backend(model_dir, tmp_path)
+    long = GenerateConfig(max_tokens=40, temperature=0.0, stop=[])
+    steps = {"n": 0}
+
+    def gone(i: int) -> bool:
+        steps["n"] += i == 0
+        return i == 1 or steps["n"] > 3
+
+    outs = b.run_batch([("Claim: 7 is prime", long, 0), ("Is it true?", long, 0)], gone=gone)
+    assert outs[1].tokens_out == 0 and 1 <= outs[0].tokens_out <= 3
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(b.generate(ask("Claim: 7 is prime"), long))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(b.aclose(), 30)
+
+    asyncio.run(cancelled())
+
+
+def test_structured_budgets_are_counted_in_the_models_own_tokenizer(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    from llmdebate.agents.replies import direction_schema
+    from llmdebate.models.reply_budget import MARGIN, SLACK, longest_reply, spellings
+    from llmdebate.models.wrapper import Model
+
+    b = backend(model_dir, tmp_path)
+    b.load()
+    texts = spellings(longest_reply(direction_schema().schema))
+    counts = [len(b.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    assert [b.count_tokens(t) for t in texts] == counts
+    budget = Model(b, use_cache=False).reply_tokens(direction_schema())
+    assert budget == max(8, math.ceil(max(counts) * MARGIN) + SLACK)

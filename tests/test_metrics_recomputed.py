@@ -27,6 +27,8 @@ from llmdebate.core.schemas import Transcript
 from llmdebate.inspect_ext.scores import figures
 from llmdebate.judging.complete import Submission, ask, submit, waiting_by_id
 from llmdebate.judging.db import Assignment, connect
+from llmdebate.report.closing import closing_lines
+from llmdebate.tournament.report_section import tournament_part
 
 try:
     from tests.fixtures import tournament_players
@@ -74,6 +76,34 @@ def tournament_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def cross_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tournament without self-play (three debaters, every ordered pair), so that the
+    accuracy points are pairs at their rating difference, and two prover models."""
+    tmp = tmp_path_factory.mktemp("cross")
+    cfg = {
+        "name": "cross",
+        "protocols": ["two-sided", "prover-estimator"],
+        "dataset": {"path": str(items(tmp))},
+        "prover": {**SCRIPTED, "decomposer": "formal"},
+        "estimator": SCRIPTED,
+        "judge": tournament_players.judge_settings(),
+        "debate": {"depth": 1, "width": 2},
+        "tournament": {
+            "roster": {n: tournament_players.player(n) for n in ("strong", "random", "concede")},
+            "self_play": False,
+            "provers": ["random"],
+            "estimators": ["random", "strong"],
+        },
+        "report": {"bootstrap": BOOT},
+    }
+    (tmp / "c.yaml").write_text(yaml.safe_dump(cfg))
+    run_dir = tmp / "run"
+    assert main(["run", "--config", str(tmp / "c.yaml"), "--run-dir", str(run_dir), "--quiet"]) == 0
+    assert main(["report", str(run_dir), "--quiet"]) == 0
+    return run_dir
+
+
+@pytest.fixture(scope="module")
 def study_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("study")
     judge = {"kind": "human", "interactive": True, "turn_cost": 0.05, "log_base": 2}
@@ -108,6 +138,23 @@ def _flat(rating: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in rating.items() if k != "ci95"}, "lo": lo, "hi": hi}
 
 
+def _close(got: Any, want: Any, where: str = "", tol: float = 1e-9) -> None:
+    """``got`` equals ``want``, floats to ``tol`` (payoffs: the report sums in floating
+    point, the oracle in exact fractions); everything else exactly."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) >= set(want), (where, got, want)
+        for k, v in want.items():
+            _close(got[k], v, f"{where}.{k}", tol)
+    elif isinstance(want, list | tuple):
+        assert isinstance(got, list | tuple) and len(got) == len(want), (where, got, want)
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            _close(g, w, f"{where}[{k}]", tol)
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert got == pytest.approx(want, rel=tol, abs=tol * 1e-3), (where, got, want)
+    else:
+        assert got == want, (where, got, want)
+
+
 def _check_metrics(written: dict[str, Any], ts: list[dict[str, Any]], seed: int) -> None:
     want = oracle.metrics(ts, seed, BOOT)
     assert written["n_transcripts"] == want["n_transcripts"]
@@ -124,11 +171,11 @@ def _check_metrics(written: dict[str, Any], ts: list[dict[str, Any]], seed: int)
         assert {v: _pick(e, list(w["by_passage"][v])) for v, e in got["by_passage"].items()
                 } == w["by_passage"]
         if "pairs" in w:
-            assert _pick(got["pairs"], list(w["pairs"])) == w["pairs"]
+            _close(got["pairs"], w["pairs"], f"{proto}.pairs")
             for s in ("honest", "dishonest"):
-                assert _pick(got["payoff"][s], list(w["payoff"][s])) == w["payoff"][s]
+                _close(got["payoff"][s], w["payoff"][s], f"{proto}.payoff.{s}")
             top = ["completeness_bound", "soundness_threshold", "bootstrap_seed"]
-            assert _pick(got["payoff"], top) == _pick(w["payoff"], top)
+            _close(_pick(got["payoff"], top), _pick(w["payoff"], top), f"{proto}.payoff")
     cal = want["calibration"]
     assert _pick(written["calibration"], list(cal)) == cal
 
@@ -165,11 +212,19 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
         len(ts), use["status"].get("complete", 0), len({oracle.item_of(t) for t in ts}))
     assert _pick(summary["leaf_claim_accuracy"], ["n", "accuracy"]) == oracle.leaf_claims(ts)
     # the tournament: accuracy against rating and the prover x estimator grid
+    assert _check_tournament(comparison, ts) == {"self-play", "consultant"}
+
+
+def _check_tournament(comparison: dict[str, Any], ts: list[dict[str, Any]]) -> set[str]:
+    """The tournament section equals the recomputation: accuracy against rating (its x the
+    rating, or the difference of two ratings), the prover x estimator grid, the ratings;
+    returns the kinds of point."""
     tour = oracle.tournament(ts)
-    got = [_pick(p, ["protocol", "model", "kind", "accuracy", "n", "accuracy_ci"])
-           for p in comparison["tournament"]["accuracy_vs_rating"]]
-    assert got == tour["points"] and {p["kind"] for p in got} == {"self-play", "consultant"}
-    assert comparison["tournament"]["prover_estimator_grid"] == tour["grid"]
+    written = comparison["tournament"]["accuracy_vs_rating"]
+    keys = ["protocol", "model", "kind", "accuracy", "n", "items", "accuracy_ci",
+            "accuracy_note"]
+    assert [_pick(p, keys) for p in written] == tour["points"]
+    _close(comparison["tournament"].get("prover_estimator_grid", []), tour["grid"], "grid")
     # the ratings: an independent Bradley-Terry fit (scipy) of every resample of the items;
     # two optimisers agree to 1e-7, the rest exactly
     rated = oracle.ratings(ts, seed=0, n_boot=BOOT)
@@ -180,17 +235,33 @@ def test_comparison_and_summary_of_a_tournament_equal_the_recomputation(
         got = [_pick(r, list(want[0])) for r in tables[proto]["ratings"]]
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
-            assert _flat(g) == pytest.approx(_flat(w), abs=1e-7), (proto, w)
+            assert (g["ci95"] is None) == (w["ci95"] is None), (proto, g, w)
+            assert (g["interval_note"], g["prior_bound"]) == (
+                w["interval_note"], w["prior_bound"]), (proto, w)
+            flat = {k: v for k, v in g.items() if k not in ("ci95", "interval_note")}
+            want_flat = {k: v for k, v in w.items() if k not in ("ci95", "interval_note")}
+            assert flat == pytest.approx(want_flat, abs=1e-7), (proto, w)
+            if w["ci95"] is not None:
+                assert g["ci95"] == pytest.approx(w["ci95"], abs=1e-7), (proto, w)
         overall = {w["model"]: w for w in want if w["side"] == "overall"}
-        for p in comparison["tournament"]["accuracy_vs_rating"]:
-            if p["protocol"] == proto:
-                x = overall[p["model"]]
-                assert [p["rating"], *p["rating_ci"]] == pytest.approx(
-                    [x["value"], *x["ci95"]], abs=1e-7)
+        for p in written:
+            if p["protocol"] != proto:
+                continue
+            if p["kind"] == "rating difference":  # x = rating(correct) − rating(incorrect)
+                assert p["rating"] == pytest.approx(tour["diffs"][(proto, p["model"])],
+                                                    abs=1e-7)
+                assert p["rating_ci"] is None
+                continue
+            x = overall[p["model"]]
+            assert p["rating"] == pytest.approx(x["value"], abs=1e-7)
+            assert (p["rating_ci"] is None) == (x["ci95"] is None)
+            if x["ci95"] is not None:
+                assert p["rating_ci"] == pytest.approx(x["ci95"], abs=1e-7)
     assert comparison["tournament"]["matches"] == sum(
         len(m) for m in oracle.matches_of(ts).values())
     assert comparison["tournament"]["models"] == sorted(
         {n for ms in oracle.matches_of(ts).values() for m in ms for n in m[:2] if n})
+    return {p["kind"] for p in written}
 
 
 def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path) -> None:
@@ -213,8 +284,12 @@ def test_the_judges_section_of_a_study_equals_the_recomputation(study_run: Path)
     # blind and expert, hidden and shown: separate rows in the study too
     assert any(r.startswith("direct (") for r in sec["per_protocol"])
     assert "direct" not in sec["per_protocol"]
-    mixed = oracle.mixed_effects(judged, seed=0)
-    assert _pick(sec["mixed_effects"], list(mixed)) == mixed and len(mixed["effects"]) >= 2
+    # the mixed model recomputed at the random-effect sds the report found, which do
+    # minimise its Laplace deviance
+    mx = sec["mixed_effects"]
+    mixed = oracle.mixed_effects(judged, mx["random_effect_sd"])
+    assert mixed.pop("local_min") and len(mixed["effects"]) >= 2
+    _close(_pick(mx, list(mixed)), mixed, "mixed", tol=1e-6)  # two optimisers of one mode
     # the judge who asked: its row, over the people's judgments that record their turns
     ts_all = oracle.lines(study_run / "transcripts.jsonl") + judged
     assert comparison["asking_judge"] == oracle.asking(ts_all)
@@ -246,14 +321,16 @@ def _check_inspect(
     want = oracle.inspect_samples(ts, judged)
     got = {str(s.id): {n: dict(sc.value) for n, sc in (s.scores or {}).items()}
            for s in log.samples or []}
-    assert _nan_safe(got) == _nan_safe(want)
+    assert set(got) == set(want)
+    _close(_nan_safe(got), _nan_safe(want), "inspect samples")
     res = oracle.inspect_results(want)
     assert log.results.total_samples == res["total_samples"]
     assert log.results.completed_samples == res["completed_samples"]
     written = {(e.scorer, e.name): {"metrics": {m: v.value for m, v in e.metrics.items()},
                                     "scored": e.scored_samples, "unscored": e.unscored_samples}
                for e in log.results.scores}
-    assert written == res["scores"]
+    assert set(written) == set(res["scores"])
+    _close(written, res["scores"], "inspect results")
     return res
 
 
@@ -328,3 +405,80 @@ def test_inspect_honest_beats_dishonest_pairs_by_seats_and_counts_a_tie_as_zero(
     assert got["honest_beats_dishonest"] == 0.5  # mean payoffs 2 > -2 would have said 1
     assert got["item_payoff_honest"] == pytest.approx(2.0)
     assert got["item_payoff_dishonest"] == pytest.approx(-2.0)
+
+
+def _check_closing(run_dir: Path, ts: list[dict[str, Any]]) -> None:
+    """The closing lines state the recomputed figures: each fragment ``A ... B`` of the
+    oracle's is on one line, A before B."""
+    lines = closing_lines(json.loads((run_dir / "summary.json").read_text()))
+    for fragment in oracle.closing(ts, 0, BOOT):
+        parts = fragment.split(" ... ")
+        assert any(_in_order(line, parts) for line in lines), (fragment, lines)
+
+
+def _in_order(line: str, parts: list[str]) -> bool:
+    at = 0
+    for part in parts:
+        at = line.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return True
+
+
+def _check_decisions(ts: list[dict[str, Any]]) -> int:
+    """Every recorded decision is the option the judge's p_first points at (docs: option A
+    iff P(A) ≥ 1/2); returns how many were checked."""
+    checked = 0
+    for t in ts:
+        if oracle.p_first(t) is not None and t["meta"].get("options") and t["status"] == (
+                "complete") and "decision" in t["meta"]:
+            assert oracle.same(t["meta"]["decision"], oracle.decision(t)), t["id"]
+            checked += 1
+    return checked
+
+
+def test_the_closing_lines_and_the_decisions_equal_the_recomputation(
+    tournament_run: Path, study_run: Path
+) -> None:
+    ts = oracle.lines(tournament_run / "transcripts.jsonl")
+    _check_closing(tournament_run, ts)
+    assert _check_decisions(ts) > 0
+    judged = oracle.lines(study_run / "judged.jsonl")
+    assert _check_decisions(judged) > 0
+    # the recursive payoffs are the rounds' own: a transcript's recorded total agrees
+    for t in ts:
+        if t.get("init") is not None and t["status"] == "complete":
+            r_d1 = oracle.ratio(t) ** (t["config"]["depth"] + 1)
+            assert t["total"] == pytest.approx(float(oracle.exact_total(t)), abs=1e-12)
+            assert oracle.payoff(t) == pytest.approx(float(oracle.exact_total(t) / r_d1))
+
+
+def test_a_tournament_without_self_play_equals_the_recomputation(cross_run: Path) -> None:
+    """The accuracy points are ordered pairs at their rating difference, recomputed; and
+    every other figure, the closing lines and the decisions with them."""
+    ts = oracle.lines(cross_run / "transcripts.jsonl")
+    comparison = json.loads((cross_run / "comparison.json").read_text())
+    _check_metrics(comparison, ts, seed=0)
+    assert _check_tournament(comparison, ts) == {"rating difference"}
+    points = comparison["tournament"]["accuracy_vs_rating"]
+    assert len(points) == 6  # every ordered pair of three models
+    assert len(comparison["tournament"]["prover_estimator_grid"]) == 2
+    _check_closing(cross_run, ts)
+    assert _check_decisions(ts) > 0
+
+
+def test_no_tournament_section_where_no_debater_models_are_compared(
+    tournament_run: Path,
+) -> None:
+    """Self-play debates alone, or one prover model against one estimator model (the main
+    job's seats), compare no debaters: no section, never a 0-match row with a mean of nan."""
+    ts = [Transcript.model_validate(t) for t in oracle.lines(tournament_run / "transcripts.jsonl")]
+    self_play = [t for t in ts if t.protocol == "two-sided"
+                 and len({s["name"] for s in t.meta["seats"].values()}) == 1]
+    assert self_play and tournament_part(self_play, seed=0, n_boot=5) is None
+    one_cell = [t for t in ts if t.protocol == "prover-estimator"
+                and t.meta["seats"]["estimator"]["name"] == "strong"]
+    assert one_cell and tournament_part(one_cell, seed=0, n_boot=5) is None
+    part = tournament_part(ts, seed=0, n_boot=5)
+    assert part is not None and "nan" not in part.markdown

@@ -271,3 +271,23 @@ def test_unknown_model_string(bad: str):
         get_model(bad)
     message = str(info.value)
     assert "\n" not in message and "openai/<model>" in message and "scripted" in message
+
+
+@pytest.mark.parametrize("which", ["openai", "anthropic", "openai-https-client"])
+def test_a_model_serves_one_asyncio_run_after_another(
+    server: FakeServer, which: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that calls a model from several ``asyncio.run`` (``llmdebate answer``, a fork
+    per reward) keeps a connection open from the first: each later loop gets its own, and no
+    call meets 'Event loop is closed'."""
+    server.responder = lambda body: "Yes."
+    if which == "openai-https-client":  # a proxy in the environment: the httpx client
+        monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+    m = anthropic_model(server) if which == "anthropic" else openai_model(server)
+    m.cache = None
+    for i in range(4):
+        out = asyncio.run(m.generate(Q, GenerateConfig(max_tokens=5, seed=i)))
+        assert out.text == "Yes."
+    assert server.requests == 4
+    asyncio.run(m.backend.aclose())

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
@@ -27,6 +27,7 @@ from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.agents.settings import EstimatorSettings, JudgeSettings, ProverSettings
 from llmdebate.cli import main
 from llmdebate.commands.score import score_file
+from llmdebate.core import scoring
 from llmdebate.core.schemas import Evidence, Transcript, Turn
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.experiment.loading import validate
@@ -35,10 +36,10 @@ from llmdebate.judging.db import Assignment, connect
 from llmdebate.judging.view import build_view
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import decided, judge_choice, options_text
-from llmdebate.protocols.families import ChoiceProtocol
-from llmdebate.protocols.interface import Protocol, Ruling
+from llmdebate.protocols.families import ChoiceProtocol, RecursiveProtocol, SpeechProtocol
+from llmdebate.protocols.interface import Additions, Capabilities, Protocol, Ruling
 from llmdebate.protocols.prover_estimator import ProverEstimator
-from llmdebate.protocols.registry import PROTOCOLS, get_protocol, register
+from llmdebate.protocols.registry import PROTOCOLS, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.records.rundir import JUDGED_FILE, load_transcripts, read_run_config
 from llmdebate.registry import Registry
@@ -289,7 +290,7 @@ def test_a_protocol_defined_in_a_test_waits_for_a_person_and_is_judged(
     assert len(judged) == len(rows)
     for t in judged:
         assert t.status == "complete" and t.meta["judgment"]["scores"]["correct"] is not None
-        assert t.meta["judgment"]["scores"] == get_protocol(NAME).judgment_scores(t)
+        assert t.meta["judgment"]["scores"] == scoring.judgment_scores(t)
     res = score_file(run_dir / JUDGED_FILE)
     assert res.ok and res.mismatches == []
 
@@ -321,7 +322,8 @@ def test_a_protocol_plugin_is_loaded_from_its_entry_point(
     monkeypatch.setattr("llmdebate.protocols.registry.PROTOCOLS", reg)
     assert reg.names() == ("my-judge",)
     got = reg.get("my-judge")
-    assert got.two_answer and got.judge_deferrable and not got.recursive and not got.speeches
+    assert isinstance(got, ChoiceProtocol) and got.can.judge_deferrable
+    assert not isinstance(got, RecursiveProtocol | SpeechProtocol)
     assert reg.get("my-judge").variants("paired", 0) == ("my-judge",)
     monkeypatch.delitem(sys.modules, "my_protocol")
 
@@ -343,8 +345,9 @@ def test_a_protocol_must_subclass_a_family() -> None:
     assert "bare" not in PROTOCOLS
 
 
-class Forgetful(JudgeWithNotes):
-    """Declares that a fork reads back ``meta.notes_model`` but never records it."""
+class Forgetful(JudgeWithNotes, SpeechProtocol):
+    """A speech protocol that declares a fork reads back ``meta.notes_model`` but never
+    records it."""
 
     fork_records = ("notes_model",)
 
@@ -365,6 +368,37 @@ def test_a_debate_missing_a_declared_fork_record_is_refused(tmp_path: Path) -> N
         PROTOCOLS.remove(NAME)
 
 
+class Mute(JudgeWithNotes, SpeechProtocol):
+    """A speech protocol whose judge cannot ask (it declares no ``asks_questions``)."""
+
+
+def test_an_interactive_judge_is_refused_for_a_speech_protocol_that_cannot_ask() -> None:
+    register(NAME)(Mute)
+    try:
+        with pytest.raises(ConfigError, match=f"judge.interactive: {NAME} lack the capability "
+                           "asks_questions") as err:
+            validate({"protocols": ["consultancy", NAME], "judge": {"interactive": True}})
+        assert len(str(err.value).splitlines()) == 1
+    finally:
+        PROTOCOLS.remove(NAME)
+    validate({"protocols": ["consultancy", "direct"], "judge": {"interactive": True}})
+
+
+def test_a_capability_its_family_cannot_have_is_refused_naming_it() -> None:
+    class Asking(JudgeWithNotes):
+        can = Capabilities(asks_questions=True)
+
+    class Rewarded(JudgeWithNotes):
+        can = Capabilities(estimator_rewards=True)
+
+    with pytest.raises(TypeError, match="capability asks_questions needs a protocol whose "
+                       "seats speak"):
+        register(NAME)(Asking)
+    with pytest.raises(TypeError, match="capability estimator_rewards needs a recursive"):
+        register(NAME)(Rewarded)
+    assert NAME not in PROTOCOLS
+
+
 def test_a_seat_without_a_model_is_one_line() -> None:
     team = Team({}, Prompts(), ProverSettings(), EstimatorSettings(), JudgeSettings())
     with pytest.raises(ConfigError, match=r"seat 'critic' has no model: give it one \(seats: "
@@ -376,7 +410,7 @@ class WithCritic(JudgeWithNotes):
     """A consultant and a critic of its own (played as the estimator by default)."""
 
     seats = ("consultant", "critic")
-    seat_roles: ClassVar[Mapping[str, str]] = {"critic": "estimator"}
+    adds = Additions(seats={"critic": "estimator"})
 
 
 def test_a_new_seat_is_filled_from_the_config_and_a_roster_fills_only_debaters() -> None:

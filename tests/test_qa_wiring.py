@@ -16,6 +16,7 @@ from llmdebate.cli import main
 from llmdebate.experiment.config import DatasetSettings, ExperimentConfig
 from llmdebate.experiment.items import cut_passage, is_quality, load_run_items
 from llmdebate.experiment.jobs import make_jobs
+from llmdebate.protocols.families import rescore
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.records.rundir import load_transcripts
 
@@ -77,9 +78,9 @@ def test_the_quote_penalty_is_recorded_and_rescored(tmp_path: Path) -> None:
         assert rec["weight"] == 0.5
         roles = {"prover"} if t.rounds else {"debater A", "debater B"}
         assert rec["by_role"] == dict.fromkeys(roles, -0.5)  # one invented quote each
-        assert protocol_of(t).rescore(t).mismatches == []
+        assert rescore(protocol_of(t), t).mismatches == []
         t.meta["quote_penalty"]["by_role"] = dict.fromkeys(roles, 0.0)
-        (bad,) = protocol_of(t).rescore(t).mismatches
+        (bad,) = rescore(protocol_of(t), t).mismatches
         assert bad.where == "meta.quote_penalty.by_role"
 
 

@@ -12,6 +12,7 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.jobs import make_jobs
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.families import play
 from llmdebate.protocols.registry import get_protocol
 from llmdebate.protocols.spec import ProtocolSettings
 from llmdebate.report import html, metrics, plots
@@ -53,7 +54,7 @@ def _report() -> str:
     async def go() -> list:
         out = []
         for j in jobs:
-            t = await get_protocol(j.spec.protocol)(j.spec, team, settings, [])
+            t = await play(get_protocol(j.spec.protocol), j.spec, team, settings, [])
             t.meta.update(j.spec.meta())
             out.append(t)
         return out

@@ -104,12 +104,24 @@ def test_trl_reward_of_the_recorded_reply_is_the_recorded_return(run_dir: Path) 
         return
     first = directions[0]
     t = Transcript.model_validate(json.loads(first["state"])["transcript"])
-    normalized = asyncio.run(AsyncDebateReward()([first["prompt"]], ["no idea"],
-                                                 state=[first["state"]]))
-    assert normalized == [-1.5]  # invalid reply: -1 - the default margin
-    good = DebateReward()([first["prompt"]], ["higher"], state=[first["state"]])[0]
+    scaled = asyncio.run(AsyncDebateReward(relative=False)([first["prompt"]], ["no idea"],
+                                                           state=[first["state"]]))
+    assert scaled == [-1.5]  # invalid reply: -1 - the default margin, on the debate's scale
+    good = DebateReward(relative=False)([first["prompt"]], ["higher"], state=[first["state"]])[0]
     assert isinstance(good, float) and -1.0 <= good <= 1.0
     assert scoring.normalizer(t.config) > 0
+    # relative to the decision (the default): the recorded reply is the baseline, 0, and the
+    # invalid reply is -1.5 times the debate's scale in the decision's frame, below every valid one
+    relative = DebateReward()
+    recorded = relative([first["prompt"]], [first["recorded_completion"]],
+                        state=[first["state"]])[0]
+    assert recorded == 0.0
+    invalid = relative([first["prompt"]], ["no idea"], state=[first["state"]])[0]
+    unit = first["decision_unit"]
+    assert unit == scoring.ratio_for(t.config) ** first["round_k"]
+    assert invalid == pytest.approx(
+        (-1.5 * first["reward_unit"] - first["expected_return_to_go"]) / unit, rel=1e-12)
+    assert invalid < -first["reward_unit"] / unit - first["expected_return_to_go"] / unit
 
 
 def test_verl_and_openrlhf_reward_functions(run_dir: Path,
@@ -121,14 +133,21 @@ def test_verl_and_openrlhf_reward_functions(run_dir: Path,
     unit = scoring.reward_scale(scoring.DISCOUNTED, scoring.ratio_for(t.config), t.config.depth)
     assert r["reward_unit"] == unit
     score = compute_score("llmdebate/prover-estimator/prover", r["recorded_completion"],
-                          r["state"], {})
+                          r["state"], {}, relative=False)
     assert score == pytest.approx(r["expected_return_to_go"] / unit, rel=1e-12)
+    # relative to the decision (the default): the recorded reply is the baseline
+    assert compute_score("llmdebate/prover-estimator/prover", r["recorded_completion"],
+                         r["state"], {}) == 0.0
     monkeypatch.setenv("LLMDEBATE_RL_SAMPLED", "1")
+    monkeypatch.setenv("LLMDEBATE_RL_RELATIVE", "0")
     out = reward_func([r["prompt"] + r["recorded_completion"]], [r["prompt"]], [r["state"]])
     assert float(out["rewards"][0]) == pytest.approx(r["return_to_go"] / unit, rel=1e-6)
     # a query that does not start with its prompt: never read whole, the invalid reward
     out = reward_func(["True " + r["recorded_completion"]], [r["prompt"]], [r["state"]])
     assert float(out["rewards"][0]) == -1.5
+    monkeypatch.setenv("LLMDEBATE_RL_RELATIVE", "1")
+    out = reward_func([r["prompt"] + r["recorded_completion"]], [r["prompt"]], [r["state"]])
+    assert float(out["rewards"][0]) == 0.0
 
 
 def test_estimator_rewards_follow_the_estimators_elicitation_method(run_dir: Path) -> None:

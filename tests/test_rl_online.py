@@ -60,17 +60,26 @@ def group(rec: dict[str, Any], recorded: str) -> tuple[list[str], int]:
 def test_grpo_groups_rank_every_valid_completion_above_every_invalid_one(
     run_dir: Path,
 ) -> None:
-    reward = DebateReward(max_reply_chars=20_000)
+    scaled = DebateReward(max_reply_chars=20_000, relative=False)
+    relative = DebateReward(max_reply_chars=20_000)
     acts: set[str] = set()
     for rec, recorded in online(run_dir):
         completions, n_valid = group(rec, recorded)
         assert len(completions) == 4  # TRL's GRPO: num_generations completions per prompt
-        scores = reward([rec["prompt"]] * 4, completions, state=[rec["state"]] * 4)
+        scores = scaled([rec["prompt"]] * 4, completions, state=[rec["state"]] * 4)
         assert max(scores[n_valid:]) < min(scores[:n_valid]), (rec["act"], scores)
         assert all(-1.0 <= s <= 1.0 for s in scores[:n_valid])
         assert scores[n_valid:] == [-1.5] * (4 - n_valid)
         if rec["speaker"] == "prover":  # the recorded reply: the row's reward on that scale
             assert scores[0] == pytest.approx(rec["expected_return_to_go"] / rec["reward_unit"])
+        # relative to the decision (the default): the same ranking, the recorded reply at 0
+        rel = relative([rec["prompt"]] * 4, completions, state=[rec["state"]] * 4)
+        assert max(rel[n_valid:]) < min(rel[:n_valid]), (rec["act"], rel)
+        if rec["speaker"] == "prover":
+            assert rel[0] == 0.0
+        for i in range(4):
+            for j in range(4):
+                assert (scores[i] < scores[j]) <= (rel[i] < rel[j])
         acts.add(rec["act"])
     assert acts == set(GROUPS)
 
@@ -87,12 +96,13 @@ def test_verl_reward_loop_call_shape_with_extra_keywords_inside_a_running_loop(
     state = json.loads(rec["state"])
     kwargs = dict(data_source="llmdebate/prover-estimator/prover", solution_str=recorded,
                   ground_truth=rec["state"], extra_info={"index": 0})
-    direct = compute_score(**kwargs)
+    direct = compute_score(**kwargs, relative=False)
 
     async def in_loop() -> list[float]:  # verl's reward loop awaits, and passes more keywords
         return [
-            compute_score(**kwargs, reward_router_address="127.0.0.1:1"),
-            compute_score(**{**kwargs, "solution_str": GARBAGE}, invalid_reward=-4.0),
+            compute_score(**kwargs, reward_router_address="127.0.0.1:1", relative=False),
+            compute_score(**{**kwargs, "solution_str": GARBAGE}, invalid_reward=-4.0,
+                          relative=False),
         ]
 
     assert asyncio.run(in_loop()) == [direct, -4.0]
@@ -105,6 +115,7 @@ def test_verl_reward_loop_call_shape_with_extra_keywords_inside_a_running_loop(
     assert abs(pe_terms(t).to_go(state["term"], True)) <= unit
     # OpenRLHF: options from the environment, inside a running loop too
     monkeypatch.setenv("LLMDEBATE_RL_INVALID_REWARD", "-7")
+    monkeypatch.setenv("LLMDEBATE_RL_RELATIVE", "0")
 
     async def openrlhf() -> Any:
         return reward_func([rec["prompt"][0]["content"] + GARBAGE], [rec["prompt"][0]["content"]],

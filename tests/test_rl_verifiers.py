@@ -81,10 +81,33 @@ def test_vf_eval_scores_each_reply_by_the_debate_reward(tmp_path: Path) -> None:
         score = trace["rewards"]["debate_reward"]["score"]
         said = "lower" if row["act"] == "direction" else "{garbage ]]"
         assert score == pytest.approx(asyncio.run(reward.score(said, row["state"])))
-        if row["act"] == "direction":  # a valid reply: on the decision's scale
-            assert -1.0 <= score <= 1.0
-        else:  # "{garbage ]]" names no subclaim: the invalid reward
-            assert score == reward.invalid() < -1.0
+        # relative to the decision (the default): (return - the recorded reply's) / r^level,
+        # so every valid reply lies within the decision's frame of [-scale, scale]
+        base, unit, scale = (row["expected_return_to_go"], row["decision_unit"],
+                             row["reward_unit"])
+        floor = (-scale - base) / unit
+        if row["act"] == "direction":  # a valid reply
+            assert floor <= score <= (scale - base) / unit
+        else:  # "{garbage ]]" names no subclaim: the invalid reward, below every valid one
+            assert score == pytest.approx((-1.5 * scale - base) / unit, rel=1e-12)
+            assert score < floor
+        # the judge-hacking audit of the debate played on from the reply, recomputed from
+        # its leaf: r_0 > 0 (the prover won), s_0 towards the truth, the verdict the truth
+        _, played = asyncio.run(reward.play(said, row["state"]))
+        metrics = trace["metrics"]
+        if played is None:  # an invalid reply: no debate, nothing audited
+            assert metrics == {"judge_audited": 0.0, "judge_win": 0.0, "argued_truth": 0.0,
+                               "judge_correct": 0.0}
+            continue
+        leaf = played.rounds[-1]
+        assert leaf.k == 0 and leaf.verdict is not None and leaf.claim.truth is not None
+        truth = int(leaf.claim.truth)
+        assert metrics == {
+            "judge_audited": 1.0,
+            "judge_win": float(leaf.reward > 0),
+            "argued_truth": float(leaf.direction == (1 if truth else -1)),
+            "judge_correct": float(leaf.verdict.value == truth),
+        }
 
 
 def test_a_bad_row_is_named_by_its_file_and_line(tmp_path: Path) -> None:

@@ -57,7 +57,9 @@ def test_run_with_flags_then_score(tmp_path: Path, capsys: pytest.CaptureFixture
     assert ": 6 debates: 6 complete; 6 run now, 0 already done; " in out
     # the closing lines say whether the debate favoured the truth, against the bounds
     assert "prover-estimator: did the debate favour the truth? too few items" in out
-    assert "(1 − ε, completeness)" in out and "soundness wants at most 0.000" in out
+    assert "expected payoff of at least 0.800 (1 − ε)" in out
+    assert "soundness wants an expected payoff of at most 0.000" in out
+    assert "expected = E[R_A]" in out and "paid = R_A of the draws made" in out
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["debate"]["depth"] == 2 and saved["estimator"]["independent"] is True
     assert saved["dataset"]["limit"] == 3 and saved["max_concurrency"] == 2
@@ -92,13 +94,28 @@ def test_run_id_under_runs_dir(tmp_path: Path) -> None:
         ({}, ["--debate-epsilon", "0.7"], r"^error: --debate-epsilon: epsilon must .*0\.7"),
         ({"debate": {"epsilon": 0.7}}, [], r"c\.yaml:\d+:\d+: debate\.epsilon: epsilon must"),
         ({"debate": {"widht": 2}}, [], r"c\.yaml:\d+:\d+: debate\.widht: unknown field"),
-        ({}, ["--prover-model", "nosuch/model"], r"unknown model 'nosuch/model'"),
+        ({}, ["--prover-model", "nosuch/model"], r"^error: --prover-model: unknown model 'nosu"),
+        (
+            {"estimator": {"model": "nosuch/model"}},
+            [],
+            r"c\.yaml:\d+:\d+: estimator\.model: unknown model 'nosuch/model'",
+        ),
         (
             {},
             ["--estimator-method", "telepathy"],
             r"--estimator-method: unknown probability method .telepathy.: choose from logprobs, ",
         ),
         ({}, ["--prover-options", "{bad"], r"--prover-options: not valid JSON"),
+        (
+            {"estimator": {"model": "anthropic/claude-haiku-4-5", "method": "logprobs"}},
+            [],
+            r"c\.yaml:\d+:\d+: estimator\.method: anthropic/claude-haiku-4-5 returns no logp",
+        ),
+        (
+            {},
+            ["--estimator-model", "anthropic/c", "--estimator-method", "logprobs"],
+            r"^error: --estimator-method: anthropic/c returns no logprobs: use sampling or",
+        ),
         ({}, ["--protocols", "debate"], r"--protocols: unknown protocol 'debate': choose from"),
         ({}, ["--protocols", "prover-estimator,direct"], r"direct need judge\.kind llm"),
         ({}, ["--prover-options", '{"api_key": "x"}'], r"--prover-options: .*secret"),
@@ -110,7 +127,7 @@ def test_bad_configuration_is_one_line_and_nonzero(
     cfg = config_file(tmp_path, **over)
     code = main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", *flags])
     err = capsys.readouterr().err.strip()
-    assert code == 2
+    assert code == 2 and not (tmp_path / "r").exists()  # refused before anything is written
     assert len(err.splitlines()) == 1, err
     assert __import__("re").search(message, err), err
 

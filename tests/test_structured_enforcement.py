@@ -235,3 +235,19 @@ async def test_a_probe_the_server_refuses_is_a_refusal_and_a_failed_one_no_verdi
     ]
     assert ENFORCEMENT.snapshot()[m.backend.enforcement_key]["how"] == "probe"
     await m.aclose()
+
+
+async def test_an_enforced_option_the_server_refuses_is_not_recorded_enforced(
+    server: FakeServer,
+) -> None:
+    """``enforcement: enforced`` says what the server does until it shows otherwise: an HTTP
+    500 on the field (llama-cpp-python's chat endpoint) makes the verdict False, refused."""
+    server.reject_fields, server.reject_status = {"json_schema"}, 500
+    m = completions(server, enforcement="enforced", retry_base_delay=0.001)
+    log: list[ModelCallRecord] = []
+    await m.generate(ask(1), GenerateConfig(max_tokens=16, json_schema=SCHEMA), log=log)
+    key = m.backend.enforcement_key
+    assert [r.constrained for r in log] == [False]
+    assert ENFORCEMENT.snapshot()[key]["enforced"] is False
+    assert ENFORCEMENT.snapshot()[key]["how"] == "refused"
+    await m.aclose()

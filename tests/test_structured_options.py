@@ -122,3 +122,19 @@ def test_good_options_pass_validation() -> None:
         }
     )
     assert cfg.estimator.options["endpoint"] == "completions"
+
+
+def test_batch_prompts_on_a_chat_role_is_what_chat_does_or_one_line() -> None:
+    """``batch_prompts: false`` on the chat endpoint (one conversation per request anyway)
+    builds the backend; ``true`` is refused at the option, naming it."""
+    from llmdebate.errors import ConfigError
+    from llmdebate.experiment.loading import validate
+    from llmdebate.models import get_model
+
+    m = get_model("openai/x", base_url="http://127.0.0.1:9/v1", batch_prompts=False)
+    assert type(m.backend).__name__ == "OpenAIChatBackend"
+    cfg = validate({"estimator": {"model": "openai/x", "options": {"batch_prompts": False}}})
+    assert cfg.estimator.options == {"batch_prompts": False}
+    with pytest.raises(ConfigError, match=r"estimator\.options\.batch_prompts: batch_prompts "
+                       r"applies only with endpoint: completions"):
+        validate({"estimator": {"model": "openai/x", "options": {"batch_prompts": True}}})

@@ -34,7 +34,9 @@ try:
 except ImportError:  # pytest run from inside tests/
     from test_runner import DIVISORS, SAMPLE, config, scripted  # type: ignore[no-redef]
 
-RUN_ONLY = ("planned", "missing", "stopped", "last_invocation", "structured_outputs")
+RUN_ONLY = (
+    "planned", "missing", "stopped", "last_invocation", "structured_outputs", "settings"
+)
 
 
 # ------------------------------------------------------ the oracle: the list-based summary

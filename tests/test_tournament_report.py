@@ -151,15 +151,34 @@ def test_the_grid_counts_honest_beats_dishonest_with_early_stops_included() -> N
     assert "early stops included" in md and "early stops reach no leaf" in md
 
 
-def test_a_side_rating_that_wins_every_match_has_its_upper_bound_marked_as_the_priors() -> None:
+def test_a_side_rating_that_wins_every_match_gets_no_interval_and_a_near_sweep_a_dagger() -> None:
+    # a@correct wins all 12 of its matches: its rating is the prior's, no interval (never
+    # "[x†, x]"); b@correct wins 11 of 12, so a resample without its one loss (p ≈ 0.35) is
+    # common: the upper end of its interval is the prior's, marked †
     ms = [Match("a", "b", 1.0, None, f"q{k}", "debate") for k in range(12)]
-    ms += [Match("b", "a", float(k % 2), None, f"r{k}", "debate") for k in range(12)]
+    ms += [Match("b", "a", float(k != 0), None, f"r{k}", "debate") for k in range(12)]
     table = persuasiveness(ms, n_boot=60, seed=0, resample="item")
-    assert table.get("a", "correct").prior_bound == "upper"
-    assert table.get("b", "incorrect").prior_bound == "lower"
-    assert table.get("b", "correct").prior_bound is None
+    swept = table.get("a", "correct")
+    assert swept.ci95 is None and swept.prior_bound is None
+    assert swept.note == "won every one of its 12 matches: its rating is the prior's"
+    assert table.get("b", "incorrect").note == (
+        "lost every one of its 12 matches: its rating is the prior's")
+    assert table.get("b", "correct").prior_bound == "upper"
+    assert table.get("b", "correct").ci95 is not None
     md = ratings_markdown({"debate": table})
-    assert "†]" in md and "held only by the prior" in md
+    assert "†]" in md and "held only by the prior" in md and "none (prior only)" in md
+    assert "No interval (a correct): won every one of its 12 matches" in md
+
+
+def test_ratings_and_accuracy_points_of_fewer_than_ten_items_have_no_interval() -> None:
+    ms = [m for m in _debates(0) if m.item in ("q0", "q1", "q2")]
+    table = persuasiveness(ms, n_boot=20, seed=0, resample="item")
+    too_few = "n = 3 items: too few for an interval (at least 10)"
+    assert all(r.ci95 is None and r.note == too_few for r in table.ratings)
+    pts = accuracy_points(ms, table, protocol="debate", n_boot=50)
+    assert pts and all(p.accuracy_ci is None and p.accuracy_note == too_few for p in pts)
+    assert all(p.rating_ci is None and p.items == 3 for p in pts)
+    assert "No interval (" in ratings_markdown({"debate": table})
 
 
 def _run(name: str, **kw: object) -> RunRecords:

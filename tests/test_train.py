@@ -84,6 +84,10 @@ def test_one_iteration_updates_both_roles_and_the_checkpoints_load(trained: Path
     asyncio.run(model.aclose())
     metrics = [json.loads(x) for x in (trained / "metrics.jsonl").read_text().splitlines()]
     assert metrics[0]["complete"] == 2 and metrics[0]["expected_payoff"] is not None
+    # the judge-hacking audit of the generation (one generation: no trend, no line)
+    assert {"audit_judge_wins", "audit_argued_truth", "audit_judge_accuracy",
+            "audit_estimator_judge_wins"} <= set(metrics[0])
+    assert summary["judge_audit"] == {"prover": None, "estimator": None}
     assert (trained / "metrics.png").stat().st_size > 0
     assert len((trained / "iter-00" / "data" / "estimator-0.jsonl").read_text().splitlines()) > 0
 

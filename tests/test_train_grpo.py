@@ -74,12 +74,14 @@ def test_one_grpo_step_with_the_debate_reward(tmp_path: Path) -> None:
                               max_completion_length=4, lora=None, max_rows=2,
                               acts=["recurse"])
     res = update_role("prover", tiny_model(tmp_path / "tiny"), records, tmp_path / "ckpt",
-                      settings, device="cpu", reward=Counting(name="debate"))
+                      settings, device="cpu",
+                      reward=Counting(name="debate", relative=False))
     assert res.steps == 1 and res.skipped is None
     assert calls == [4]  # 2 prompts x 2 generations, each played into its debate
     logged = next(h for h in res.log if "reward" in h)
     assert logged["reward"] == pytest.approx(sum(scores) / len(scores))
-    # a random model's replies: unparseable (the invalid reward) or valid (in [-1, 1])
+    # a random model's replies: unparseable (the invalid reward) or valid (in [-1, 1] on the
+    # debate's scale, relative=False)
     assert all(s == -1.5 or -1.0 <= s <= 1.0 for s in scores) and -1.5 in scores
     assert (res.checkpoint / "config.json").exists()
     groups = next(h for h in res.log if "group_rewards" in h)

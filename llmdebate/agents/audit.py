@@ -188,6 +188,8 @@ def _assessment(
         parts.append(f"{n_exact} of {n_splits} are exact interval splits")
     if s["graded"]:
         parts.append(f"the rule gives the right truth in {s['rule_right']:.0%} of {s['graded']}")
+    if not n_splits and not s["graded"]:  # nothing to grade them against
+        return "not graded (no decomposition's truth is computable): " + "; ".join(parts)
     wrong = (n_splits and n_exact / n_splits < MOSTLY) or (s["graded"] and s["rule_right"] < MOSTLY)
     verdict = "MOSTLY WRONG" if wrong else "mostly right"
     return f"{verdict}: " + "; ".join(parts)

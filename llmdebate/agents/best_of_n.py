@@ -35,8 +35,9 @@ import dataclasses
 import hashlib
 from collections.abc import Awaitable, Callable
 
-from llmdebate.agents.llm import LLMProver, ask_structured
+from llmdebate.agents.llm import LLMProver, ask_structured, reply_budget
 from llmdebate.agents.parsing import ReplyError, parse_direction
+from llmdebate.agents.replies import direction_schema
 from llmdebate.core import scoring
 from llmdebate.core.decisions import deciding, tagged
 from llmdebate.core.roles import DebateContext, DirectionChoice, Estimator
@@ -119,8 +120,9 @@ class BestOfNProver(LLMProver):
         indices: list[int] = []
         failures: list[Exception] = []
         for i in range(self.n):
-            config = GenerateConfig(temperature=0.0, max_tokens=8) if i == 0 else GenerateConfig(
-                temperature=max(self.gen.temperature, 1.0), max_tokens=8,
+            cap = reply_budget(self.model, direction_schema())
+            config = GenerateConfig(temperature=0.0, max_tokens=cap) if i == 0 else GenerateConfig(
+                temperature=max(self.gen.temperature, 1.0), max_tokens=cap,
                 seed=candidate_seed(ctx.debate_id, "direction\n" + claim.text, k, i),
             )
             mark = len(ctx.calls)

@@ -39,6 +39,7 @@ from llmdebate.core.schemas import Claim, Decomposition, Estimate, Evidence, Mod
 from llmdebate.elicit import ProbMethod, estimate
 from llmdebate.errors import InvalidOutputError
 from llmdebate.models import GenerateConfig, Model
+from llmdebate.models.reply_budget import reply_tokens
 from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import gather_logged
 from llmdebate.prompts import Prompts, rule_text
@@ -82,6 +83,17 @@ def claim_messages(prompts: Prompts, claim: Claim, ctx: DebateContext) -> list[d
     )
 
 
+MAX_WIDENINGS = 2
+"""How many times a structured reply cut by its token cap is asked again with twice the cap."""
+
+
+def reply_budget(model: Model, schema: OutputSchema, floor: int = 8) -> int:
+    """The token cap of a structured act: the longest reply ``schema`` admits, however it
+    is spaced, in the model's tokenizer with a margin (:mod:`llmdebate.models.reply_budget`)."""
+    own = getattr(model, "reply_tokens", None)
+    return int(own(schema, floor)) if own is not None else reply_tokens(schema, None, floor)
+
+
 async def ask_structured(
     model: Model,
     messages: list[dict[str, str]],
@@ -96,13 +108,18 @@ async def ask_structured(
     attempts: list[int] | None = None,
 ) -> Any:
     """Generate (asking for ``schema`` when given), parse; on a :class:`ReplyError` re-ask
-    with the error, bounded. The record of an invalid reply gets the error in ``invalid``;
-    ``attempts`` (a list) receives the number of attempts made."""
+    with the error, bounded. A reply that fails because ``max_tokens`` cut it is asked again
+    as it was with twice the budget (at most :data:`MAX_WIDENINGS` times, not counted as an
+    attempt). The record of an invalid reply gets the error in ``invalid``; ``attempts`` (a
+    list) receives the number of attempts made."""
     errors: list[str] = []
     convo = list(messages)
     if schema is not None:
         config = dataclasses.replace(config, json_schema=schema)
-    for n in range(1, max_attempts + 1):
+    widened = 0
+    n = 0
+    while n < max_attempts:
+        n += 1
         own: list[Any] = []
         try:
             out = await model.generate(convo, config, role=role, act=act, log=own)
@@ -113,6 +130,12 @@ async def ask_structured(
         except ReplyError as exc:
             if own:
                 own[-1].invalid = str(exc)
+            if out.tokens_out >= config.max_tokens and widened < MAX_WIDENINGS:
+                # cut by the cap, not wrong: the same question with twice the budget
+                widened += 1
+                n -= 1
+                config = dataclasses.replace(config, max_tokens=2 * config.max_tokens)
+                continue
             errors.append(f"{exc} (reply: {out.text[:120]!r})")
             convo = [
                 *convo,
@@ -208,7 +231,10 @@ class LLMProver:
                 lambda t: parse_index(t, len(choices)),
                 role="prover",
                 act="answer",
-                config=GenerateConfig(temperature=0.0, max_tokens=12),
+                config=GenerateConfig(
+                    temperature=0.0,
+                    max_tokens=reply_budget(self.model, index_schema(len(choices))),
+                ),
                 max_attempts=self.max_attempts,
                 calls=calls,
                 schema=self._schema(index_schema(len(choices))),
@@ -278,7 +304,9 @@ class LLMProver:
                     parse_direction,
                     role="prover",
                     act="direction",
-                    config=GenerateConfig(temperature=0.0, max_tokens=12),
+                    config=GenerateConfig(
+                        temperature=0.0, max_tokens=reply_budget(self.model, direction_schema())
+                    ),
                     max_attempts=self.max_attempts,
                     calls=ctx.calls,
                     schema=self._schema(direction_schema()),
@@ -389,7 +417,9 @@ class LLMProver:
                 lambda t: parse_index(t, len(subs)),
                 role="prover",
                 act="choose",
-                config=GenerateConfig(temperature=0.0, max_tokens=12),
+                config=GenerateConfig(
+                    temperature=0.0, max_tokens=reply_budget(self.model, index_schema(len(subs)))
+                ),
                 max_attempts=self.max_attempts,
                 calls=ctx.calls,
                 schema=self._schema(index_schema(len(subs))),
@@ -520,7 +550,7 @@ class LLMEstimator:
             )
         key = claim.id + "\n" + decomposition.model_dump_json()
         fut = self._batches.get(key)
-        if fut is None:
+        if fut is None or fut.get_loop() is not asyncio.get_running_loop():  # a fork's own loop
             batch = [
                 partial(self._alone, self._messages(claim, decomposition, j, (), ctx), j)
                 for j in range(decomposition.width)

@@ -18,13 +18,16 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from llmdebate.agents.judge_registry import JUDGES
+from llmdebate.agents.judge_registry import JUDGES, USES_MODEL
+from llmdebate.core.schemas import Ruling
 from llmdebate.elicit import METHODS, ProbMethod
 from llmdebate.errors import UserError
-from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, options_model
+from llmdebate.models.backends import BACKENDS, MODEL_STRING_HELP, backend_entry, options_model
+from llmdebate.models.providers import CHAT_ONE_PROMPT
 from llmdebate.models.text_prompt import ChatTemplate, load_chat_template
 
 # Option names that hold a secret: refused in a config, which is written into the run directory.
@@ -68,6 +71,9 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             )
     if composed is not None:
         composed.model_validate(options)
+    chat = backend == "openai" and options.get("endpoint") != "completions"
+    if chat and options.get("batch_prompts"):
+        raise _option_error("batch_prompts", True, CHAT_ONE_PROMPT)
     source = options.get("chat_template")
     if source is not None:
         if backend == "openai" and options.get("endpoint") != "completions":
@@ -78,6 +84,16 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             ChatTemplate(load_chat_template(source))
         except UserError as exc:
             raise _option_error("chat_template", source, str(exc)) from None
+
+
+def refuse_logprobs(model: str, field: str, method: str) -> None:
+    """A backend that returns no logprobs (capability ``no-logprobs``) asked for them:
+    refused at the method's field, so that the error names the role's field or flag."""
+    name = model.strip().partition("/")[0]
+    if method == "logprobs" and name in BACKENDS and BACKENDS.entry(name).can("no-logprobs"):
+        raise _option_error(
+            field, method, f"{model} returns no logprobs: use sampling or verbalised"
+        )
 
 
 class ModelSettings(_Section):
@@ -95,6 +111,15 @@ class ModelSettings(_Section):
     context_length: int | None = Field(default=None, ge=1)
     """The model's context window in tokens: a prompt that cannot fit fails its debate before
     it is sent (default: what the backend reports, if it does; else no check)."""
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        try:  # refused here, so that the error names the flag or file:line:field
+            backend_entry(v.strip())
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("base_url")
     @classmethod
@@ -195,6 +220,11 @@ class EstimatorSettings(ModelSettings):
     independent: bool = False
     """Ask all b_i of a round in one batch, ignoring z_<i (cheaper; not the paper's protocol)."""
 
+    @model_validator(mode="after")
+    def _by_logprobs(self) -> EstimatorSettings:
+        refuse_logprobs(self.model, "method", self.method)
+        return self
+
 
 PassageView = Literal["hidden", "shown"]
 
@@ -232,14 +262,21 @@ class JudgeSettings(ModelSettings):
     method: JudgeMethod = "logprobs"
     """How the judge's probability is elicited: a registered probability method, or generate
     (a True/False word, no probability)."""
+    ruling: Ruling = "argmax"
+    """How a model judge rules the leaf from its probability P[O = 1] (one judge for the paid
+    and the expected payoff): argmax, O = 1[P >= 1/2], a deterministic judge as the paper's
+    oracle O, so the expected payoff uses O; sample, O = 1[u < P] with u drawn from the
+    debate's recorded seed, a random judge, so the expected payoff uses P. sample needs a
+    probability method (not generate)."""
     samples: int = Field(default=8, ge=1)
     """Samples per probability with the sampling method."""
     temperature: float = Field(default=1.0, ge=0.0)
     """Sampling temperature."""
     interactive: bool = False
-    """Two-sided debate and consultancy: after every round the model judge may ask the
-    debaters a question (answered in the next round) or end the debate and decide (a
-    judge_turn reply); the rounds setting is then the most it may hear."""
+    """Protocols with the capability asks_questions (two-sided debate, consultancy): after
+    every round the model judge may ask the debaters a question (answered in the next
+    round) or end the debate and decide (a judge_turn reply); the rounds setting is then the
+    most it may hear."""
     turn_cost: float = Field(default=0.05, ge=0.0)
     """Interactive judge: what each round it asks for costs in its score, log_b(p) - cost x
     rounds asked (Michael et al. 2023: 0.05 in bits)."""
@@ -252,3 +289,19 @@ class JudgeSettings(ModelSettings):
     direct_passage: list[PassageView] = Field(default_factory=_both_views)
     """The direct protocol on items with a passage: one debate per entry, variant blind
     (hidden: the judge answers from the question alone) and expert (shown)."""
+
+    @field_validator("ruling")
+    @classmethod
+    def _ruling_needs_probability(cls, v: str, info: ValidationInfo) -> str:
+        if v == "sample" and info.data.get("method") == "generate":
+            raise ValueError(
+                "sample draws the verdict from the judge's probability, and method generate "
+                "gives none: use method logprobs, sampling or verbalised, or ruling argmax"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _by_logprobs(self) -> JudgeSettings:
+        if JUDGES.entry(self.kind).can(USES_MODEL):  # the kinds that ask a model
+            refuse_logprobs(self.model, "method", self.method)
+        return self

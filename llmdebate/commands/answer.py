@@ -5,7 +5,7 @@ the web page or in the terminal; the question is stored in the study database. T
 runs, for every waiting question, the debaters' next round with the question as the judge's
 turn: a fork of the judge's debate through its protocol's own run (recorded rounds replayed,
 the new one live, the run's config and models) within
-:func:`llmdebate.judging.interactive.person_asks`. The continued debate is appended to
+:func:`llmdebate.protocols.interactive.person_asks`. The continued debate is appended to
 ``asked.jsonl`` (:mod:`llmdebate.judging.asking`); the judge's page then shows the answer.
 """
 
@@ -19,7 +19,7 @@ import click
 from llmdebate.commands.verbs import VERBS
 from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
-from llmdebate.judging.interactive import person_asks
+from llmdebate.protocols.interactive import person_asks
 from llmdebate.records.rundir import read_run_config
 from llmdebate.rl.replay import fork, team_for
 from llmdebate.rl.rewards import run_sync

@@ -80,6 +80,8 @@ def command(
     for line in res.design:
         click.echo(f"design: {line}")
     click.echo(f"story log: {run_dir / STORY_LOG}")
+    for line in res.unstaffed:
+        click.echo(line)
     if res.short:
         click.echo(
             f"{len(res.short)} debates wait for more judges: each judge sees an item and a "

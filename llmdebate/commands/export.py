@@ -50,7 +50,8 @@ def _whole_run_options(fmt: str, **given: object) -> None:
     "--format", "fmt", type=RegistryChoice(FORMATS), default="trl-prompt-completion",
     show_default=True, help="Layout of the rows.",
 )
-@click.option("--out", type=click.Path(), required=True, help="Output file or directory.")
+@click.option("--out", "-o", "out", type=click.Path(), required=True,
+              help="Output file or directory.")
 @click.option(
     "--as", "kind", type=click.Choice(KINDS), default=None,
     help="Container (default by suffix: .jsonl, .csv, .parquet, else a datasets directory).",

@@ -1,11 +1,14 @@
 """``llmdebate run``: run (or resume) the debates of an experiment into a run directory.
 
 Exit status: 0 when every debate completed, 1 when any failed, awaits a verdict, or the run
-stopped (the summary says how many and why), 2 for a user error.
+stopped (the summary says how many and why), 2 for a user error, 130 after Ctrl-C and 143
+after SIGTERM (one line says what was kept and the command that resumes).
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +17,7 @@ from llmdebate.commands.config_flags import config_from, config_options
 from llmdebate.commands.verbs import VERBS
 from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
 from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
+from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT
 from llmdebate.report.closing import closing_lines
 
 STATUS_WORDS = {
@@ -66,6 +70,58 @@ def outcome_line(result: Any) -> str:
         f"{count(s['usage']['calls'], 'model call')}, {count(s['retries'], 'retry')}; "
         f"{result.wall_s:.1f} s"
     )
+
+REASON_CHARS = 160
+
+
+def failed_line(s: dict[str, Any]) -> str:
+    """``failed: 8 RetriesExhaustedError (openai/x: ... connection refused)``: each kind of
+    failure counted, with the reason of its first debate (the rest are in the run
+    directory)."""
+    from llmdebate.report.metrics import failure_kind
+
+    first: dict[str, str] = {}
+    for d in s["failures"].get("debates", []):
+        reason = str(d.get("reason") or "")
+        first.setdefault(failure_kind(reason), reason)
+    parts = []
+    for kind, n in s["failures"]["by_kind"].items():
+        reason = first.get(kind, "")
+        reason = reason.split(":", 1)[1].strip() if reason.startswith(kind + ":") else reason
+        if len(reason) > REASON_CHARS:
+            reason = reason[: REASON_CHARS - 1] + "…"
+        parts.append(f"{n} {kind}" + (f" ({reason})" if reason else ""))
+    return "failed: " + "; ".join(parts)
+
+
+def resume_command(run_dir: Path, config_path: str | None) -> str:
+    """The command that resumes the run in ``run_dir``: this one, its run directory named."""
+    from llmdebate.commands import verbs
+
+    args = list(verbs.ARGV or ["run", *(["--config", config_path] if config_path else [])])
+    kept: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("--run-dir", "--run-id"):
+            skip = True
+        elif not a.startswith(("--run-dir=", "--run-id=")):
+            kept.append(a)
+    return shlex.join(["llmdebate", *kept, "--run-dir", str(run_dir)])
+
+
+def stopped_line(result: Any, config_path: str | None) -> str:
+    """``interrupted by Ctrl-C: 7 of 12 debates kept in RUN (summary.json written); resume:
+    llmdebate run ... --run-dir RUN``."""
+    s = result.summary
+    kept = s["planned"] - s["missing"]
+    return (
+        f"{result.stopped}: {kept} of {count(s['planned'], 'debate')} kept in "
+        f"{result.run_dir} (summary.json written); resume: "
+        f"{resume_command(result.run_dir, config_path)}"
+    )
+
 
 def graded_lines(s: dict[str, Any]) -> list[str]:
     """The summary's gradings against computable truth, where the run has any: the model's
@@ -170,14 +226,16 @@ def run_from_flags(
         executor=executor,
     )
     s = result.summary
+    if result.stopped and result.stop_exit_code in (CTRL_C_EXIT, SIGTERM_EXIT):
+        click.echo(stopped_line(result, config_path), err=True)
+        return result
     click.echo(outcome_line(result))
     for line in graded_lines(s):
         click.echo(line)
     for line in closing_lines(s):
         click.echo(line)
-    kinds = s["failures"]["by_kind"]
-    if kinds:
-        click.echo("failed: " + ", ".join(f"{n} {k}" for k, n in kinds.items()), err=True)
+    if s["failures"]["by_kind"]:
+        click.echo(failed_line(s), err=True)
     if result.awaiting:
         click.echo(
             f"{count(result.awaiting, 'debate')} {'awaits' if result.awaiting == 1 else 'await'}"

@@ -16,7 +16,9 @@ from typing import Any
 import click
 
 from llmdebate.commands.verbs import VERBS
+from llmdebate.report.judge_audit import hacking_line
 from llmdebate.training import load_train_config, train
+from llmdebate.training.metrics import AUDIT_PREFIX
 
 
 @VERBS.register("train")
@@ -61,3 +63,7 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
         f"{res.out}: {len(res.updates)} updates in {res.seconds:.0f} s; prover {res.prover_model}; "
         f"estimator {res.estimator_model}; A's expected payoff {last.get('expected_payoff')}"
     )
+    for side, prefix in AUDIT_PREFIX.items():
+        line = hacking_line(res.history, side, prefix)
+        if line is not None:
+            click.echo(f"{res.out}: {line}")

@@ -33,7 +33,12 @@ VERBS: Registry[click.Command] = Registry(
             "assign",
             "serve",
             "answer",
+            "fork",
             "judge",
         )
     ),
 )
+
+ARGV: list[str] | None = None
+"""The arguments of the command line being run (set by :func:`llmdebate.cli.main`): a run
+stopped by Ctrl-C says the command that resumes it."""

@@ -368,6 +368,7 @@ def _start(
         item=item,
         top_claim=claim,
         calls=calls if calls is not None else [],
+        seed=seed,
     )
     t = Transcript(
         id=debate_id,

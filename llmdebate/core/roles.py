@@ -32,6 +32,8 @@ class DebateContext:
     ``rng`` is the strategy stream (separate from the protocol's draws, so a random strategy
     never shifts ẑ or z_i); ``item`` is the dataset item (its passage may be shown, its gold
     answer never); ``calls`` is the debate's call log: agents pass it to every model call.
+    ``seed`` is the debate's recorded seed (a sampling judge draws its verdict from it; None
+    outside a debate).
     """
 
     config: DebateConfig
@@ -42,6 +44,7 @@ class DebateContext:
     calls: list[ModelCallRecord] = field(default_factory=list)
     answer: int | None = None
     top_claim: Claim | None = None
+    seed: int | None = None
 
     def fresh(self) -> DebateContext:
         """The context of the leaf acts (Figure 2, step 3(b)): no debate history is shown, but
@@ -52,6 +55,7 @@ class DebateContext:
             debate_id=self.debate_id,
             item=self.item,
             calls=self.calls,
+            seed=self.seed,
         )
 
 

@@ -177,13 +177,26 @@ class Evidence(_Model):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+Ruling = Literal["argmax", "sample"]
+"""How a model judge turns its probability P[O = 1] into its verdict O (docs/protocol.md):
+``argmax`` rules O = 1[P >= 1/2], a deterministic judge, so its expected leaf reward uses O;
+``sample`` draws O = 1[u < P] with u the first draw of the debate's verdict stream
+(:func:`llmdebate.core.scoring.verdict_draw`), so its expected leaf reward uses P."""
+
+
 class Verdict(_Model):
-    """The judge's ruling O on the leaf claim; ``probability`` is P[O = 1] where known."""
+    """The judge's ruling O on the leaf claim; ``probability`` is P[O = 1] where known.
+
+    ``ruling`` (:data:`Ruling`) says how a model judge chose O from P, and ``u`` is the
+    uniform draw of a sampling judge; both None for a verdict recorded without them (a
+    person, the oracle, a transcript written before they were recorded)."""
 
     value: int
     probability: float | None = Field(default=None, ge=0.0, le=1.0)
     judge: str = ""
     rationale: str | None = None
+    ruling: Ruling | None = None
+    u: float | None = Field(default=None, ge=0.0, lt=1.0)
 
     @field_validator("value")
     @classmethod
@@ -191,6 +204,12 @@ class Verdict(_Model):
         if v not in (0, 1):
             raise ValueError(f"a verdict is 0 or 1 (got {v})")
         return v
+
+    @model_validator(mode="after")
+    def _drawn(self) -> Self:
+        if self.ruling == "sample" and (self.u is None or self.probability is None):
+            raise ValueError("a sampled verdict records its probability and its draw u")
+        return self
 
 
 class DebateConfig(_Model):

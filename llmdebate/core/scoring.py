@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from llmdebate.core.rules import CondProbs, compile_rule, outcome_bits, probability_true
-from llmdebate.core.schemas import DebateConfig, RoundRecord, Transcript
+from llmdebate.core.schemas import DebateConfig, RoundRecord, Transcript, Verdict
 
 T = TypeVar("T")
 
@@ -142,20 +142,49 @@ def marginals_of(table: Sequence[Sequence[float]]) -> list[float]:
     return [float(v) for v in probs.joint() @ outcome_bits(probs.q).astype(np.float64)]
 
 
+VERDICT_STREAM = 2
+"""The debate seed's stream of a sampling judge's draw (0: the protocol's, 1: the strategies')."""
+
+
+def verdict_draw(seed: int) -> float:
+    """u of a sampling judge: the first uniform of stream :data:`VERDICT_STREAM` of the
+    debate's recorded seed, so that ``llmdebate score`` replays it bit for bit."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(VERDICT_STREAM,)))
+    return float(rng.random())
+
+
+def sampled_verdict(u: float, p: float) -> int:
+    """A sampling judge's verdict O = 1[u < P[O = 1]] (as z = 1[u < b])."""
+    return int(u < p)
+
+
+def argmax_verdict(p: float) -> int:
+    """A deterministic judge's verdict O = 1[P[O = 1] >= 1/2]."""
+    return int(p >= 0.5)
+
+
+def expected_verdict(verdict: Verdict) -> float:
+    """E[O] under the judge that ruled: P[O = 1] for a sampling judge, O itself for a
+    deterministic one (``argmax``: its P collapsed to 0/1), and P where a verdict records no
+    ruling (a person or the oracle: P = O or absent; a transcript written before rulings
+    were recorded, re-scored as it was scored)."""
+    if verdict.ruling == "argmax" or verdict.probability is None:
+        return float(verdict.value)
+    return float(verdict.probability)
+
+
 def reward_inputs(rd: RoundRecord, m: int | None = None) -> tuple[float, float]:
     """The numbers that feed a recorded round's reward: (sampled outcome, expected outcome).
 
-    The leaf: the verdict's bit O, and P[O = 1] where the judge gave it (else O again).
-    A round k >= 1: M_D(z) (``m``, the recorded one unless given) and E[M_D] where B's whole
-    table was asked (else M_D(z) again). The engine and :func:`score_transcript` both call
-    this, so the choice is made once.
+    The leaf: the verdict's bit O, and E[O] under the judge that ruled
+    (:func:`expected_verdict`). A round k >= 1: M_D(z) (``m``, the recorded one unless given)
+    and E[M_D] where B's whole table was asked (else M_D(z) again). The engine and
+    :func:`score_transcript` both call this, so the choice is made once.
     """
     if rd.k == 0:
         if rd.verdict is None:
             raise ValueError("the leaf round has no verdict yet")
-        o = rd.verdict.value
-        po = rd.verdict.probability
-        return float(o), float(po if po is not None else o)
+        return float(rd.verdict.value), expected_verdict(rd.verdict)
     mm = rd.m if m is None else m
     if mm is None:
         raise ValueError(f"round {rd.k} has no M_D(z)")
@@ -315,6 +344,7 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
             if rd.verdict is None:
                 s.mismatches.append(Mismatch(t.id, where, None, "a verdict"))
                 continue
+            _check_verdict(s, t, rd.verdict)
         else:
             if rd.decomposition is None:
                 s.mismatches.append(Mismatch(t.id, where, None, "a decomposition"))
@@ -346,6 +376,16 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     return s
 
 
+def _check_verdict(s: Score, t: Transcript, v: Verdict) -> None:
+    """The leaf verdict against its ruling: a sampling judge's u is the debate seed's verdict
+    draw and O = 1[u < P]; a deterministic judge's O = 1[P >= 1/2]."""
+    if v.ruling == "sample" and v.u is not None and v.probability is not None:
+        _check(s, t.id, "leaf verdict u", v.u, verdict_draw(t.seed))
+        _check(s, t.id, "leaf verdict O", v.value, sampled_verdict(v.u, v.probability))
+    elif v.ruling == "argmax" and v.probability is not None:
+        _check(s, t.id, "leaf verdict O", v.value, argmax_verdict(v.probability))
+
+
 def _naive_payoff(t: Transcript, s: Score) -> float:
     """-1 at the first round whose stated values break the rule, else ±1 by the leaf verdict."""
     for rd in t.rounds:
@@ -357,6 +397,8 @@ def _naive_payoff(t: Transcript, s: Score) -> float:
             s.mismatches.append(Mismatch(t.id, where, None, what))
             return -1.0
         if payoff is not None:
+            if rd.k == 0 and rd.verdict is not None:
+                _check_verdict(s, t, rd.verdict)
             _check(s, t.id, f"{where} reward", rd.reward, payoff)
             return payoff
     s.mismatches.append(Mismatch(t.id, "naive debate", "no leaf", "a leaf round"))
@@ -520,12 +562,50 @@ def decision_return(terms: Sequence[str], values: dict[str, float], first: str) 
     return float(total(values.get(n, 0.0) for n in names[names.index(first) :]))
 
 
+def decision_level(term: str, depth: int) -> int:
+    """The level of a decision's first reward term (its weight is r^level): ``r_init`` d + 1,
+    ``r_k`` k, ``after_k`` k - 1 (the recursion of round k decides r_(k-1), …, r_0)."""
+    if term == "r_init":
+        return depth + 1
+    if term.startswith("after_"):
+        return max(int(term[len("after_"):]) - 1, 0)
+    if term.startswith("r_"):
+        return int(term[2:])
+    raise ValueError(f"no level for the reward term {term!r}")
+
+
+def decision_unit(r: float, term: str, depth: int) -> float:
+    """r^level of a decision whose first term is ``term`` (:func:`decision_level`): the size
+    of what the decision itself is paid, the unit of its relative reward."""
+    return float(r ** decision_level(term, depth))
+
+
+@dataclass(frozen=True)
+class RewardFrame:
+    """One decision's map from a return in the game's units to the number a trainer is given:
+    (value - baseline) / unit, the same for every completion of the decision (a GRPO group),
+    so that it never changes their ranking. ``relative`` (prover-estimator debate): the
+    baseline is the recorded reply's return to go and the unit the decision's own r^level
+    (:func:`decision_unit`); else the baseline is 0 and the unit the debate's
+    :func:`reward_scale` (or 1: the game's units)."""
+
+    baseline: float = 0.0
+    unit: float = 1.0
+
+    def __call__(self, value: float) -> float:
+        return float((value - self.baseline) / self.unit)
+
+
 @dataclass(frozen=True)
 class RewardOptions:
     """How a reward is handed to a trainer.
 
     ``normalize``: each reward divided by the debate's :func:`reward_scale` (in [-1, 1]); off:
-    in the debate's own units. ``margin``: how far below the lowest valid reward (-1) an
+    in the debate's own units. ``relative`` (with ``normalize``; prover-estimator debate only):
+    each reward given relative to its decision instead, (return - the recorded reply's return)
+    / the decision's r^level (:class:`RewardFrame`), so that a decision near the top, whose
+    completions differ by r^level, is not lost below float32 resolution or GRPO's 1e-4.
+    ``margin``: how far below the lowest valid reward (-1) an
     invalid reply lands. ``invalid_reward``: that value itself, on the scaled scale (default
     -1 - margin; it must be below -1). ``max_reply_chars``: the longest reply of any act that
     is scored (each act's own cap, ``llmdebate.agents.parsing.REPLY_CAPS``, is tighter for
@@ -533,6 +613,7 @@ class RewardOptions:
     """
 
     normalize: bool = True
+    relative: bool = True
     margin: float = 0.5
     invalid_reward: float | None = None
     max_reply_chars: int = 16_000
@@ -556,16 +637,38 @@ class RewardOptions:
         return VALID_FLOOR - self.margin
 
 
-def training_reward(value: float, scale: float, options: RewardOptions) -> float:
+def reward_frame(
+    options: RewardOptions, scale: float, relative_to: RewardFrame | None = None
+) -> RewardFrame:
+    """The frame a decision's rewards are given in: ``relative_to`` (the decision's own,
+    prover-estimator debate) when ``options.relative``, else the debate's ``scale``
+    (:func:`reward_scale`), or the game's units without ``options.normalize``."""
+    if not options.normalize:
+        return RewardFrame()
+    if options.relative and relative_to is not None:
+        return relative_to
+    return RewardFrame(0.0, scale)
+
+
+def training_reward(
+    value: float, scale: float, options: RewardOptions, relative_to: RewardFrame | None = None
+) -> float:
     """A valid reply's reward as a trainer sees it (``scale``: the debate's
-    :func:`reward_scale`)."""
-    return float(value / scale if options.normalize else value)
+    :func:`reward_scale`; ``relative_to``: the decision's own frame, :func:`reward_frame`)."""
+    return reward_frame(options, scale, relative_to)(value)
 
 
-def invalid_training_reward(scale: float, options: RewardOptions) -> float:
-    """An invalid reply's reward as a trainer sees it: below every valid one of the debate
-    (``scale``: the debate's :func:`reward_scale`)."""
-    return float(options.invalid if options.normalize else options.invalid * scale)
+def invalid_training_reward(
+    scale: float, options: RewardOptions, relative_to: RewardFrame | None = None
+) -> float:
+    """An invalid reply's reward as a trainer sees it: ``options.invalid`` times the debate's
+    ``scale`` (below every valid return of the debate, -scale), in the decision's frame like
+    any return, so below every valid reply of the decision in every frame."""
+    if not options.normalize:
+        return float(options.invalid * scale)
+    if options.relative and relative_to is not None:
+        return relative_to(options.invalid * scale)
+    return float(options.invalid)  # on the debate's scale: the option's value as given
 
 
 def reply_ok(text: str, options: RewardOptions) -> bool:

@@ -68,6 +68,11 @@ class Item(BaseModel):
         return [c for c in (self.choices or []) if c != self.answer]
 
 
+def item_key(item_id: str) -> int:
+    """A 63-bit number naming an item (the per-item part of every seed)."""
+    return int.from_bytes(hashlib.sha256(item_id.encode("utf-8")).digest()[:8], "big") >> 1
+
+
 def _item_rng(seed: int, item_id: str) -> np.random.Generator:
     digest = hashlib.sha256(item_id.encode("utf-8")).digest()
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])

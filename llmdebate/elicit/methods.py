@@ -40,9 +40,12 @@ from llmdebate.elicit.prompts import (
 )
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models.interface import BASE_MODEL_HINT, GenerateConfig, ModelOutput
+from llmdebate.models.scripted import answers_probes
 from llmdebate.models.structured import OutputSchema
 from llmdebate.models.wrapper import Model, describe_error, gather_logged
 from llmdebate.registry import Registry
+
+answers_probes(TF_INSTRUCTION, VERBALISED_INSTRUCTION)  # the scripted test double plays them
 
 LOGPROBS_TOP = 20  # the most OpenAI returns
 MASSES = ("p_true_mass", "p_false_mass", "neither_mass")

@@ -1,7 +1,7 @@
 """The text of elicitation: the instructions appended to a question, the answer words, and
 parsers for replies. Pure functions and constants; this module imports nothing from the
-package, so the scripted test double (:mod:`llmdebate.models.scripted`) can recognise the
-prompts without depending on the rest of :mod:`llmdebate.elicit`.
+package. The scripted test double (:mod:`llmdebate.models.scripted`) is told the two probe
+instructions by :mod:`llmdebate.elicit.methods` when it is imported.
 """
 
 from __future__ import annotations

@@ -30,7 +30,10 @@ from llmdebate.agents.settings import (
 )
 from llmdebate.core.schemas import DebateConfig
 from llmdebate.data.quality import FILTERS as QUALITY_FILTERS
-from llmdebate.protocols.registry import PROTOCOLS, get_protocol
+from llmdebate.errors import FieldError
+from llmdebate.protocols.families import RecursiveProtocol, SpeechProtocol
+from llmdebate.protocols.registry import PROTOCOLS, get_protocol, named_where
+from llmdebate.protocols.topology import Topology, register_topology
 from llmdebate.tournament.roster import (
     TournamentSettings,
     check_roster,
@@ -113,6 +116,10 @@ class ExperimentConfig(_Section):
     """Name of the run (the run directory is <name>-<timestamp> unless --run-id is given)."""
     seed: int = Field(default=0, ge=0)
     """Seed of every draw: answers, shown order, protocol draws, strategies."""
+    topologies: dict[str, Topology] = Field(default_factory=dict)
+    """Speech protocols described as data, by name (turns, speakers, the slot each writes and
+    who reads it: docs/extending.md, "A speech protocol as data"); each is registered when
+    the config is read, so ``protocols`` may name it."""
     protocols: Annotated[list[str], PROTOCOLS] = Field(default_factory=lambda: ["prover-estimator"])
     """Protocols to run on every item (JSON list of registered protocol names; an unknown name
     is refused with the list)."""
@@ -148,6 +155,16 @@ class ExperimentConfig(_Section):
     """Where run directories are created."""
     report: ReportSettings = Field(default_factory=ReportSettings)
 
+    @field_validator("topologies")
+    @classmethod
+    def _topologies(cls, v: dict[str, Topology]) -> dict[str, Topology]:
+        for name, topology in v.items():
+            try:
+                register_topology(name, topology)
+            except (ValueError, TypeError) as exc:
+                raise FieldError((name,), str(exc)) from None
+        return v
+
     @field_validator("protocols")
     @classmethod
     def _protocols(cls, v: list[str]) -> list[str]:
@@ -176,7 +193,9 @@ class ExperimentConfig(_Section):
 
     @model_validator(mode="after")
     def _fit(self) -> ExperimentConfig:
-        symmetric = [p for p in self.protocols if not get_protocol(p).recursive]
+        symmetric = [
+            p for p in self.protocols if not isinstance(get_protocol(p), RecursiveProtocol)
+        ]
         judge = JUDGES.entry(self.judge.kind)
         if symmetric and not judge.can(WHOLE_DEBATES):
             raise ValueError(
@@ -197,7 +216,8 @@ class ExperimentConfig(_Section):
 
     def _open_roles(self) -> None:
         fixed = [
-            p for p in self.protocols if get_protocol(p).seats and not get_protocol(p).open_roles
+            p for p in self.protocols
+            if get_protocol(p).seats and not get_protocol(p).can.open_roles
         ]
         if fixed:
             raise ValueError(
@@ -206,11 +226,12 @@ class ExperimentConfig(_Section):
                 "assignment"
             )
         t = self.tournament
-        if t.active and t.schedule == "swiss" and "two-sided" in self.protocols:
+        paired = [p for p in self.protocols if get_protocol(p).can.pairs]
+        if t.active and t.schedule == "swiss" and paired:
             raise ValueError(
-                "prover.assignment 'choose' with tournament.schedule 'swiss': an open two-sided "
-                "debate is rated apart from the assigned one the Swiss rounds pair by; use "
-                "schedule round-robin"
+                f"prover.assignment 'choose' with tournament.schedule 'swiss': an open debate "
+                f"of {', '.join(paired)} (capability pairs) is rated apart from the assigned one "
+                "the Swiss rounds pair by; use schedule round-robin"
             )
 
     def _interactive(self) -> None:
@@ -219,11 +240,18 @@ class ExperimentConfig(_Section):
                 f"judge.interactive needs judge.kind {_either(JUDGES.with_capability(ASKS))} "
                 f"(got {self.judge.kind}): this judge asks no questions of the debaters"
             )
-        asking = [p for p in self.protocols if p in ("two-sided", "consultancy")]
-        if not asking:
+        speaking = [p for p in self.protocols if isinstance(get_protocol(p), SpeechProtocol)]
+        mute = [p for p in speaking if not get_protocol(p).can.asks_questions]
+        if mute:
             raise ValueError(
-                "judge.interactive applies to two-sided and consultancy; "
-                f"the run has {', '.join(self.protocols)}"
+                f"judge.interactive: {', '.join(mute)} lack the capability asks_questions (its "
+                "judge cannot ask after a round): remove them or judge.interactive"
+            )
+        if not speaking:
+            asking = named_where(lambda p: p.can.asks_questions)
+            raise ValueError(
+                "judge.interactive needs a protocol with the capability asks_questions "
+                f"({', '.join(asking)}); the run has {', '.join(self.protocols)}"
             )
 
     def used_roles(self) -> set[str]:
@@ -255,11 +283,12 @@ class ExperimentConfig(_Section):
 def protocol_roles(protocol: str, filled: Collection[str] = ()) -> set[str]:
     """The role sections (``prover``, ``estimator``) whose models a debate of ``protocol``
     asks for: the roles of its seats but those ``filled`` (seat keys with a model of their
-    own), and what the protocol declares beyond them (:attr:`Protocol.models`; both when it
-    does not say)."""
+    own), and what the protocol declares beyond them (:attr:`Additions.models`; both when
+    it does not say)."""
     p = get_protocol(protocol)
     roles = {SEAT_ROLES.get(s, s) for s in p.seats if seat_key(s) not in filled}
-    return roles | set(p.models if p.models is not None else ("prover", "estimator"))
+    asked = p.adds.models
+    return roles | set(asked if asked is not None else ("prover", "estimator"))
 
 
 # Fields that may change between a first run and its resume without changing any debate.

@@ -25,6 +25,7 @@ from llmdebate.errors import (
 )
 from llmdebate.experiment.config import protocol_roles
 from llmdebate.experiment.jobs import Job
+from llmdebate.protocols.families import play
 from llmdebate.protocols.registry import get_protocol
 from llmdebate.protocols.spec import ProtocolSettings
 from llmdebate.records.transcripts import transcript_line
@@ -103,7 +104,7 @@ async def run_one(job: Job, team: Team, settings: ProtocolSettings) -> tuple[Tra
         t = failed_transcript(job, settings, log, f"ItemError: {job.problem}")
     else:
         try:
-            t = await get_protocol(spec.protocol)(spec, team, settings, log)
+            t = await play(get_protocol(spec.protocol), spec, team, settings, log)
         except (FatalModelError, UserError):
             raise
         except CONTENT_FAILURES as exc:

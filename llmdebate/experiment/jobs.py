@@ -16,21 +16,19 @@ protocol says which (:meth:`llmdebate.protocols.interface.Protocol.variants`).
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from llmdebate.core.engine import debate_seed
-from llmdebate.data.loader import Item
+from llmdebate.data.loader import Item, item_key
 from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.protocols.families import needs_wrong_answer
+from llmdebate.protocols.interface import assigned_answer
 from llmdebate.protocols.registry import get_protocol
 from llmdebate.protocols.spec import DebateSpec
-
-
-def item_key(item_id: str) -> int:
-    """A 63-bit number naming an item (the per-item part of every seed)."""
-    return int.from_bytes(hashlib.sha256(item_id.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def item_rng(seed: int, item_id: str) -> np.random.Generator:
@@ -107,8 +105,17 @@ class Job:
     spec: DebateSpec
     problem: str | None = None
     seats: tuple[tuple[str, str], ...] = ()
-    """(seat, model key) of the seats that hold their own model (a roster's or ``seats``'s);
-    :mod:`llmdebate.tournament.runner` fills them."""
+    """(seat, model key) of the seats that hold their own model (a roster's or ``seats``'s;
+    :class:`llmdebate.experiment.plan.Plan` fills them)."""
+
+    def seated(self, seats: Mapping[str, str], suffix: str | None = None) -> Job:
+        """This debate with ``seats`` (seat -> model key) and, with ``suffix``, its id
+        extended by ``/<suffix>``."""
+        spec = self.spec
+        if suffix is not None:
+            spec = dataclasses.replace(spec, debate_id=f"{spec.debate_id}/{suffix}")
+        merged = {**dict(self.seats), **seats}
+        return Job(spec, self.problem, tuple(sorted(merged.items())))
 
 
 def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
@@ -119,11 +126,9 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
         seed = debate_seed(config.seed, item_key(item.id))
         for protocol in config.protocols:
             proto = get_protocol(protocol, where="protocols")
-            names = proto.variants(config.prover.assignment, index)
-            if item.context and item.context.strip():
-                names = proto.passage_variants(names, config.judge.direct_passage)
-            for variant in names:
-                answer = proto.assigned_answer(variant, dr.gold, dr.distractor)
+            views = config.judge.direct_passage if item.context and item.context.strip() else None
+            for variant in proto.variants(config.prover.assignment, index, views):
+                answer = assigned_answer(variant, dr.gold, dr.distractor)
                 spec = DebateSpec(
                     debate_id=f"{protocol}/{item.id}/{variant}",
                     protocol=protocol,
@@ -136,6 +141,6 @@ def make_jobs(items: list[Item], config: ExperimentConfig) -> list[Job]:
                     shown=dr.shown,
                     answer=answer,
                 )
-                problem = dr.problem if proto.needs_wrong_answer(variant) else None
+                problem = dr.problem if needs_wrong_answer(proto, variant) else None
                 jobs.append(Job(spec, problem))
     return jobs

@@ -16,7 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from llmdebate.agents.settings import ModelSettings
-from llmdebate.errors import ConfigError
+from llmdebate.errors import ConfigError, FieldError
 from llmdebate.experiment.config import RESUMABLE_FIELDS, ExperimentConfig
 from llmdebate.models.backends import BACKENDS
 
@@ -120,6 +120,10 @@ def validate(
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(x) for x in err["loc"]]
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, FieldError):  # a field inside the value: its own path and line
+            loc += [str(x) for x in inner.path]
+            err = {**err, "msg": str(inner)}
         dotted = ".".join(loc)
         for n in range(len(loc), 0, -1):  # the flag that set this field or a parent of it
             if ".".join(loc[:n]) in (overrides or {}):

@@ -15,7 +15,8 @@ cancelling the debates in flight, which a resume re-runs — only for what no de
 survive: a :class:`~llmdebate.errors.FatalModelError` (bad credentials, unknown model), a
 user error met at run time (a missing extra, a method the backend lacks), or
 ``max_consecutive_failures`` debates in a row failing on the server (the circuit breaker).
-``summary.json`` is written however the run ends.
+``summary.json`` is written however the run ends: Ctrl-C and SIGTERM stop it as the circuit
+breaker does, with exit code 130 or 143 (:mod:`llmdebate.experiment.interrupts`).
 
 Where debates run is an executor's business (:mod:`llmdebate.experiment.executors`: this
 process, worker processes, or Ray workers); whichever it is, this process alone writes the run
@@ -54,9 +55,11 @@ from llmdebate.experiment.executors import (
     RunContext,
     make_executor,
 )
+from llmdebate.experiment.interrupts import interrupted, main_task, sigterm_cancels, terminated
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
+from llmdebate.experiment.plan import Plan
 from llmdebate.experiment.runtime import (
     begin_enforcement,
     enforcement_summary,
@@ -82,7 +85,6 @@ from llmdebate.records.rundir import (
 )
 from llmdebate.records.transcripts import TranscriptWriter, iter_transcripts
 from llmdebate.report.metrics import summary_of, tally
-from llmdebate.tournament.runner import Plan
 
 
 @dataclass
@@ -316,17 +318,22 @@ def run(
     invocation = Invocation()
     sent_before = requests_sent(models.values())
     if todo:
-        with warnings_to_log(run_dir):
-            if executor.in_process:
-                _prepare_models(models, say)
-            say(
-                f"{run_dir}: {_count(len(todo), 'debate')} to run ({len(jobs) - len(todo)} done"
-                + (f", {retried} failed ones retried" if retried else "")
-                + f"), {config.max_concurrency} at a time{executor.executor.where}"
-            )
-            invocation = _execute_plan(
-                plan, jobs, todo, executor, context, out, progress, models if own_models else {}
-            )
+        with warnings_to_log(run_dir), sigterm_cancels():
+            try:
+                if executor.in_process:
+                    _prepare_models(models, say)
+                say(
+                    f"{run_dir}: {_count(len(todo), 'debate')} to run "
+                    f"({len(jobs) - len(todo)} done"
+                    + (f", {retried} failed ones retried" if retried else "")
+                    + f"), {config.max_concurrency} at a time{executor.executor.where}"
+                )
+                invocation = _execute_plan(
+                    plan, jobs, todo, executor, context, out, progress,
+                    models if own_models else {},
+                )
+            except KeyboardInterrupt as exc:  # before the debates began (loading the models)
+                invocation.stopped = interrupted(exc)
             jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
     verdicts, probes = enforcement_summary()  # this process's: workers keep their own
@@ -399,7 +406,7 @@ def _execute_plan(
 
     return _execute(
         make_executor(options, context), todo, out, bar,
-        context.config.max_consecutive_failures, models, more=more if plan.swiss else None,
+        context.config.max_consecutive_failures, models, more=more if plan.grows else None,
     )
 
 
@@ -435,6 +442,8 @@ def _execute(
             )
     except RunStopped as exc:
         result.stopped = exc
+    except KeyboardInterrupt as exc:  # Ctrl-C: asyncio cancelled the debates in flight
+        result.stopped = interrupted(exc)
     finally:
         result.debates_s = time.perf_counter() - began
         result.stats = ex.stats()
@@ -466,6 +475,11 @@ def write_summary(
     )
     have = {r.id for r in run.records}
     missing = [j.spec.debate_id for j in jobs if j.spec.debate_id not in have]
+    summary["settings"] = {  # what the closing lines name (what to change, which judge)
+        "prover.assignment": config.prover.assignment,
+        "judge.kind": config.judge.kind,
+        "judge.ruling": config.judge.ruling,
+    }
     summary["planned"] = len(jobs)
     summary["missing"] = len(missing)
     summary["stopped"] = stopped.reason if stopped else None
@@ -482,7 +496,12 @@ def _summary_transcripts(path: Path) -> Iterator[Transcript]:
 
 async def _close_after(coro: Any, models: dict[str, Model], executor: Executor) -> None:
     try:
-        await coro
+        with main_task():
+            await coro
+    except asyncio.CancelledError:
+        if terminated():  # SIGTERM cancelled the run (after the closing below)
+            raise interrupted(None) from None
+        raise
     finally:
         with contextlib.suppress(Exception):
             await executor.aclose()

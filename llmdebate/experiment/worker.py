@@ -21,6 +21,7 @@ from llmdebate.experiment.debate import Finished, finish
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.runtime import protocol_settings, quiet_gc, servers_of
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.topology import register_topology
 from llmdebate.records.paths import resolve_path
 
 RATE_OPTIONS = ("requests_per_minute", "tokens_per_minute")
@@ -98,6 +99,8 @@ class DebateWorker:
         if os.path.isdir(cwd):
             os.chdir(cwd)  # relative paths as the driver sees them, where the node has them
         quiet_gc()  # as the driver does while debates run (runtime.lean_gc)
+        for name, topology in config.topologies.items():  # as reading the config did
+            register_topology(name, topology)
         self.models = build_models(
             config.role_settings(),
             cache_dir=config.cache_dir,

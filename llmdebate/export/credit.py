@@ -118,6 +118,9 @@ class Credit:
     expected_return_to_go: float | None
     eligible: bool = False
     """May carry ``term`` in the sum check (the first eligible row per term and player does)."""
+    decision_term: str = ""
+    """The decision's first term (its level, :func:`llmdebate.core.scoring.decision_level`);
+    empty: ``term`` itself."""
 
 
 def term_credit(terms: Terms, term: str, sign: float, eligible: bool) -> Credit:
@@ -151,10 +154,11 @@ def pe_call_credits(t: Transcript, terms: Terms, call: ModelCallRecord) -> list[
     the earliest term first. Every row of one decision carries the decision's return to go
     from that earliest term: its effect on the player's payoff (the online reward)."""
     out = _pe_call_credits(t, terms, call)
-    if len(out) > 1:
+    if out:
         first = out[0][1]
         out = [(a, replace(c, return_to_go=first.return_to_go,
-                           expected_return_to_go=first.expected_return_to_go))
+                           expected_return_to_go=first.expected_return_to_go,
+                           decision_term=first.term))
                for a, c in out]
     return out
 

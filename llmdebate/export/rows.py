@@ -31,6 +31,7 @@ from llmdebate.export.credit import (
     term_credit,
 )
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import PROTOCOLS, protocol_of
 
 PLAYERS = ("prover", "estimator", "judge", "debater")
@@ -41,7 +42,7 @@ own (:attr:`llmdebate.protocols.interface.Protocol.roles`), see :func:`players`.
 def players() -> tuple[str, ...]:
     """Every player ``llmdebate export --role`` takes: the built-in ones, then those the
     registered protocols declare."""
-    declared = (p for n in PROTOCOLS.names() for p in PROTOCOLS.get(n).roles.values())
+    declared = (p for n in PROTOCOLS.names() for p in PROTOCOLS.get(n).adds.roles.values())
     return tuple(dict.fromkeys((*PLAYERS, *declared)))
 TRAINED_SOURCES = ("model", "candidate")
 """Row sources that are decisions a model made: ``model`` (played) and ``candidate`` (a
@@ -121,8 +122,13 @@ class Row:
     reward_unit: float | None = None
     """The debate's one reward scale (:func:`llmdebate.core.scoring.reward_scale`, the same for
     every row of a debate): expected_return_to_go / reward_unit is the reward the online
-    reward functions return for the recorded reply, in [-1, 1]. None for a row with no
-    reward term."""
+    reward functions return for the recorded reply with ``relative=False``, in [-1, 1]. None
+    for a row with no reward term."""
+    decision_unit: float | None = None
+    """The unit of the decision's relative reward (prover-estimator debate: r^level of the
+    decision's first term, :func:`llmdebate.core.scoring.decision_unit`; other protocols: the
+    reward scale): the online reward functions return (return to go - the recorded reply's)
+    / decision_unit, 0 for the recorded reply. None for a row with no reward term."""
 
     def as_dict(self) -> dict[str, Any]:
         """The row's columns (a shallow dict: the messages are shared, not copied)."""
@@ -143,7 +149,7 @@ def _answer(text: str) -> list[dict[str, str]]:
 class _Builder:
     def __init__(self, t: Transcript, info: RunInfo) -> None:
         self.t, self.info = t, info
-        self.protocol = protocol = protocol_of(t)
+        self.protocol = protocol_of(t)
         item_id = str(t.meta.get("item_id") or (t.item or {}).get("id") or t.id)
         truth = t.init.claim.truth if t.init is not None else None
         self.common: dict[str, Any] = dict(
@@ -152,7 +158,9 @@ class _Builder:
             item_id=item_id,
             seed=t.seed,
             config_digest=info.config_digest,
-            judge_kind=judge_kind_of(info.judge_kind, t) if protocol.recursive else "llm",
+            judge_kind=judge_kind_of(info.judge_kind, t)
+            if isinstance(self.protocol, RecursiveProtocol)
+            else "llm",
             gold=t.meta.get("gold"),
             claim_truth=truth,
             split=split_of(item_id, info.test_fraction),
@@ -164,7 +172,7 @@ class _Builder:
 
     def player_of(self, role: str) -> str:
         """The player call role ``role`` is exported as (the protocol's own roles first)."""
-        return self.protocol.player_of(role) or PLAYER_OF_ROLE.get(role, role)
+        return self.protocol.adds.roles.get(role) or PLAYER_OF_ROLE.get(role, role)
 
     def add(
         self,
@@ -186,6 +194,10 @@ class _Builder:
         cfg = self.t.config
         scheme = scoring.reward_scheme(self.t) or scoring.JUDGED
         unit = scoring.reward_scale(scheme, scoring.ratio_for(cfg), cfg.depth) if c.term else None
+        own = unit
+        if c.term and scheme == scoring.DISCOUNTED:
+            own = scoring.decision_unit(scoring.ratio_for(cfg), c.decision_term or c.term,
+                                        cfg.depth)
         self.rows.append(
             Row(
                 prompt=prompt,
@@ -207,6 +219,7 @@ class _Builder:
                 call=call,
                 candidate_score=candidate_score,
                 reward_unit=unit,
+                decision_unit=own,
                 **self.common,
             )
         )
@@ -416,9 +429,9 @@ def transcript_rows(t: Transcript, info: RunInfo | None = None) -> list[Row]:
     if t.status == "failed":
         return []
     b = _Builder(t, info or RunInfo())
-    if b.protocol.estimator_rewards:  # prover-estimator rewards, term by term
+    if b.protocol.can.estimator_rewards:  # prover-estimator rewards, term by term
         _pe_rows(b)
-    elif b.protocol.recursive:  # the ±1 payoff of a recursive debate
+    elif isinstance(b.protocol, RecursiveProtocol):  # the ±1 payoff of a recursive debate
         _naive_rows(b)
     else:  # the judge's choice: debaters credited with its probability of their answer
         _judged_rows(b)

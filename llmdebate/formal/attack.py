@@ -55,6 +55,10 @@ from llmdebate.formal.strategy_files import (
 from llmdebate.formal.tables import Levels, fdot, levels_from_joint
 
 TARGETS = ("completeness", "soundness")
+UNITS = (
+    "expected_payoff and bound_absolute: E[R_A] as is (absolute); every *_normalized key, "
+    "bound_normalized and the exact replay's payoffs: divided by r^(d+1), r = ε(1-ρ)/4"
+)
 ANSWERS = ("wrong", "any")
 
 
@@ -163,6 +167,7 @@ def _summary(spec: AttackSpec, prob: TreeProblem, ex: ExactResult) -> dict[str, 
         "target": spec.target,
         **spec.setting(),
         "instances_used": prob.n,
+        "units": UNITS,
         "expected_payoff": pay,
         "normalized_payoff": float(scoring.normalized(pay, r, spec.depth)),
         "min_instance_normalized": float(scoring.normalized(ex.payoff.min(), r, spec.depth)),
@@ -215,7 +220,8 @@ def completeness_attack(spec: AttackSpec, out: Path) -> dict[str, Any]:
     seconds = time.perf_counter() - t0
     ex = _exact(prob, prover, table, spec)
     res = _summary(spec, prob, ex)
-    bound = 1.0 - spec.epsilon
+    bound = 1.0 - spec.epsilon  # normalised
+    r = scoring.reward_ratio(spec.epsilon, spec.rho)
     # near-ties of A's argmax may lead the exact evaluation to states the floats never
     # reached: B's tables there come from the same search and are added to the file
     exact = rational_check(
@@ -224,7 +230,8 @@ def completeness_attack(spec: AttackSpec, out: Path) -> dict[str, Any]:
     res.update(
         prover=name,
         estimator="searched",
-        bound=bound,
+        bound_normalized=bound,
+        bound_absolute=scoring.completeness_bound(spec.epsilon, r, spec.depth),
         bound_statement="Lemma A.5: E[R_A] >= (1-ε)·r^(d+1) for every B, on stable instances",
         below_bound=exact["breaks"],
         exact=exact,
@@ -233,10 +240,12 @@ def completeness_attack(spec: AttackSpec, out: Path) -> dict[str, Any]:
                 "exact DP over (instance, node, σ_k) with a seeded evolutionary search for B's "
                 "joint over the 2^q outcomes at each (structured proposals + mutations of the "
                 "elite; correlated group laws whose marginals stay a margin inside A's dead "
-                "zone); p_d from a 201-point grid and both sides of A's decision changes; "
+                "zone, and shifted products just outside it, at every margin of a ladder, the "
+                "search keeping the best); p_d from a 201-point grid and both sides of A's "
+                "decision changes; "
                 "a break is reported only if the exact rational re-evaluation confirms it"
             ),
-            "margin": spec.budget.margin,
+            "margins": list(spec.budget.margins),
             "evaluations_per_state": spec.budget.evaluations,
             "population": spec.budget.population,
             "seed": spec.budget.seed,
@@ -327,9 +336,12 @@ def soundness_attack(
         prover="best uninformed response" if spec.uninformed else "best response",
         answer=spec.answer,
         **info,
-        bound=float(scoring.normalized(bound, r, spec.depth)),
+        bound_normalized=float(scoring.normalized(bound, r, spec.depth)),
+        bound_absolute=bound,
+        delta_in_bound=delta,
         bound_statement=(
-            "Lemma A.4: E[R_A] < r^(d+1)·P[A correct] + (2d+1)·δ against Algorithm 1's B"
+            "Lemma A.4: E[R_A] < r^(d+1)·P[A correct] + (2d+1)·δ against Algorithm 1's B, "
+            "δ = the δ it reached (delta_in_bound)"
             if "algorithm1" in info
             else "r^(d+1)·P[A correct] (what an indistinguishable B would hold A to; δ = 0)"
         ),

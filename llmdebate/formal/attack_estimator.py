@@ -51,7 +51,13 @@ class SearchBudget:
     evaluations: int = 1024
     population: int = 64
     seed: int = 0
-    margin: float = 1 / 200  # how far inside A's dead zone the structured tables stay
+    # how far inside (and, for the ladder's shifted tables, outside) A's dead zone the
+    # structured tables stay. The first margin seeds the evolutionary search; then every rung
+    # is proposed (:meth:`EstimatorSearch.ladder`, on top of ``evaluations``) and the search
+    # keeps whichever table pays B most. B's payoff improves as the margin shrinks (E[M_D]
+    # falls with the marginals' shift) down to where the guard band (GUARD) would reject a
+    # table; 1e-6 keeps A's decisions 10·GUARD clear of their edges.
+    margins: tuple[float, ...] = (5e-3, 1e-4, 1e-6)
 
 
 def expect(alts: Alternatives, n: int) -> np.ndarray:
@@ -115,6 +121,7 @@ class EstimatorSearch:
         self.sigs: dict[tuple[int, int, int], bytes] = {}
         self.est = SigmaEstimator(prover, self.q, np.zeros(problem.n), self.signature)
         self.evaluated = 0
+        self._zones: dict[tuple[int, bytes, bytes], np.ndarray] = {}
 
     # ------------------------------------------------------------------ values
     def sigma(self, inst: np.ndarray, k: int, node: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -213,7 +220,7 @@ class EstimatorSearch:
             counts = np.stack([(flips == c).sum(axis=1) for c in range(q + 1)], axis=1)
             per = law / np.maximum(counts, 1)
             cands.append(np.take_along_axis(per, flips, axis=1)[:, None, :])
-        inside = np.maximum(self.dead_zone(k, inst, node, g) - self.budget.margin, 0.0)
+        inside = np.maximum(self.dead_zone(k, inst, node, g) - self.budget.margins[0], 0.0)
         law = self.flip_laws(inside)  # (S, L, q + 1)
         counts = np.stack([(flips == c).sum(axis=1) for c in range(q + 1)], axis=1)
         per = law / np.maximum(counts, 1)[:, None, :]
@@ -226,9 +233,47 @@ class EstimatorSearch:
         cands.append(rng.dirichlet(np.full(size, 0.2), size=(s_n, n_left)))
         return np.concatenate(cands, axis=1)
 
+    def ladder(self, k: int, inst: np.ndarray, node: np.ndarray) -> np.ndarray:
+        """The margin searched: at every rung of :attr:`SearchBudget.margins`, laws over the
+        number of flipped claims and correlated group laws whose marginals stay that margin
+        inside A's dead zone, and a product and group laws with every child that margin
+        outside it (A points), all rungs at once; repeats removed. Shape (S, C, 2^q). It
+        draws nothing from the search's generator."""
+        q, size = self.q, 1 << self.q
+        g = self.problem.children_of(self.problem.truth, inst, k, node).astype(np.float64)
+        s_n = len(inst)
+        flips = np.abs(self.bits[None, :, :] - g[:, None, :]).sum(axis=2).astype(np.int64)
+        cands = []  # rows margin-major
+        zone = self.dead_zone(k, inst, node, g)
+        counts = np.stack([(flips == c).sum(axis=1) for c in range(q + 1)], axis=1)
+        ladder = np.asarray(self.budget.margins, dtype=np.float64)
+        m_n = len(ladder)
+        inside = np.maximum(zone[None, :] - ladder[:, None], 0.0).reshape(-1)
+        outside = np.minimum(zone[None, :] + ladder[:, None], 1.0).reshape(-1)
+        gg = np.tile(g, (m_n, 1))
+        law = self.flip_laws(inside)  # (M·S, L, q + 1)
+        per = law / np.maximum(np.tile(counts, (m_n, 1)), 1)[:, None, :]
+        rep = np.repeat(np.tile(flips, (m_n, 1))[:, None, :], law.shape[1], 1)
+        for block in (
+            np.take_along_axis(per, rep, 2),
+            self.group_laws(gg, inside),
+            # every child just outside, so that A points (a product, and correlated)
+            _product(np.abs(gg - outside[:, None]), self.bits)[:, None, :],
+            self.group_laws(gg, outside),
+        ):
+            by_state = block.reshape(m_n, s_n, block.shape[1], size).transpose(1, 0, 2, 3)
+            cands.append(by_state.reshape(s_n, m_n * block.shape[1], size))
+        return _distinct(np.concatenate(cands, axis=1))
+
     def dead_zone(self, k: int, inst: np.ndarray, node: np.ndarray, g: np.ndarray) -> np.ndarray:
         """Per state, how far every child's probability may move from its truth towards the
         other side before A's next direction changes (the smallest over the children)."""
+        key = (k, inst.tobytes(), node.tobytes())
+        if key not in self._zones:
+            self._zones = {key: self._dead_zone(k, inst, node, g)}  # the chunk being solved
+        return self._zones[key]
+
+    def _dead_zone(self, k: int, inst: np.ndarray, node: np.ndarray, g: np.ndarray) -> np.ndarray:
         q = self.q
         s_n = len(inst)
         ci = np.repeat(inst, q)
@@ -359,6 +404,9 @@ class EstimatorSearch:
                 pool = np.concatenate([elite, kids], axis=1)
                 vals = np.concatenate([ev, self.objective(k, si, sn, ss, kids)], axis=1)
                 spent += n_new
+            rungs = self.ladder(k, si, sn)  # the margin ladder, after the seeded search
+            pool = np.concatenate([pool, rungs], axis=1)
+            vals = np.concatenate([vals, self.objective(k, si, sn, ss, rungs)], axis=1)
             best = np.argmin(vals, axis=1)
             for t, (i, nd, s) in enumerate(zip(si.tolist(), sn.tolist(), ss.tolist(), strict=True)):
                 key = (k, self.signature(i, k, nd), s)
@@ -452,6 +500,19 @@ def _bands(prover: ProverPolicy) -> tuple[BeliefProver, BeliefProver] | None:
         BeliefProver(pr.problem, pr.values, eps - GUARD, pr.name),
         BeliefProver(pr.problem, pr.values, eps + GUARD, pr.name),
     )
+
+
+def _distinct(pool: np.ndarray) -> np.ndarray:
+    """The candidate tables (S, C, 2^q) without the columns that repeat an earlier one at
+    every state (a law with no valid mixture falls back to the truth), in their first order."""
+    seen: set[bytes] = set()
+    keep = []
+    for c in range(pool.shape[1]):
+        key = pool[:, c, :].tobytes()
+        if key not in seen:
+            seen.add(key)
+            keep.append(c)
+    return pool[:, keep, :]
 
 
 def _product(m: np.ndarray, bits: np.ndarray) -> np.ndarray:

@@ -54,9 +54,17 @@ def _stats(chunks: list[np.ndarray]) -> tuple[float, float, int]:
 
 def simulate_prover_estimator(game: Game, n: int, rng: np.random.Generator) -> np.ndarray:
     """Payoffs R_A of ``n`` independent debates (instances drawn uniformly)."""
+    inst = rng.integers(0, game.problem.n, size=n)
+    return simulate_debates(game, inst, rng)
+
+
+def simulate_debates(game: Game, inst: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Payoffs R_A of one debate per entry of ``inst``. Every strategy is asked once per
+    round for all of them, in this order (a learner's sampled decisions line up with the
+    payoffs: :mod:`llmdebate.formal.learning.sampled`)."""
     prob, prover, est = game.problem, game.prover, game.estimator
     d, r = prob.depth, game.r
-    inst = rng.integers(0, prob.n, size=n)
+    n = len(inst)
     a = sample(prover.answer(inst), rng, n)
     p = est.top(inst)
     zhat = (rng.random(n) < p).astype(np.int64)

@@ -281,7 +281,10 @@ def soundness_rows(
                 row: Row = {
                     "section": "soundness",
                     "variant": variant,
-                    "check": f"{prover} vs Algorithm 1: E[R_A] <= r^(d+1)·P[correct] + (2d+1)·δ",
+                    "check": (
+                        f"{prover} vs Algorithm 1: E[R_A] <= r^(d+1)·P[correct] + (2d+1)·δ "
+                        "(δ reached)"
+                    ),
                     "setting": (
                         f"{problem}, {n} instances, d={depth}, q={q}, ε={eps}, ρ={rho}; "
                         f"OGD {rep.steps} steps, δ target {delta:g}, "

@@ -94,7 +94,7 @@ def main() -> None:
         ex = res["exact"]
         print(
             f"{name}: mean {ex['normalized_payoff']:.6g}, worst {ex['min_instance_normalized']:.6g}"
-            f" (bound {res['bound']:g}, normalised); breaks: {ex['breaks']}; "
+            f" (bound {res['bound_normalized']:g}, normalised); breaks: {ex['breaks']}; "
             f"clearance {ex['dead_zone_clearance']:.3g}; search {res['seconds']} s"
         )
         print(json.dumps(res["search"]))

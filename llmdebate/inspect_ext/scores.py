@@ -29,8 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.common import VIEW_VARIANTS
+from llmdebate.protocols.families import rewarded as paid
 from llmdebate.protocols.registry import get_protocol, protocol_of
 from llmdebate.qa.passage import SHOWN, passage_text
 from llmdebate.report.metrics import pairs
@@ -46,7 +48,7 @@ NAN = float("nan")
 
 def rewarded(protocol: str) -> bool:
     """Whether ``protocol`` pays its debaters (its figures are :data:`REWARD_KEYS`)."""
-    return get_protocol(protocol).reward_scheme is not None
+    return paid(get_protocol(protocol))
 
 
 def keys_of(protocol: str) -> tuple[str, ...]:
@@ -61,7 +63,7 @@ def _mean(xs: list[float]) -> float:
 def _judge_correct(ts: list[Transcript]) -> list[float]:
     out = []
     for t in ts:
-        c = protocol_of(t).judgment_scores(t)["correct"]
+        c = scoring.judgment_scores(t)["correct"]
         if c is not None:
             out.append(float(c))
     return out
@@ -145,7 +147,7 @@ def explanation(ts: list[Transcript]) -> str:
         elif "decision" in t.meta:
             what = f"the judge chose {t.meta['decision']!r}"
         else:
-            c = protocol_of(t).judgment_scores(t)["correct"]
+            c = scoring.judgment_scores(t)["correct"]
             what = (
                 f"leaf verdict {'matches' if c else 'misses'} the leaf's truth"
                 if c is not None

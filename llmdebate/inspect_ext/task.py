@@ -54,6 +54,7 @@ from llmdebate.models import Model
 from llmdebate.models.inspect_backend import InspectBackend
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.common import VIEW_VARIANTS
+from llmdebate.protocols.families import rewarded
 from llmdebate.protocols.registry import get_protocol, protocol_of
 from llmdebate.records.paths import resolve_path
 from llmdebate.records.transcripts import transcript_line
@@ -290,12 +291,12 @@ def debate(
                metadata={"item_id": it.id})
         for it in items
     ]
-    rewarded = get_protocol(protocol).reward_scheme is not None
+    paid = rewarded(get_protocol(protocol))
     key = _jobs_by_item(cfg, items)
     groups = job_groups(cfg, key)
     chosen = (
         grouped_scorer(groups) if groups != [protocol]
-        else debate_scorer() if rewarded else judge_scorer()
+        else debate_scorer() if paid else judge_scorer()
     )
     return Task(
         dataset=MemoryDataset(samples, name=dataset if isinstance(dataset, str) else None),

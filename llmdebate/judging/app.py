@@ -63,6 +63,7 @@ from llmdebate.judging.complete import (
     ask,
     keep_active,
     reveal_next,
+    still_waiting,
     study_settings,
     submit,
     sync,
@@ -399,7 +400,9 @@ def _item_page(
         status,
         view=view_for(shown, a, settings),
         asking=asking,
-        deciding=asking is None or (form or {}).get("decide") == "1",
+        # the verdict form: not while a question waits for the debaters (?decide=1 or not)
+        deciding=asking is None
+        or ((form or {}).get("decide") == "1" and not asking["pending"]),
         aid=a.id,
         csrf=who.csrf,
         progress=_progress(q),
@@ -455,12 +458,17 @@ async def post_item(request: Request) -> Response:
     if not isinstance(post, ItemPost):
         return post
     study, who, aid, form = post.study, post.who, post.aid, post.form
-    try:  # every post reports the page's active time: it is kept whatever the post does
-        await run_in_threadpool(
-            keep_active, study.sessions, who.judge.id, aid, _seconds(form.get("active_s"))
-        )
-    except NotFound:
-        return study.message("not_found")
+
+    def keep() -> None:
+        keep_active(study.sessions, who.judge.id, aid, _seconds(form.get("active_s")))
+
+    # every post reports the page's active time: it is kept whatever the post does (a
+    # verdict keeps it in its own transaction, and here only when it is refused)
+    if form.get("action") in ("decide", "ask", "reveal"):
+        try:
+            await run_in_threadpool(keep)
+        except NotFound:
+            return study.message("not_found")
     if form.get("action") == "decide":  # end the asking: the verdict form
         return RedirectResponse(f"/a/{aid}?decide=1", status_code=303)
     if form.get("action") == "ask":
@@ -479,8 +487,12 @@ async def post_item(request: Request) -> Response:
         )
 
     def save() -> Response:
-        sub = _submission(form)
-        submit(study.sessions, study.run_dir, study.waiting, who.judge.id, aid, sub)
+        try:
+            sub = _submission(form)
+            submit(study.sessions, study.run_dir, study.waiting, who.judge.id, aid, sub)
+        except Invalid:
+            keep()
+            raise
         return RedirectResponse("/next", status_code=303)
 
     return await _attempt(study, who, aid, form, save)
@@ -504,12 +516,10 @@ async def wait_answer(request: Request) -> Response:
     study, who, aid, form = post.study, post.who, post.aid, post.form
 
     def state() -> bool:
-        keep_active(study.sessions, who.judge.id, aid, _seconds(form.get("active_s")))
-        a, _, _ = _load(study, who.judge.id, aid)
-        shown = shown_debate(study.run_dir, study.waiting[a.debate_id], a.id)
-        with study.sessions() as s:
-            asking = ask_state(shown, questions_of(s, a.id))
-        return bool(asking and asking.get("pending"))
+        return still_waiting(
+            study.sessions, study.run_dir, study.waiting, who.judge.id, aid,
+            _seconds(form.get("active_s")),
+        )
 
     try:
         pending = await run_in_threadpool(state)

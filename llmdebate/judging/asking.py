@@ -3,16 +3,15 @@
 A waiting debate of such a run stops after its first round and records ``meta.person_asks``.
 The person's questions are rows of :class:`~llmdebate.judging.db.Question`; ``llmdebate
 answer`` runs the debaters' next round for each unanswered one (a fork of the debate through
-its protocol's own run, :func:`llmdebate.judging.interactive.person_asks`) and appends the
+its protocol's own run, :func:`llmdebate.protocols.interactive.person_asks`) and appends the
 continued debate to ``asked.jsonl`` with id ``<debate id>#ask<assignment id>.<questions>``:
 every judge has their own continued debate, and ``transcripts.jsonl`` is never rewritten.
 The judge's page and verdict use the latest continuation of their assignment
-(:func:`shown_debate`).
+(:func:`shown_debate`, which reads the one line it needs through the file's index).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,9 @@ from sqlalchemy.orm import Session
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.judging.db import Assignment, Judgment, Question
-from llmdebate.records.rundir import repair_transcripts, statuses
-from llmdebate.records.transcripts import iter_transcripts, transcript_line
+from llmdebate.records.line_index import LineIndex, index_of
+from llmdebate.records.rundir import append_once
+from llmdebate.records.transcripts import iter_transcripts, transcript_of
 
 ASKED_FILE = "asked.jsonl"
 MAX_QUESTION = 1000
@@ -47,20 +47,7 @@ def load_asked(run_dir: Path) -> dict[str, Transcript]:
 
 def append_asked(run_dir: Path, t: Transcript) -> bool:
     """Append a continued debate unless its id is there (locked, fsynced, a torn line cut)."""
-    import fcntl
-
-    path = run_dir / ASKED_FILE
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        repair_transcripts(path)
-        if t.id in statuses(path):
-            return False
-        os.write(fd, transcript_line(t))
-        os.fsync(fd)
-        return True
-    finally:
-        os.close(fd)
+    return append_once(run_dir / ASKED_FILE, t)
 
 
 def questions_of(s: Session, assignment_id: int) -> list[str]:
@@ -72,18 +59,27 @@ def questions_of(s: Session, assignment_id: int) -> list[str]:
 
 
 def shown_debate(
-    run_dir: Path, t: Transcript, assignment_id: int, asked: dict[str, Transcript] | None = None
+    run_dir: Path,
+    t: Transcript,
+    assignment_id: int,
+    asked: dict[str, Transcript] | LineIndex[Transcript] | None = None,
 ) -> Transcript:
     """What the judge of an assignment judges: the latest continuation of ``t``, or ``t``."""
     if asks(t) is None:
         return t
-    have = load_asked(run_dir) if asked is None else asked
+    have = asked_index(run_dir) if asked is None else asked
     n = int(asks(t)["max_rounds"])  # type: ignore[index]
     for k in range(n, 0, -1):
         cont = have.get(continuation_id(t.id, assignment_id, k))
         if cont is not None:
             return cont
     return t
+
+
+def asked_index(run_dir: Path) -> LineIndex[Transcript]:
+    """The index of ``asked.jsonl`` (:mod:`llmdebate.records.line_index`), brought up to
+    date: a page finds its judge's continuation without reading the whole file."""
+    return index_of(run_dir / ASKED_FILE, transcript_of)
 
 
 def ask_state(t: Transcript, questions: list[str]) -> dict[str, Any] | None:

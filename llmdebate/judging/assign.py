@@ -51,7 +51,7 @@ from llmdebate.judging.blinding import (
 )
 from llmdebate.judging.db import Assignment, Judge, get_setting, set_setting, token_hash
 from llmdebate.records.rundir import load_transcripts
-from llmdebate.report.metrics import PROTOCOL_ORDER, item_id
+from llmdebate.report.metrics import PROTOCOL_ORDER, item_id, row_of
 
 LEAD_ID = "lead"
 JUDGE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -149,6 +149,7 @@ class AssignResult:
     waiting: int = 0
     short: list[str] = field(default_factory=list)  # debates that got fewer than K judges
     design: list[str] = field(default_factory=list)  # what assign prints of the study design
+    unstaffed: list[str] = field(default_factory=list)  # a line per view no judge can take
 
 
 def _protocol_rank(p: str) -> int:
@@ -288,7 +289,54 @@ def assign(
         ]
     write_story_log(run_dir / STORY_LOG, story_log(rows, loads.per_story))
     res.design = _design(debates, active, per_item, loads, rows)
+    res.unstaffed = unstaffed_views(debates, active, per_item, loads)
     return res
+
+
+def _eligible(j: str, t: Transcript, loads: Loads) -> bool:
+    return item_id(t) not in loads.items[j] and loads.allows(j, t)
+
+
+def _needed(waiting: list[Transcript], per_item: int, loads: Loads) -> int:
+    """How many new judges would staff ``waiting`` (debates no present judge can take): each
+    needs its missing judges, a new judge takes one debate of an item, and of one story at
+    most ``per_story``."""
+    need = {t.id: per_item - len(loads.judges[t.id]) for t in waiting}
+    by_story: dict[str | None, list[Transcript]] = defaultdict(list)
+    for t in waiting:
+        by_story[story_key(t)].append(t)
+    most = max(need.values(), default=0)
+    if loads.per_story:
+        for group in by_story.values():
+            total = sum(need[t.id] for t in group)
+            most = max(most, -(-total // loads.per_story))
+    return most
+
+
+def unstaffed_views(
+    debates: list[Transcript], active: list[str], per_item: int, loads: Loads
+) -> list[str]:
+    """One line per row (a protocol and view: ``direct (expert)``) whose waiting debates no
+    present judge can take — each has seen the item, or read its story the other way, or
+    reached the story's bound — with how many more judges would staff it."""
+    rows: dict[str, list[Transcript]] = defaultdict(list)
+    for t in debates:
+        rows[row_of(t)].append(t)
+    out: list[str] = []
+    for row, ts in sorted(rows.items()):
+        waiting = [t for t in ts if len(loads.judges[t.id]) < per_item]
+        if not waiting or len(waiting) < len(ts):
+            continue
+        if any(_eligible(j, t, loads) for t in waiting for j in active
+               if j not in loads.judges[t.id]):
+            continue
+        more = _needed(waiting, per_item, loads)
+        out.append(
+            f"no judge can take {row}: its {len(waiting)} debates wait, since each of the "
+            f"{len(active)} judges has judged its items or read its stories the other way "
+            f"(blind or in full); {more} more judges would staff it ({per_item} per debate)"
+        )
+    return out
 
 
 def _design(

@@ -4,7 +4,7 @@ The judgment is committed first (one per assignment: a second submission is a
 :class:`Conflict`), then the debate is completed by its protocol
 (:meth:`llmdebate.protocols.interface.Protocol.complete`: a verdict on the leaf claim for a
 ``recursive`` protocol, P(first option) for a ``two-answer`` one), scored by
-:meth:`~llmdebate.protocols.interface.Protocol.judgment_scores`, and appended with id
+:func:`~llmdebate.core.scoring.judgment_scores`, and appended with id
 ``<debate id>#<judgment id>``.
 A crash between the commit and the append is repaired by :func:`sync`, which every server
 and terminal session runs at start: completion is a pure function of the waiting transcript
@@ -37,9 +37,12 @@ from llmdebate.judging.asking import (
 )
 from llmdebate.judging.db import Assignment, Judgment, Question, get_setting, utcnow
 from llmdebate.judging.view import build_view, digest
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.interface import FirstOption, LeafVerdict, Ruling
-from llmdebate.protocols.registry import protocol_of
-from llmdebate.records.rundir import append_judged, load_transcripts
+from llmdebate.protocols.registry import protocol_of, recursive
+from llmdebate.records.line_index import index_of
+from llmdebate.records.rundir import JUDGED_FILE, append_judged, load_transcripts
+from llmdebate.records.transcripts import transcript_of
 
 STUDY_DEFAULTS: dict[str, Any] = {
     "require_explanation": True,
@@ -123,28 +126,60 @@ def reveal_next(
         return a.revealed
 
 
-def _active(posted: float | None, kept: float | None) -> float | None:
-    """The active seconds of a verdict: the larger of the page's last count and the kept one."""
-    counts = [x for x in (posted, kept) if x is not None]
-    return max(counts) if counts else None
-
-
 MAX_ACTIVE_S = 86400.0
 """The most active seconds one item can record (a day)."""
+
+
+def wall_s(a: Assignment, now: datetime | None = None) -> float:
+    """The wall-clock seconds since the assignment was first opened (0 before): the most
+    active time it can have, whatever a page reports."""
+    if a.started_at is None:
+        return 0.0
+    return max(0.0, ((now or utcnow()) - a.started_at).total_seconds())
+
+
+def _active(posted: float | None, a: Assignment, now: datetime) -> float | None:
+    """The active seconds of a verdict: the larger of the page's last count and the kept one,
+    at most the wall time since the assignment was opened."""
+    counts = [x for x in (posted, a.active_s) if x is not None]
+    return min(max(counts), wall_s(a, now), MAX_ACTIVE_S) if counts else None
 
 
 def keep_active(
     sessions: sessionmaker[Session], judge_id: str, assignment_id: int, seconds: float | None
 ) -> float | None:
     """Record that the judge's page of an own assignment has been active ``seconds`` (the
-    count only grows, and is bounded by :data:`MAX_ACTIVE_S`); the count kept."""
+    count only grows, and is bounded by the wall time since the assignment was opened and
+    :data:`MAX_ACTIVE_S`: the page's clock is the client's); the count kept."""
     with sessions.begin() as s:
         a = s.get(Assignment, assignment_id)
         if a is None or a.judge_id != judge_id:
             raise NotFound(assignment_id)
         if seconds is not None:
-            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), MAX_ACTIVE_S))
+            most = min(wall_s(a), MAX_ACTIVE_S)
+            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), most))
         return a.active_s
+
+
+def still_waiting(
+    sessions: sessionmaker[Session],
+    run_dir: Path,
+    waiting: dict[str, Transcript],
+    judge_id: str,
+    assignment_id: int,
+    seconds: float | None,
+) -> bool:
+    """A waiting page's poll, in one transaction: keep its active time (as
+    :func:`keep_active`) and say whether its question still waits for the debaters."""
+    with sessions.begin() as s:
+        a = s.get(Assignment, assignment_id)
+        if a is None or a.judge_id != judge_id:
+            raise NotFound(assignment_id)
+        if seconds is not None:
+            most = min(wall_s(a), MAX_ACTIVE_S)
+            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), most))
+        state = ask_state(shown_debate(run_dir, waiting[a.debate_id], a.id), questions_of(s, a.id))
+        return bool(state and state["pending"])
 
 
 def ask(
@@ -224,6 +259,7 @@ def submit(
         study = study_settings(s)
         view = view_for(t, a, study)
         _check(view, sub, bool(study["require_explanation"]))
+        now = utcnow()
         state = ask_state(t, questions_of(s, a.id))
         if state is not None and state["pending"]:
             raise Invalid("your question is waiting for the debaters' answer")
@@ -252,8 +288,8 @@ def submit(
             explanation=sub.explanation.strip(),
             shown_digest=digest(view),
             started_at=a.started_at,
-            submitted_at=utcnow(),
-            active_s=_active(sub.active_s, a.active_s),
+            submitted_at=now,
+            active_s=_active(sub.active_s, a, now),
             interface=sub.interface,
             settings=settings,
             turns_revealed=len(view["turns"]) if view.get("stepped") else None,
@@ -288,7 +324,7 @@ def record_machine(
     if kind not in ("llm", "oracle"):
         raise ValueError(f"a machine judgment is of kind llm or oracle (got {kind!r})")
     now = utcnow()
-    leaf = protocol_of(t).recursive  # a verdict on the leaf claim, else P(first option)
+    leaf = recursive(t)  # a verdict on the leaf claim, else P(first option)
     with sessions.begin() as s:
         j = Judgment(
             assignment_id=None,
@@ -326,10 +362,11 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
     who = f"human:{j.judge_id}" if kind == "human" else j.judge_id
     protocol = protocol_of(t)
     ruling: Ruling
-    if protocol.recursive:
+    if isinstance(protocol, RecursiveProtocol):
         if j.verdict is None:
             raise ValueError(f"judgment {j.id} has no verdict")
-        ruling = LeafVerdict(j.verdict, j.probability)
+        how = j.settings.get("ruling") if kind == "llm" else None  # a model judge's argmax
+        ruling = LeafVerdict(j.verdict, j.probability, "argmax" if how == "argmax" else None)
     else:
         if j.p_first is None:
             raise ValueError(f"judgment {j.id} has no probability")
@@ -365,7 +402,7 @@ def judged_transcript(t: Transcript, j: Judgment) -> Transcript:
             "turn_cost": cost,
             "cost": scoring.reveal_cost(cost, j.turns_revealed),
         }
-    done.meta["judgment"]["scores"] = protocol.judgment_scores(done)
+    done.meta["judgment"]["scores"] = scoring.judgment_scores(done)
     _person_turns(done, j)
     return done
 
@@ -399,7 +436,7 @@ def _person_turns(done: Transcript, j: Judgment) -> None:
 
 def sync(sessions: sessionmaker[Session], run_dir: Path, waiting: dict[str, Transcript]) -> int:
     """Append the completed transcript of every judgment that ``judged.jsonl`` lacks."""
-    have = {t.id for t in load_transcripts(run_dir, judged=True)}
+    have = index_of(run_dir / JUDGED_FILE, transcript_of).where
     written = 0
     with sessions() as s:
         for j in s.scalars(select(Judgment).order_by(Judgment.id)):

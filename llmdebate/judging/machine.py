@@ -39,8 +39,8 @@ from llmdebate.judging.model_judges import JudgeMethod, LLMJudge, OracleJudge
 from llmdebate.judging.view import digest
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.common import model_choice, waiting_choice_prompt
-from llmdebate.protocols.registry import recursive
+from llmdebate.protocols.common import model_choice
+from llmdebate.protocols.registry import recursive, waiting_choice_prompt
 
 ORACLE_ID = "oracle"
 
@@ -93,6 +93,7 @@ async def _model_ruling(
             debate_id=t.id,
             item=t.item,
             calls=calls,
+            seed=t.seed,
         )
         if leaf.evidence is None:
             raise InvalidOutputError("the leaf has no evidence")
@@ -158,6 +159,8 @@ def judge_with_model(
             "samples": samples,
             "temperature": temperature,
         }
+        if recursive(t):  # its verdict is O = 1[P >= 1/2], and the expectation takes O
+            settings["ruling"] = "argmax"
         try:
             record_machine(
                 sessions,

@@ -11,7 +11,8 @@ from llmdebate.agents.llm import ask_structured
 from llmdebate.agents.parsing import ReplyError
 from llmdebate.agents.replies import verdict_schema
 from llmdebate.core.roles import DebateContext, Judge
-from llmdebate.core.schemas import Claim, Evidence, Verdict
+from llmdebate.core.schemas import Claim, Evidence, Ruling, Verdict
+from llmdebate.core.scoring import argmax_verdict, sampled_verdict, verdict_draw
 from llmdebate.data.problems import claim_truth
 from llmdebate.elicit import ProbMethod, estimate, parse_bool_then_reason
 from llmdebate.errors import InvalidOutputError
@@ -31,8 +32,11 @@ class LLMJudge:
     (the prover's quotes are the evidence it sees of the passage); ``shown`` adds the passage.
 
     With ``method`` logprobs / sampling / verbalised the verdict carries the model's
-    probability P[O = 1] (value = 1 iff it is at least 1/2); ``generate`` reads a True/False
-    word from a plain reply (no probability).
+    probability P[O = 1], and ``ruling`` (``judge.ruling``) says how the judge rules from it:
+    ``argmax`` O = 1[P >= 1/2] (deterministic: the expected leaf reward uses O), ``sample``
+    O = 1[u < P] with u the debate seed's verdict draw (recorded; the expected leaf reward
+    uses P). ``generate`` reads a True/False word from a plain reply (no probability: a
+    deterministic ruling).
     """
 
     def __init__(
@@ -46,8 +50,13 @@ class LLMJudge:
         max_attempts: int = 3,
         name: str | None = None,
         passage: str = HIDDEN,
+        ruling: Ruling = "argmax",
     ) -> None:
+        if ruling == "sample" and method == "generate":
+            raise ValueError("judge.ruling sample needs a probability: judge.method generate "
+                             "gives none (use logprobs, sampling or verbalised)")
         self.model = model
+        self.ruling: Ruling = ruling
         self.passage = passage
         self.prompts = prompts or Prompts()
         self.method = method
@@ -78,7 +87,7 @@ class LLMJudge:
                 act="verdict",
                 log=ctx.calls,
             )
-            return Verdict(value=int(est.value >= 0.5), probability=est.value, judge=self.name)
+            return self._rule(est.value, ctx)
 
         def parse(text: str) -> bool:
             v = parse_bool_then_reason(text)
@@ -104,7 +113,20 @@ class LLMJudge:
             calls=ctx.calls,
             schema=verdict_schema(),
         )
-        return Verdict(value=int(value), judge=self.name)
+        return Verdict(value=int(value), judge=self.name, ruling="argmax")
+
+    def _rule(self, p: float, ctx: DebateContext) -> Verdict:
+        """The verdict from P[O = 1] under this judge's ruling."""
+        if self.ruling == "argmax":
+            return Verdict(
+                value=argmax_verdict(p), probability=p, judge=self.name, ruling="argmax"
+            )
+        if ctx.seed is None:
+            raise ValueError("a sampling judge draws its verdict from the debate's seed: none")
+        u = verdict_draw(ctx.seed)
+        return Verdict(
+            value=sampled_verdict(u, p), probability=p, judge=self.name, ruling="sample", u=u
+        )
 
 
 class OracleJudge:
@@ -158,6 +180,7 @@ def _llm_judge(team: Team) -> LLMJudge:
         samples=j.samples,
         temperature=j.temperature,
         passage=j.passage,
+        ruling=j.ruling,
     )
 
 

@@ -136,23 +136,27 @@ def _reveal_rows(per: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-MIXED_HEAD = ["row", "log-odds vs reference", "posterior sd", "95% interval"]
+MIXED_HEAD = ["row", "log-odds vs reference", "standard error", "95% interval"]
 
 
 def _mixed_rows(mx: dict[str, Any] | None) -> list[list[str]]:
     if not mx:
         return []
     return [
-        [f["row"], _f(f["log_odds"]), _f(f["sd"]), _ci(f["ci95"])] for f in mx["effects"]
+        [f["row"], _f(f["log_odds"]), _f(f["se"]), _ci(f["ci95"], f.get("note"))]
+        for f in mx["effects"]
     ]
 
 
 def _mixed_note(mx: dict[str, Any]) -> str:
     sds = ", ".join(f"{k} {v:.3f}" for k, v in mx["random_effect_sd"].items())
+    dropped = "".join(f" Dropped: {d}." for d in mx.get("dropped") or ())
+    notes = sorted({f["note"] for f in mx["effects"] if f.get("note")})
     return (
         f"{mx['model']}; {mx['fit']}; reference row: {mx['reference']}; "
         f"{mx['judgments']} judgments, {mx['judges']} judges, {mx['items']} items; "
-        f"random-effect sd: {sds or 'none'}."
+        f"random-effect sd: {sds or 'none'}.{dropped}"
+        + "".join(f" No interval: {n}." for n in notes)
     )
 
 

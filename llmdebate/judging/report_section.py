@@ -272,7 +272,7 @@ def section(
             p: _stats(ts, seed + 1000 + 10 * i, n_boot)
             for i, (p, ts) in enumerate(sorted(by_protocol.items()))
         },
-        "mixed_effects": _mixed(people, seed=seed + 2000),
+        "mixed_effects": _mixed(people),
         "calibration": asdict(calibration(points, n_bins)),
         "calibration_per_judge": per_judge_cal,
         "agreement": agreement(people),
@@ -297,7 +297,7 @@ def _by_judge_and_figure(
     return out
 
 
-def _mixed(people: Sequence[Transcript], *, seed: int) -> dict[str, Any] | None:
+def _mixed(people: Sequence[Transcript]) -> dict[str, Any] | None:
     """People's judge accuracy by row (answer-choosing protocols) with judge and item random
     effects (None: fewer than two such rows)."""
     data = [
@@ -308,7 +308,7 @@ def _mixed(people: Sequence[Transcript], *, seed: int) -> dict[str, Any] | None:
     if not data:
         return None
     y, rows_, judges, items = (list(x) for x in zip(*data, strict=True))
-    return mixed_logit(y, rows_, judges, items, seed=seed)
+    return mixed_logit(y, rows_, judges, items)
 
 
 @SECTIONS.register("judges")

@@ -35,7 +35,7 @@ import numpy as np
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.common import recorded_view
-from llmdebate.protocols.registry import protocol_of
+from llmdebate.protocols.registry import judged_turns, protocol_of, recursive
 from llmdebate.qa.passage import JudgeView
 
 
@@ -77,13 +77,13 @@ def _view(
     item = t.item or {}
     pv = recorded_view(t)
     flip = flipped(seed)
-    if protocol_of(t).recursive:
+    if recursive(t):
         return _leaf_view(t, pv, context, flip)
     options = list(t.meta.get("options") or [])
     shown = options[::-1] if flip else options
     labels: dict[str, str] = {}
     turns = []
-    for turn in t.turns:
+    for turn in judged_turns(t):  # never a slot the protocol keeps from its judge
         if turn.role == "judge":  # a person's own question (an interactive debate)
             if turn.text.startswith("Question: "):
                 turns.append({"speaker": "Your question", "round": turn.round, "judge": True,

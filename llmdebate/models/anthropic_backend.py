@@ -2,7 +2,9 @@
 
 The key comes from ``$ANTHROPIC_API_KEY`` (or ``api_key_env``); a local ``base_url``
 (or ``$ANTHROPIC_BASE_URL``) may run without one (a dummy key is sent). System messages are
-joined into the ``system`` parameter. The SDK client is built with ``max_retries=0``.
+joined into the ``system`` parameter. The SDK client is built with ``max_retries=0``, one
+per event loop (its connections belong to the loop that opened them: a command that runs
+several ``asyncio.run`` on one backend gets a fresh client on each).
 
 Temperature: the 1.x/2.x SDKs dropped ``temperature`` from ``messages.create()``, so it is
 sent through ``extra_body`` (same wire payload), capped at 1, and left out when it is 1.0
@@ -26,6 +28,8 @@ does not count.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 from typing import Any, cast
@@ -90,9 +94,28 @@ class AnthropicBackend(Backend):
             and "strict" in getattr(self._sdk.types.ToolParam, "__annotations__", {})
             and callable(getattr(self._sdk, "transform_schema", None))
         )
-        self._client = self._sdk.AsyncAnthropic(
-            api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=timeout
+        self._timeout = timeout
+        self._client = self._new_client()
+        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._clients_made = 0
+
+    def _new_client(self) -> Any:
+        return self._sdk.AsyncAnthropic(
+            api_key=self._secret, base_url=self.base_url, max_retries=0, timeout=self._timeout
         )
+
+    def client(self) -> Any:
+        """The SDK client of the running event loop (made on its first call there)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            for old in [old for old in self._clients if old.is_closed()]:
+                del self._clients[old]
+            # the first loop takes the client built with the backend; later ones a new one
+            client = self._new_client() if self._clients_made else self._client
+            self._clients[loop] = client
+            self._clients_made += 1
+        return client
 
     @property
     def identity(self) -> str:
@@ -141,7 +164,7 @@ class AnthropicBackend(Backend):
             kwargs["tool_choice"] = {"type": "tool", "name": schema.name}
         self.sent += 1
         try:
-            resp = await self._client.messages.create(**kwargs)
+            resp = await self.client().messages.create(**kwargs)
         except Exception as exc:
             raise map_sdk_error(
                 exc,
@@ -184,4 +207,8 @@ class AnthropicBackend(Backend):
         return tool
 
     async def aclose(self) -> None:
-        await self._client.close()
+        clients = {id(c): c for c in [self._client, *self._clients.values()]}
+        self._clients = {}
+        for client in clients.values():
+            with contextlib.suppress(RuntimeError):  # its event loop is gone
+                await client.close()

@@ -6,6 +6,8 @@ pydantic model validating the role's ``options`` in a config) and its capability
 
 * ``http``: talks to a server (``base_url`` and ``api_key_env`` apply);
 * ``model-id``: needs ``/<model id>`` after its name; ``no-model-id``: takes none;
+* ``no-logprobs``: its replies carry no token logprobs (a role whose probabilities are
+  asked with ``method: logprobs`` is refused when the config is read);
 * ``wraps``: its model id is another model string (``logged/openai/gpt-4o``), whose backend
   it builds and wraps (:func:`inner_spec`); it takes that backend's options too.
 

@@ -120,6 +120,18 @@ class Enforcement:
                 self.verdicts[key] = Verdict(v["enforced"], "recorded", int(v.get("probes", 0)))
         self._watchers = [on_change] if on_change is not None else []
 
+    def overrule(self, key: str, how: str) -> None:
+        """The server showed that it does not apply the field of ``key`` (it refused it, or
+        wrote what no constraint allows): the verdict is False, whatever was said before
+        (an ``enforcement: enforced`` option)."""
+        old = self.verdicts.get(key)
+        if old is not None and not old.enforced:
+            return
+        self.verdicts[key] = Verdict(False, how, old.probes if old is not None else 0)
+        snap = self.snapshot()
+        for watch in self._watchers:
+            watch(snap)
+
     def get(self, key: str) -> bool | None:
         """Whether ``key`` enforces its field (None: not established yet)."""
         verdict = self.verdicts.get(key)

@@ -462,6 +462,10 @@ class HFBackend(Backend):
         return sorted(set(ids))
 
     # ------------------------------------------------------------------- worker
+    def count_tokens(self, text: str) -> int | None:
+        self.load()
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def _ensure_worker(self) -> _Worker:
         """The worker of this backend's weights (one per copy, shared by every backend on
         them), started if none is running."""
@@ -487,6 +491,7 @@ class HFBackend(Backend):
                 [(r.prompt, r.config, r.sample_index) for r in batch],
                 on_done=lambda i, out: _resolve(futures[i], out),
                 adapter=batch[0].adapter,
+                gone=lambda i: futures[i].cancelled(),
             )
         except Exception as exc:
             error = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: {exc}")
@@ -522,12 +527,15 @@ class HFBackend(Backend):
         batch: list[tuple[str, GenerateConfig, int]],
         on_done: Callable[[int, ModelOutput], None] | None = None,
         adapter: str | None = _OWN,
+        gone: Callable[[int], bool] | None = None,
     ) -> list[ModelOutput]:
         """Generate for several prompts in one left-padded batch (on the calling thread).
         ``on_done(i, output)`` is called as soon as row ``i`` has finished, before the longer
         rows of the batch: a one-token probability does not wait for a batch-mate's reply.
         Every row runs under ``adapter`` (a folder of this backend's adapters, None: the base
-        model; default: the backend's own)."""
+        model; default: the backend's own). ``gone(i)``: row ``i``'s caller no longer waits
+        (its call was cancelled: Ctrl-C); it stops at the next step, and a batch all of whose
+        callers are gone stops there."""
         self.load()
         key = _key(self.adapter) if adapter == _OWN else adapter
         if key not in self._views:
@@ -535,13 +543,14 @@ class HFBackend(Backend):
         model, name = self._views[key]
         assert self.weights is not None
         with self.torch_threads(), self.weights.active(name):
-            return self._run_batch(batch, on_done, model)
+            return self._run_batch(batch, on_done, model, gone or _nobody_gone)
 
     def _run_batch(
         self,
         batch: list[tuple[str, GenerateConfig, int]],
         on_done: Callable[[int, ModelOutput], None] | None,
         model: Any,
+        gone: Callable[[int], bool],
     ) -> list[ModelOutput]:
         torch: Any = require("torch", "local")
         tok = self.tokenizer
@@ -593,6 +602,7 @@ class HFBackend(Backend):
                 logits = out.logits[:, -1, :].float().cpu()
                 logp = torch.log_softmax(logits, dim=-1)
                 step: list[int] = []
+                done = [d or gone(i) for i, d in enumerate(done)]  # a gone row stops here
                 for i, (_, cfg, _) in enumerate(batch):
                     if done[i]:
                         step.append(pad_id)
@@ -711,6 +721,7 @@ class _Worker:
         while not (stop and not pending):
             if not stop:
                 stop = self._gather(pending)
+            pending = [r for r in pending if not r.future.cancelled()]  # callers gone
             batch = next_batch(
                 pending, force=stop, hold_s=self.hold_s, max_batch=self.max_batch
             )
@@ -756,6 +767,10 @@ def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
     if tokenizer is None:
         tokenizer = _TOKENIZERS[where] = load()
     return tokenizer
+
+
+def _nobody_gone(i: int) -> bool:
+    return False
 
 
 def _drop_adapters(weights: SharedWeights, names: list[str]) -> None:

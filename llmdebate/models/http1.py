@@ -16,6 +16,10 @@ Failures are :class:`HTTPConnectionError` (refused, reset, closed before the rep
 :class:`HTTPTimeout` (no full reply within ``timeout`` seconds); nothing is re-sent here
 (the model wrapper retries). Idle connections are dropped after ``IDLE_EXPIRY_S``, before
 servers usually close them.
+
+A connection belongs to the event loop that opened it: a pool reused from another loop (each
+``asyncio.run`` of a command that calls a model more than once, e.g. ``llmdebate answer``)
+drops the old loop's connections and opens new ones on the running loop.
 """
 
 from __future__ import annotations
@@ -180,8 +184,16 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        if self.transport is None:
+            return
+        if self.loop.is_closed():  # its loop is gone: the transport cannot schedule a close
+            sock = self.transport.get_extra_info("socket")  # asyncio's wrapper of the socket
+            raw = getattr(sock, "_sock", sock)
+            close = getattr(raw, "close", None)
+            if close is not None:
+                close()
+            return
+        self.transport.close()
 
 
 def _keep_alive(headers: Headers) -> bool:
@@ -234,6 +246,11 @@ class HTTP1Pool:
             )
         except asyncio.TimeoutError:
             raise HTTPTimeout(f"connecting to {self.host}:{self.port} timed out") from None
+        except ConnectionRefusedError as exc:
+            raise HTTPConnectionError(
+                f"cannot connect to {self.host}:{self.port}: connection refused (no server "
+                "listens there)"
+            ) from exc
         except OSError as exc:
             raise HTTPConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         self._all.add(conn)
@@ -241,11 +258,13 @@ class HTTP1Pool:
 
     def _take(self) -> _Connection | None:
         now = time.monotonic()
+        loop = asyncio.get_running_loop()
         while self._idle:
             conn = self._idle.pop()
             transport = conn.transport
             if (
-                conn.closed
+                conn.loop is not loop  # opened by an earlier event loop
+                or conn.closed
                 or transport is None
                 or transport.is_closing()
                 or now - conn.idle_since > IDLE_EXPIRY_S
@@ -342,7 +361,8 @@ class HTTP1Pool:
 
     async def aclose(self) -> None:
         for task in list(self._connecting):
-            task.cancel()
+            if not task.get_loop().is_closed():
+                task.cancel()
         for conn in list(self._all):
             conn.close()
         self._all.clear()

@@ -196,6 +196,12 @@ class Backend(ABC):
         """Load the weights before the first call (backends with ``profile.load``)."""
         return None
 
+    def count_tokens(self, text: str) -> int | None:
+        """The tokens of ``text`` in the model's own tokenizer; None where it is not here
+        (a server's model). Budgets of structured replies are counted with it
+        (:mod:`llmdebate.models.reply_budget`)."""
+        return None
+
     @abstractmethod
     async def generate(
         self, messages: list[ChatMessage], config: GenerateConfig, sample_index: int = 0

@@ -242,7 +242,9 @@ class OpenAIServer(Backend):
         return True
 
     def drop_structured(self, how: str) -> None:
-        """Send no structured field from now on, saying so once."""
+        """Send no structured field from now on, saying so once; the endpoint's verdict is
+        that it does not enforce the field, whatever the ``enforcement`` option said."""
+        ENFORCEMENT.overrule(self.enforcement_key, "ignored" if how == "ignores" else "refused")
         if self.structured not in self.profile.structured:
             return
         self.profile = self.profile.without_structured(self.structured)

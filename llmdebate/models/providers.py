@@ -51,7 +51,14 @@ class OpenAICompletionsOptions(_Options):
     grammars: dict[str, str] | None = None
     """GBNF grammars by schema name (structured: grammar, structured_outputs_grammar)."""
     batch_prompts: bool | None = None
-    """Send concurrent prompts as one request (default true; llama-cpp-python: false)."""
+    """Send concurrent prompts as one request (default true; llama-cpp-python: false); the
+    completions endpoint only (a chat request holds one conversation: false changes nothing)."""
+
+
+CHAT_ONE_PROMPT = (
+    "batch_prompts applies only with endpoint: completions (a chat request holds one "
+    "conversation)"
+)
 
 
 class OpenAIOptions(OpenAICompletionsOptions):
@@ -108,6 +115,8 @@ def openai(spec: BackendSpec) -> Backend:
         )
     if "chat_template" in kwargs:
         raise UserError(f"{spec.model}: chat_template applies only with endpoint: completions")
+    if kwargs.pop("batch_prompts", None):  # false is what a chat endpoint does anyway
+        raise UserError(f"{spec.model}: {CHAT_ONE_PROMPT}")
     from llmdebate.models.openai_chat import OpenAIChatBackend
 
     return construct(spec, OpenAIChatBackend, spec.model, spec.model_id, **kwargs)
@@ -128,7 +137,9 @@ def _completions(spec: BackendSpec, kwargs: dict[str, object]) -> Backend:
     return construct(spec, OpenAICompletionsBackend, spec.model, spec.model_id, **kwargs)
 
 
-@BACKENDS.register("anthropic", options=AnthropicOptions, capabilities={"http", "model-id"})
+@BACKENDS.register(
+    "anthropic", options=AnthropicOptions, capabilities={"http", "model-id", "no-logprobs"}
+)
 def anthropic(spec: BackendSpec) -> Backend:
     """Anthropic's messages API (no logprobs)."""
     from llmdebate.models.anthropic_backend import AnthropicBackend

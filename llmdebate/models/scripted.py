@@ -3,9 +3,9 @@
 It is a *test double* — for tests of agents and protocols and for dry runs — not a model.
 Requests go through the same :class:`~llmdebate.models.wrapper.Model` wrapper as any provider
 (cache, retries, accounting, call records); its cache is in memory by default, so scripted
-replies never leak between runs. It recognises the prompts of :mod:`llmdebate.elicit`
-(from the dependency-free :mod:`llmdebate.elicit.prompts`) so that it can play a model
-answering them.
+replies never leak between runs. It recognises the probes of :mod:`llmdebate.elicit`, so
+that it can play a model answering them: elicitation tells it their instructions when it is
+imported (:func:`answers_probes`), so the models floor imports no prompt of a floor above.
 
 How it answers, in order:
 
@@ -37,8 +37,8 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from llmdebate.elicit.prompts import TF_INSTRUCTION, VERBALISED_INSTRUCTION
 from llmdebate.errors import InvalidOutputError, UserError
 from llmdebate.models.interface import (
     Backend,
@@ -52,6 +52,30 @@ from llmdebate.models.profile import BackendProfile
 
 ProbabilitySource = dict[str, float] | Callable[[list[ChatMessage]], float] | None
 IMPOSSIBLE = -9999.0  # the logprob OpenAI reports for a token it rules out
+
+
+@dataclass(frozen=True)
+class Probes:
+    """The instructions that make a request a probability probe (empty: none known)."""
+
+    true_false: str = ""
+    """Appended to a question answered with one word, True or False (``sampling``)."""
+    verbalised: str = ""
+    """Asks for the probability as a number (``verbalised``)."""
+
+    def instructions(self) -> tuple[str, ...]:
+        return tuple(i for i in (self.true_false, self.verbalised) if i)
+
+
+PROBES = Probes()
+"""The probes every scripted backend answers (:func:`answers_probes`)."""
+
+
+def answers_probes(true_false: str, verbalised: str) -> None:
+    """Teach the scripted backend elicitation's probe instructions (:mod:`llmdebate.elicit`
+    calls this when it is imported)."""
+    global PROBES
+    PROBES = Probes(true_false, verbalised)
 
 
 class ScriptedBackend(Backend):
@@ -115,9 +139,9 @@ class ScriptedBackend(Backend):
             text = " True" if p >= 0.5 else " False"
             top = {" True": lp_t, " False": lp_f}
             logprobs = [TokenLogprob(text, top[text], top)]
-        elif any(VERBALISED_INSTRUCTION in m["content"] for m in messages):
+        elif PROBES.verbalised and any(PROBES.verbalised in m["content"] for m in messages):
             text = f"{self.probability_for(messages):.6g}"
-        elif TF_INSTRUCTION in last:
+        elif PROBES.true_false and PROBES.true_false in last:
             p = self.probability_for(messages)
             if config.temperature <= 0:
                 text = "True" if p >= 0.5 else "False"
@@ -148,7 +172,7 @@ def _strip_instructions(messages: list[ChatMessage]) -> list[ChatMessage]:
     out = []
     for m in messages:
         content = m["content"]
-        for instr in (TF_INSTRUCTION, VERBALISED_INSTRUCTION):
+        for instr in PROBES.instructions():
             content = content.replace(f"\n\n{instr}", "").replace(instr, "")
         if content.strip() or m["role"] != "user":
             out.append({"role": m["role"], "content": content})

@@ -42,7 +42,9 @@ from llmdebate.models.interface import (
 )
 from llmdebate.models.pricing import Prices, lookup_price
 from llmdebate.models.ratelimit import RateLimiter, estimate_tokens
+from llmdebate.models.reply_budget import reply_tokens
 from llmdebate.models.slots import Slots
+from llmdebate.models.structured import OutputSchema
 from llmdebate.qa.context_fit import context_fit, tokenizer_counter
 
 T = TypeVar("T")
@@ -99,6 +101,7 @@ class Model:
         self._price_for: tuple[str, Prices | None] | None = None
         self._price: tuple[float, float] | None = None
         self.usage = Usage()
+        self._budgets: dict[tuple[str, int], int] = {}  # reply_tokens, by schema and floor
         self.rate = RateLimiter(requests_per_minute, tokens_per_minute)
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
@@ -135,6 +138,14 @@ class Model:
     def supports_logprobs(self) -> bool:
         """Whether the backend returns token logprobs (Anthropic's API does not)."""
         return self.backend.supports_logprobs
+
+    def reply_tokens(self, schema: OutputSchema, floor: int = 8) -> int:
+        """The token budget that fits the longest reply ``schema`` admits, however it is
+        spaced, in this model's tokenizer (:mod:`llmdebate.models.reply_budget`)."""
+        key = (schema.schema_json, floor)
+        if key not in self._budgets:
+            self._budgets[key] = reply_tokens(schema, self.backend.count_tokens, floor)
+        return self._budgets[key]
 
     def check_fit(self, messages: list[ChatMessage], config: GenerateConfig) -> None:
         """Refuse (:class:`RequestRejectedError`, the debate fails with the reason) a prompt

@@ -30,7 +30,6 @@ from llmdebate.elicit import estimate
 from llmdebate.errors import ConfigError, ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN, SHOWN, JudgeView
 from llmdebate.qa.speech import parse_reply
@@ -45,9 +44,11 @@ def options_text(options: tuple[str, str] | list[str]) -> str:
 
 
 def _speaker(t: Turn) -> str:
-    """Who spoke: a debater with its answer, or the judge asking after a round."""
+    """Who spoke: a debater with its answer, the judge asking after a round, or a speaker
+    arguing for no answer (a topology's step of ``position: none``)."""
     if t.position is None:
-        return f"{t.role} (after round {t.round})"
+        return f"{t.role} (after round {t.round})" if t.role == "judge" else \
+            f"{t.role} (round {t.round})"
     return f'{t.role} (round {t.round}, arguing for "{t.position}")'
 
 
@@ -227,12 +228,6 @@ def with_quote_penalty(t: Transcript, team: Team) -> Transcript:
             "by_role": scoring.quote_penalties(t, weight),
         }
     return t
-
-
-def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
-    """The judge prompt (act, variables) of a debate awaiting its verdict: what the protocol
-    would have shown its model judge (:meth:`Protocol.judge_prompt`)."""
-    return protocol_of(t).judge_prompt(t)
 
 
 def _record_choice(t: Transcript, decision: Decision, judge_round: int) -> None:

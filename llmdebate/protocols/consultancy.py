@@ -2,97 +2,12 @@
 
 With ``prover.assignment: paired`` every item is run twice, the consultant assigned the gold
 answer (variant ``honest``) and the distractor (``dishonest``), so the consultant argues for
-the correct answer in exactly half of the debates.
+the correct answer in exactly half of the debates. The protocol is data: its topology ships
+as ``consultancy.yaml`` beside this module (:mod:`llmdebate.protocols.topology` runs it).
 """
 
 from __future__ import annotations
 
-from llmdebate.agents.factory import Team
-from llmdebate.core.schemas import Transcript, Turn
-from llmdebate.errors import ProtocolViolation
-from llmdebate.judging.interactive import JudgeTurns
-from llmdebate.protocols.common import (
-    decided,
-    judge_choice,
-    judge_variables,
-    options_text,
-    transcript_text,
-    view_of,
-    with_quote_penalty,
-)
-from llmdebate.protocols.families import ChoiceProtocol
-from llmdebate.protocols.open_roles import chosen_position
-from llmdebate.protocols.registry import register
-from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.speeches import Rules, deliver
+from llmdebate.protocols.topology import load_shipped, register_topology
 
-
-@register("consultancy")
-class Consultancy(ChoiceProtocol):
-    """Consultancy: one consultant argues for an assigned answer."""
-
-    speeches = True
-    assigned = True
-    open_roles = True
-    fork_records = ("rounds",)
-    title = "Consultancy"
-    seats = ("consultant",)
-    models = frozenset[str]()
-    rank = 1
-    judge_act = "consultancy_judge"
-
-    async def run(
-        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
-    ) -> Transcript:
-        position = spec.answer
-        if position is None:
-            if spec.variant != "chosen":
-                raise ProtocolViolation("consultancy needs an assigned answer")
-            position = await chosen_position(team, spec, "consultant", log)
-        model = team.model_for("consultant")
-        view = view_of(spec, team)
-        rules = Rules.of(team.prover).prompt_variables()
-        turns: list[Turn] = []
-        asks = JudgeTurns(team, spec, spec.shown, settings.rounds, "a consultant")
-        for rnd in range(1, settings.rounds + 1):
-            msgs = team.prompts.render(
-                "consultancy_consultant",
-                question=spec.item.question,
-                context=spec.item.context,
-                options=options_text(spec.shown),
-                position=position,
-                round=rnd,
-                rounds=settings.rounds,
-                transcript=transcript_text(turns, view),
-                **rules,
-            )
-            turns.append(
-                await deliver(
-                    team, spec, view, msgs, role="consultant", position=position, rnd=rnd,
-                    seen=turns, options=spec.shown, judge_act=self.judge_act, log=log,
-                )
-            )
-            shown_to_judge = judge_variables(spec.item.question, view, turns)
-            if not await asks.goes_on(rnd, turns, log, shown_to_judge):
-                break
-        decision = asks.decision() or await judge_choice(
-            team,
-            self.judge_act,
-            spec.shown,
-            log,
-            **judge_variables(spec.item.question, view, turns),
-        )
-        t = decided(
-            spec,
-            settings,
-            agents={"consultant": model.name, "judge": team.judge_name()},
-            turns=turns,
-            log=log,
-            decision=decision,
-            judge_round=asks.judge_round(),
-            options=spec.shown,
-            rounds=settings.rounds,
-            passage=view.mode,
-            **asks.meta(),
-        )
-        return with_quote_penalty(t, team)
+register_topology("consultancy", load_shipped("consultancy"), shipped=True)

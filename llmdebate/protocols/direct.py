@@ -18,6 +18,7 @@ from llmdebate.protocols.common import (
     view_of,
 )
 from llmdebate.protocols.families import ChoiceProtocol
+from llmdebate.protocols.interface import Additions
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN
@@ -31,11 +32,15 @@ class Direct(ChoiceProtocol):
     rank = 0
     judge_act = "direct_judge"
     shows_transcript = False
-    models = frozenset[str]()  # the judge alone
+    adds = Additions(models=frozenset())  # the judge alone
 
-    def passage_variants(
-        self, variants: tuple[str, ...], views: Sequence[str]
+    def variants(
+        self, assignment: str, index: int, views: Sequence[str] | None = None
     ) -> tuple[str, ...]:
+        """One debate, or on an item with a passage one per judge view (``blind``,
+        ``expert``)."""
+        if views is None:
+            return (self.name,)
         names: dict[str, str] = {mode: name for name, mode in VIEW_VARIANTS.items()}
         return tuple(names[v] for v in views) or (names[HIDDEN],)
 

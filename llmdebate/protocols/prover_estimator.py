@@ -18,7 +18,7 @@ from llmdebate.protocols.asymmetric import (
 )
 from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.families import RecursiveProtocol
-from llmdebate.protocols.interface import DecisionRow
+from llmdebate.protocols.interface import Capabilities, DecisionRow
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 
@@ -29,7 +29,7 @@ INJECTABLE_ACTS = ("direction", "decompose", "recurse", "evidence", "estimate")
 class ProverEstimator(RecursiveProtocol):
     """Prover-estimator debate with the spec's assigned (or the chosen) answer."""
 
-    estimator_rewards = True
+    can = Capabilities(assigned=True, open_roles=True, estimator_rewards=True)
     title = "Prover-estimator debate"
     rank = 4
     opens_in_report = True
@@ -77,6 +77,3 @@ class ProverEstimator(RecursiveProtocol):
             and d.call_act != "belief"
             and d.source != "assigned"
         )
-
-    def in_generation_metrics(self, t: Transcript) -> bool:
-        return t.status == "complete"

@@ -1,10 +1,10 @@
 """The protocol registry: name → :class:`~llmdebate.protocols.interface.Protocol`.
 
 Every built-in protocol is one module of this package that registers an instance of its
-class at import (:func:`register`, which also adds the protocol's new seats to
-:data:`llmdebate.agents.factory.SEAT_ROLES` and its prompt folder to
-:mod:`llmdebate.prompts`); a third-party package adds one through the entry-point group
-``llmdebate.protocols``::
+class at import (:func:`register`, which refuses a class that fits no family or declares a
+capability its family cannot have, and brings what the protocol adds: its new seats join
+:data:`llmdebate.agents.factory.SEAT_ROLES`, its prompt folder :mod:`llmdebate.prompts`); a
+third-party package adds one through the entry-point group ``llmdebate.protocols``::
 
     [project.entry-points."llmdebate.protocols"]
     my-protocol = "my_package.my_protocol"   # a module whose import registers it
@@ -16,12 +16,14 @@ Config validation, ``--help`` and error messages take their choices from
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from llmdebate.agents.factory import add_seat
-from llmdebate.core.schemas import Transcript
+from llmdebate.core.schemas import Transcript, Turn
+from llmdebate.errors import ProtocolViolation
 from llmdebate.prompts import add_prompts_package
-from llmdebate.protocols.interface import Family, Protocol
+from llmdebate.protocols.families import ChoiceProtocol, RecursiveProtocol, misfit
+from llmdebate.protocols.interface import Protocol
 from llmdebate.registry import Entry, Registry
 
 PROTOCOLS: Registry[Protocol] = Registry(
@@ -33,27 +35,31 @@ PROTOCOLS: Registry[Protocol] = Registry(
         "llmdebate.protocols.two_sided",
         "llmdebate.protocols.consultancy",
         "llmdebate.protocols.direct",
+        "llmdebate.protocols.topology",  # registers none: protocols from configs' topologies
     ),
 )
+
+RECORDED: list[Callable[[Transcript], None]] = []
+"""Hooks that register the protocol a transcript describes itself (a topology's, which
+:mod:`llmdebate.protocols.topology` adds), called for a transcript of an unknown protocol."""
 
 P = TypeVar("P", bound=type[Protocol])
 
 
 def register(name: str, *, replace: bool = False) -> Callable[[P], P]:
-    """Class decorator: register an instance of the class as protocol ``name``; its new
-    seats (:attr:`Protocol.seat_roles`) and its prompt templates
-    (:attr:`Protocol.prompts_package`) come with it."""
+    """Class decorator: register an instance of the class as protocol ``name``; what it adds
+    (:attr:`Protocol.adds`: new seats, templates) comes with it. A class of no family, or
+    declaring a capability its family cannot have, is a TypeError naming it."""
 
     def decorate(cls: P) -> P:
-        if not isinstance(getattr(cls, "family", None), Family):
-            raise TypeError(
-                f"protocol {name}: subclass a family (RecursiveProtocol or ChoiceProtocol)"
-            )
+        problem = misfit(cls)
+        if problem is not None:
+            raise TypeError(f"protocol {name}: {problem}")
         cls.name = name
         for seat in cls.seats:
-            add_seat(seat, cls.seat_roles.get(seat))
-        if cls.prompts_package is not None:
-            add_prompts_package(cls.prompts_package)
+            add_seat(seat, cls.adds.seats.get(seat))
+        if cls.adds.prompts is not None:
+            add_prompts_package(cls.adds.prompts)
         PROTOCOLS.add(name, cls(), summary=cls.title, replace=replace)
         return cls
 
@@ -66,15 +72,35 @@ def get_protocol(name: str, *, where: str = "") -> Protocol:
 
 
 def protocol_of(t: Transcript) -> Protocol:
-    """The protocol of transcript ``t``."""
+    """The protocol of transcript ``t`` (one it describes itself registered first)."""
+    if str(t.protocol) not in PROTOCOLS:
+        for hook in RECORDED:
+            hook(t)
     return PROTOCOLS.get(str(t.protocol), where=f"debate {t.id}")
 
 
 def recursive(t: Transcript) -> bool:
     """Whether ``t`` is a debate of a recursive protocol (a prover decomposes, recurses and
     is judged at a leaf)."""
-    p = known(str(t.protocol))
-    return p is not None and p.recursive
+    return isinstance(known(str(t.protocol)), RecursiveProtocol)
+
+
+def waiting_choice_prompt(t: Transcript) -> tuple[str, dict[str, Any]]:
+    """The judge prompt (act, variables) of a debate awaiting its choice between two
+    answers: what its protocol would have shown its model judge
+    (:meth:`~llmdebate.protocols.families.ChoiceProtocol.judge_prompt`)."""
+    p = protocol_of(t)
+    if not isinstance(p, ChoiceProtocol):
+        raise ProtocolViolation(f"{t.protocol} has no judge prompt for a waiting debate")
+    return p.judge_prompt(t)
+
+
+def judged_turns(t: Transcript) -> list[Turn]:
+    """The turns of debate ``t`` its judge, model or person, reads
+    (:meth:`~llmdebate.protocols.families.ChoiceProtocol.judge_reads`; a recursive debate's
+    all)."""
+    p = protocol_of(t)
+    return p.judge_reads(list(t.turns)) if isinstance(p, ChoiceProtocol) else list(t.turns)
 
 
 def entry_of(name: str) -> Entry[Protocol]:

@@ -22,7 +22,7 @@ from typing import Any
 from llmdebate.agents.factory import Team
 from llmdebate.agents.settings import ProverSettings
 from llmdebate.core.schemas import Turn
-from llmdebate.protocols.common import speak
+from llmdebate.protocols.common import options_text, speak, transcript_text
 from llmdebate.protocols.spec import DebateSpec, Log
 from llmdebate.qa.passage import JudgeView
 from llmdebate.qa.quotes import QuoteBudget, check_budget
@@ -55,6 +55,37 @@ class Rules:
             "quote_words": self.budget.max_words if self.budget else None,
             "scratchpad": self.scratchpad,
         }
+
+
+def speech_prompt(
+    team: Team,
+    spec: DebateSpec,
+    view: JudgeView,
+    act: str,
+    *,
+    options: tuple[str, str],
+    position: str,
+    rnd: int,
+    rounds: int,
+    seen: list[Turn],
+    **variables: Any,
+) -> list[dict[str, str]]:
+    """The prompt of a speech (template ``act``): the question, the passage (the speakers
+    always read it), the options, the speaker's ``position``, the round of ``rounds``, the
+    turns it has ``seen`` as the transcript, what the run's rules say (:class:`Rules`), and
+    ``variables``."""
+    return team.prompts.render(
+        act,
+        question=spec.item.question,
+        context=spec.item.context,
+        options=options_text(options),
+        position=position,
+        round=rnd,
+        rounds=rounds,
+        transcript=transcript_text(seen, view),
+        **Rules.of(team.prover).prompt_variables(),
+        **variables,
+    )
 
 
 def split(rules: Rules, raw: str) -> Reply:

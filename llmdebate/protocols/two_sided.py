@@ -11,24 +11,24 @@ across the pair. With ``prover.assignment: choose`` (open debate) every item is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llmdebate.agents.factory import Team
 from llmdebate.core.schemas import Transcript, Turn
-from llmdebate.judging.interactive import JudgeTurns
 from llmdebate.protocols.common import (
     decided,
     judge_choice,
     judge_variables,
-    options_text,
-    transcript_text,
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.families import ChoiceProtocol
-from llmdebate.protocols.interface import assignment_variants
+from llmdebate.protocols.families import SpeechProtocol
+from llmdebate.protocols.interactive import JudgeTurns
+from llmdebate.protocols.interface import Additions, Capabilities, assignment_variants
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.speeches import Rules, deliver
+from llmdebate.protocols.speeches import deliver, speech_prompt
 from llmdebate.qa.passage import JudgeView
 
 JUDGE_ACT = "two_sided_judge"
@@ -48,17 +48,9 @@ async def _speech(
     seen: list[Turn],
     log: Log,
 ) -> Turn:
-    msgs = team.prompts.render(
-        "two_sided_debater",
-        question=spec.item.question,
-        context=spec.item.context,
-        options=options_text(options),
-        position=position,
-        opponent_position=opponent,
-        round=rnd,
-        rounds=rounds,
-        transcript=transcript_text(seen, view),
-        **Rules.of(team.prover).prompt_variables(),
+    msgs = speech_prompt(
+        team, spec, view, "two_sided_debater", options=options, position=position, rnd=rnd,
+        rounds=rounds, seen=seen, opponent_position=opponent,
     )
     return await deliver(
         team, spec, view, msgs, role=who, position=position, rnd=rnd, seen=seen,
@@ -67,25 +59,23 @@ async def _speech(
 
 
 @register("two-sided")
-class TwoSided(ChoiceProtocol):
+class TwoSided(SpeechProtocol):
     """Two-sided debate: both answers argued, every item in both orders."""
 
-    speeches = True
-    open_roles = True
+    can = Capabilities(open_roles=True, asks_questions=True, pairs=True)
     fork_records = ("rounds", "mode")
     title = "Two-sided debate"
     seats = ("debater A", "debater B")
-    models = frozenset[str]()
+    adds = Additions(models=frozenset())
     rank = 2
     judge_act = JUDGE_ACT
 
-    def variants(self, assignment: str, index: int) -> tuple[str, ...]:
+    def variants(
+        self, assignment: str, index: int, views: Sequence[str] | None = None
+    ) -> tuple[str, ...]:
         if assignment == "choose":
             return assignment_variants(assignment, index)
         return ("order-0", "order-1")
-
-    def needs_wrong_answer(self, variant: str) -> bool:
-        return True
 
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log

@@ -22,6 +22,7 @@ Pure functions over strings: nothing here imports the rest of the package.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterable, Sequence
@@ -88,8 +89,23 @@ def _char_form(ch: str, options: MatchOptions) -> str:
 def normalised_with_offsets(text: str, options: MatchOptions = STRICT) -> tuple[str, list[int]]:
     """The normalised text and, for each of its characters, the index in ``text`` of the
     character it came from (whitespace runs become one space, none is kept beside a dash, and
-    leading and trailing spaces go).
+    leading and trailing spaces go). A long text (a passage, shown on every page of its
+    debates) is normalised once per process: the last few are kept.
     """
+    if len(text) >= _KEEP_FROM:
+        return _kept_normalised(text, options)
+    return _normalised_with_offsets(text, options)
+
+
+_KEEP_FROM = 2000  # characters: passages, not quotes
+
+
+@functools.lru_cache(maxsize=16)
+def _kept_normalised(text: str, options: MatchOptions) -> tuple[str, list[int]]:
+    return _normalised_with_offsets(text, options)
+
+
+def _normalised_with_offsets(text: str, options: MatchOptions) -> tuple[str, list[int]]:
     chars: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):

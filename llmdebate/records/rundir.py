@@ -30,7 +30,8 @@ import yaml
 from llmdebate.core.schemas import Transcript
 from llmdebate.errors import TranscriptError, UserError
 from llmdebate.records.jsonl import iter_json_lines
-from llmdebate.records.transcripts import iter_transcripts, transcript_line
+from llmdebate.records.line_index import index_of
+from llmdebate.records.transcripts import iter_transcripts, transcript_line, transcript_of
 
 CONFIG_FILE = "config.yaml"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
@@ -157,18 +158,27 @@ def append_judged(run_dir: Path, transcript: Transcript) -> bool:
     Safe across processes (an exclusive lock on the file) and across crashes (a torn last line
     is cut first; one fsynced write per line). Returns whether the line was written.
     """
+    return append_once(run_dir / JUDGED_FILE, transcript)
+
+
+def append_once(path: Path, transcript: Transcript) -> bool:
+    """Append ``transcript``'s line to ``path`` unless its id is there (an exclusive lock on
+    the file; a torn last line cut first; one fsynced write). The ids come from the file's
+    :class:`~llmdebate.records.line_index.LineIndex`, which reads only what was appended
+    since: the file is not read again. Returns whether the line was written."""
     import fcntl
 
-    path = run_dir / JUDGED_FILE
     line = transcript_line(transcript)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         repair_transcripts(path)
-        if transcript.id in statuses(path):
+        index = index_of(path, transcript_of)
+        if transcript.id in index:
             return False
         os.write(fd, line)
         os.fsync(fd)
+        index.refresh()
         return True
     finally:
         os.close(fd)  # closing releases the lock

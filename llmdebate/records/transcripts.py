@@ -107,6 +107,11 @@ def _parse_line(raw: bytes, *, first: bool = False) -> Transcript:
     return _validate(data)
 
 
+def transcript_of(raw: bytes) -> Transcript:
+    """One line known to be a transcript (written by this package), parsed."""
+    return Transcript.model_validate_json(raw)
+
+
 def numbered_transcripts(
     path: str | Path,
     on_error: OnError = raise_error,

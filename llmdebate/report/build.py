@@ -144,6 +144,7 @@ def write_outputs(
         m[part.key] = part.data
         extra_md += "\n" + part.markdown
         extra_html += part.html
+    m["plots_not_drawn"] = plots.not_drawn(m)
     (run_dir / "comparison.json").write_text(json.dumps(m, indent=2) + "\n")
     (run_dir / "comparison.md").write_text(
         tables.comparison_markdown(m, f"Comparison: {name}") + extra_md

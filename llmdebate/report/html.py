@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmdebate.core.schemas import Claim, RoundRecord, Transcript
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.report import tables
 
@@ -211,7 +212,8 @@ def debate_html(t: Transcript) -> str:
         body.append(claim_tree(t))
     body.append(_turns(t))
     body.append(_calls(t))
-    opened = " open" if protocol_of(t).opens_in_report else ""
+    p = protocol_of(t)
+    opened = " open" if isinstance(p, RecursiveProtocol) and p.opens_in_report else ""
     return f'<details class="debate"{opened}><summary>{summary}</summary>{"".join(body)}</details>'
 
 
@@ -297,7 +299,12 @@ def render(
     parts.append(extra)
     parts.append('<h2>Plots</h2><div class="plots">')
     parts += [img(png, name) for name, png in plots.items()]
-    parts.append("</div><h2>Every debate</h2>")
+    parts.append("</div>")
+    parts += [
+        f"<p class='muted'>{e(name)}.png not drawn: {e(why)}</p>"
+        for name, why in (metrics.get("plots_not_drawn") or {}).items()
+    ]
+    parts.append("<h2>Every debate</h2>")
     parts.append(
         "<p class='muted'>Grouped by item; open an item, then a debate. The claim tree "
         "shows each round's subclaims with the estimator's probabilities b, the uniforms "

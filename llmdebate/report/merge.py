@@ -69,7 +69,7 @@ def _difference(a: RunRecords, b: RunRecords) -> str | None:
             f"protocols differ ({a.name}: {', '.join(sorted(a.protocols)) or 'none'}; "
             f"{b.name}: {', '.join(sorted(b.protocols)) or 'none'})"
         )
-    pe = any((p := known(name)) is not None and p.estimator_rewards for name in a.protocols)
+    pe = any((p := known(name)) is not None and p.can.estimator_rewards for name in a.protocols)
     keys = COMMON_SETTINGS + (PE_SETTINGS if pe else ())
     for key in keys:
         in_a, in_b = key in a.settings, key in b.settings

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import PROTOCOLS, in_order, known, named_where
 from llmdebate.report.inference import interval, paired_difference
 from llmdebate.report.records import (
@@ -54,15 +55,14 @@ DEFAULT_BOOTSTRAP = 2000
 
 
 def _recursive(protocol: str) -> bool:
-    p = known(protocol)
-    return p is not None and p.recursive
+    return isinstance(known(protocol), RecursiveProtocol)
 
 
 def __getattr__(name: str) -> Any:
     """``ASYMMETRIC`` (the recursive protocols) and ``PROTOCOL_ORDER``
     (every protocol in comparison order), read from the protocol registry when asked."""
     if name == "ASYMMETRIC":
-        return named_where(lambda p: p.recursive)
+        return named_where(lambda p: isinstance(p, RecursiveProtocol))
     if name == "PROTOCOL_ORDER":
         return tuple(in_order(PROTOCOLS.names()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -86,26 +86,35 @@ def _of_protocol(debates: Debates, protocol: str) -> list[DebateRecord]:
 def payoffs_by_side(
     debates: Debates, protocol: str, *, seed: int = 0, n_boot: int = DEFAULT_BOOTSTRAP
 ) -> dict[str, Any]:
-    """Mean normalised payoff (sampled and expected) of honest and dishonest provers, each
-    with a bootstrap interval over debates (seeds ``seed``, ``seed + 1`` honest; ``seed + 2``,
-    ``seed + 3`` dishonest), and the completeness bound where every debate states the same."""
+    """Mean normalised payoff (sampled and expected) of honest and dishonest provers over
+    their debates, each with a bootstrap interval over items (an item's debates drawn
+    together: a tournament seats several pairs on one item; seeds ``seed``, ``seed + 1``
+    honest; ``seed + 2``, ``seed + 3`` dishonest), and the completeness bound where every
+    debate states the same; the payoffs themselves in order."""
     vals: dict[str, list[float]] = defaultdict(list)
     exp: dict[str, list[float]] = defaultdict(list)
+    where: dict[str, list[str]] = defaultdict(list)
+    where_exp: dict[str, list[str]] = defaultdict(list)
     bounds: set[float | None] = set()
     for r in _of_protocol(debates, protocol):
         s = r.side
         if s is None or r.payoff is None:
             continue
         vals[s].append(r.payoff)
+        where[s].append(r.item_id)
         bounds.add(r.bound)
         if r.expected_payoff is not None:
             exp[s].append(r.expected_payoff)
+            where_exp[s].append(r.item_id)
     out: dict[str, Any] = {}
     for j, s in enumerate(("honest", "dishonest")):
-        ci, note = interval(vals[s], seed=seed + 2 * j, n_boot=n_boot, unit="debates")
-        eci, enote = interval(exp[s], seed=seed + 2 * j + 1, n_boot=n_boot, unit="debates")
+        ci, note = interval(vals[s], seed=seed + 2 * j, n_boot=n_boot, clusters=where[s])
+        eci, enote = interval(
+            exp[s], seed=seed + 2 * j + 1, n_boot=n_boot, clusters=where_exp[s]
+        )
         out[s] = {
             "n": len(vals[s]),
+            "items": len(set(where[s])),
             "mean_normalized": float(np.mean(vals[s])) if vals[s] else None,
             "mean_normalized_ci95": ci,
             "mean_normalized_note": note,
@@ -113,6 +122,8 @@ def payoffs_by_side(
             "mean_expected_normalized": float(np.mean(exp[s])) if exp[s] else None,
             "mean_expected_normalized_ci95": eci,
             "mean_expected_normalized_note": enote,
+            "normalized": list(vals[s]),
+            "expected_normalized": list(exp[s]),
         }
     out["completeness_bound"] = bounds.pop() if len(bounds) == 1 else None
     out["soundness_threshold"] = 0.0 if out["completeness_bound"] is not None else None
@@ -452,14 +463,18 @@ def quote_shares(records: Debates) -> list[dict[str, Any]]:
 
 
 def _pair_stats(ps: list[Pair], *, seed: int, n: int) -> dict[str, Any]:
+    """The pairs' honest beats dishonest and mean gap, each with a bootstrap interval over
+    items (the pairs of an item drawn together: they share the item's difficulty)."""
     if not ps:
         return {"n": 0}
     wins = [p.score for p in ps]
     gaps = [p.honest - p.dishonest for p in ps]
-    ci, note = interval(wins, seed=seed, n_boot=n, unit="pairs")
-    gci, gnote = interval(gaps, seed=seed + 1, n_boot=n, unit="pairs")
+    where = [p.item_id for p in ps]
+    ci, note = interval(wins, seed=seed, n_boot=n, clusters=where)
+    gci, gnote = interval(gaps, seed=seed + 1, n_boot=n, clusters=where)
     return {
         "n": len(ps),
+        "items": len(set(where)),
         "discrimination": float(np.mean(wins)),
         "discrimination_ci95": ci,
         "discrimination_note": note,

@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 from llmdebate.errors import MissingExtraError
+from llmdebate.protocols.registry import PROTOCOLS
 
 
 def _pyplot() -> Any:
@@ -28,11 +29,19 @@ def _png(fig: Any, *, tight: bool = True) -> bytes:
     return buf.getvalue()
 
 
-def accuracy_plot(m: dict[str, Any]) -> bytes:
+def accuracy_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows the accuracy plot draws: those with a value."""
+    return [r for r in m.get("rows") or [] if r["value"] is not None]
+
+
+def accuracy_plot(m: dict[str, Any]) -> bytes | None:
     """Every row's figure (judge accuracy, or honest beats dishonest) with its 95% bootstrap
-    interval where it has one; bars coloured by figure."""
+    interval where it has one, and its n; bars coloured by figure. None where no row has a
+    value (:func:`not_drawn` says why)."""
+    rows = accuracy_rows(m)
+    if not rows:
+        return None
     plt = _pyplot()
-    rows = [r for r in m.get("rows") or [] if r["value"] is not None]
     colours = {"judge accuracy": "#4C78A8", "honest beats dishonest": "#54A24B"}
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for figure, colour in colours.items():
@@ -46,40 +55,69 @@ def accuracy_plot(m: dict[str, Any]) -> bytes:
                [max(0.0, c[1] - v) for v, c in zip(vals, cis, strict=True)]]
         ax.bar(xs, vals, yerr=err, capsize=5, color=colour, label=figure)
     for k, r in enumerate(rows):
-        if r["ci95"] is None:
-            ax.annotate("no CI", (k, r["value"]), ha="center", fontsize=7,
-                        xytext=(0, 3), textcoords="offset points")
+        unit = "pairs" if r["figure"] == "honest beats dishonest" else "items"
+        note = "" if r["ci95"] is not None else ", no CI"
+        ax.annotate(f"{r['value']:.2f} (n = {r['items']} {unit}{note})", (k, r["value"]),
+                    ha="center", fontsize=7, xytext=(0, 3), textcoords="offset points")
     ax.set_xticks(range(len(rows)), [r["label"] for r in rows])
     ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
     ax.set_ylim(0, 1.1)
-    ax.set_ylabel("share (95% CI over items)")
+    ax.set_xlabel("protocol (and the judge's view)")
+    ax.set_ylabel("share (95% CI over items, or pairs)")
     ax.set_title("Judge accuracy / honest beats dishonest, per protocol and view")
     ax.legend(loc="upper right", fontsize=7)
     ax.tick_params(axis="x", labelsize=7, labelrotation=20)
     return _png(fig)
 
 
-def payoff_plot(m: dict[str, Any], protocol: str = "prover-estimator") -> bytes:
-    """Distributions of the honest and the dishonest prover's normalized payoffs."""
+def payoff_values(m: dict[str, Any], protocol: str) -> tuple[list[float], list[float], bool]:
+    """(honest, dishonest) normalised payoffs to plot and whether they are paired: the pairs'
+    where there are any, else every complete debate's by side (different items)."""
+    entry = m["protocols"].get(protocol, {})
+    p = entry.get("pairs") or {}
+    if p.get("n"):
+        return list(p["honest"]), list(p["dishonest"]), True
+    pay = entry.get("payoff") or {}
+    return (list((pay.get("honest") or {}).get("normalized") or []),
+            list((pay.get("dishonest") or {}).get("normalized") or []), False)
+
+
+def payoff_protocol(m: dict[str, Any]) -> str | None:
+    """The protocol whose provers' payoffs the payoff plot draws: the run's first whose
+    estimator is rewarded (prover-estimator debate); None where the run has none."""
+    for name in m["protocols"]:
+        if name in PROTOCOLS and PROTOCOLS.get(name).can.estimator_rewards:
+            return str(name)
+    return None
+
+
+def payoff_plot(m: dict[str, Any], protocol: str | None = None) -> bytes | None:
+    """Distributions of the honest and the dishonest prover's paid normalised payoffs: the
+    pairs', or, without pairs, every debate's, titled unpaired. None where no debate of the
+    protocol has a payoff."""
+    protocol = protocol or payoff_protocol(m)
+    if protocol is None:
+        return None
+    h, d, paired = payoff_values(m, protocol)
+    if not h and not d:
+        return None
     plt = _pyplot()
-    p = m["protocols"].get(protocol, {}).get("pairs") or {}
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    h, d = p.get("honest", []), p.get("dishonest", [])
-    if h or d:
-        allv = h + d
-        lo, hi = min(allv), max(allv)
-        bins = 20 if hi > lo else 1
-        rng = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
-        ax.hist(h, bins=bins, range=rng, alpha=0.6, label=f"honest (n={len(h)})", color="#54A24B")
-        ax.hist(
-            d, bins=bins, range=rng, alpha=0.6, label=f"dishonest (n={len(d)})", color="#E45756"
-        )
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no honest/dishonest pairs", ha="center", transform=ax.transAxes)
-    ax.set_xlabel("normalized payoff R_A / r^(d+1)")
+    allv = h + d
+    lo, hi = min(allv), max(allv)
+    bins = 20 if hi > lo else 1
+    rng = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+    kind = "pairs" if paired else "debates"
+    for vals, who, colour in ((h, "honest", "#54A24B"), (d, "dishonest", "#E45756")):
+        if vals:
+            ax.hist(vals, bins=bins, range=rng, alpha=0.6, color=colour,
+                    label=f"{who} (n = {len(vals)} {kind})")
+    ax.legend(fontsize=8)
+    ax.set_xlabel("paid payoff R_A / r^(d+1)")
     ax.set_ylabel("debates")
-    ax.set_title(f"Prover payoffs ({protocol})")
+    how = ("paired: both answers on each item" if paired
+           else "unpaired: honest and dishonest debates on different items")
+    ax.set_title(f"Prover payoffs ({protocol}), {how}", fontsize=9)
     return _png(fig)
 
 
@@ -149,10 +187,26 @@ def cost_plot(m: dict[str, Any]) -> bytes:
 
 
 def all_plots(m: dict[str, Any]) -> dict[str, bytes]:
-    """Every plot of the report, by file stem."""
-    return {
+    """Every plot of the report that has something to draw, by file stem (the others:
+    :func:`not_drawn`)."""
+    drawn = {
         "accuracy": accuracy_plot(m),
         "payoffs": payoff_plot(m),
         "calibration": calibration_plot(m),
         "cost": cost_plot(m),
     }
+    return {name: png for name, png in drawn.items() if png is not None}
+
+
+def not_drawn(m: dict[str, Any]) -> dict[str, str]:
+    """The plots :func:`all_plots` leaves out, each with why."""
+    out: dict[str, str] = {}
+    if not accuracy_rows(m):
+        out["accuracy"] = ("no row has a value: no item has a judge's choice, and no item has "
+                           "both an honest and a dishonest debate complete")
+    protocol = payoff_protocol(m)
+    if protocol is None:
+        out["payoffs"] = "no prover-estimator debate in this run"
+    elif not any(payoff_values(m, protocol)[:2]):
+        out["payoffs"] = "no prover-estimator debate has a payoff"
+    return out

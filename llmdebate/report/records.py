@@ -22,6 +22,7 @@ from llmdebate.agents.belief_audit import BeliefTally
 from llmdebate.agents.estimate_audit import EstimateTally
 from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.families import calibration_point, expected_payoff
 from llmdebate.protocols.registry import protocol_of
 
 
@@ -58,8 +59,8 @@ def normalized_payoff(t: Transcript) -> float | None:
 
 def normalized_expected_payoff(t: Transcript) -> float | None:
     """E[R_A] over the protocol's own draws, in units of r^(d+1), where the protocol records
-    it (:meth:`~llmdebate.protocols.interface.Protocol.expected_payoff`)."""
-    return protocol_of(t).expected_payoff(t)
+    it (:meth:`~llmdebate.protocols.families.RecursiveProtocol.expected_payoff`)."""
+    return expected_payoff(protocol_of(t), t)
 
 
 def side(t: Transcript) -> str | None:
@@ -100,7 +101,7 @@ class DebateRecord:
 
 def record_of(t: Transcript) -> DebateRecord:
     """The :class:`DebateRecord` of a transcript."""
-    cal = protocol_of(t).calibration_point(t)
+    cal = calibration_point(protocol_of(t), t)
     variant = t.meta.get("variant")
     return DebateRecord(
         id=t.id,

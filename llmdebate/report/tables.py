@@ -44,7 +44,7 @@ def payoff_rows(m: dict[str, Any]) -> list[list[str]]:
         for s in ("honest", "dishonest"):
             v = pay[s]
             rows.append([
-                proto, s, str(v["n"]), _f(v["mean_normalized"]),
+                proto, s, str(v["n"]), str(v.get("items", "–")), _f(v["mean_normalized"]),
                 _ci(v["mean_normalized_ci95"], note=v["mean_normalized_note"]),
                 _f(v["mean_expected_normalized"]),
                 _ci(v["mean_expected_normalized_ci95"], note=v["mean_expected_normalized_note"]),
@@ -63,6 +63,7 @@ def pair_rows(m: dict[str, Any]) -> list[list[str]]:
             [
                 proto,
                 str(p["n"]),
+                str(p.get("items", "–")),
                 _f(p["discrimination"]),
                 _ci(p["discrimination_ci95"], note=p.get("discrimination_note")),
                 str(p["ties"]),
@@ -105,18 +106,19 @@ COMPARE_HEAD = [
     "row a", "row b", "shared items", "judge accuracy a − b", "95% paired bootstrap CI"
 ]
 PAYOFF_HEAD = [
-    "protocol", "prover", "debates", "mean normalised payoff", "95% CI",
+    "protocol", "prover", "debates", "items", "mean normalised payoff", "95% CI (items)",
     "mean expected normalised payoff", "95% CI", "completeness bound (1 − ε)",
 ]
 QUOTE_HEAD = ["protocol", "side", "model", "quotes", "verified", "share verified"]
 PAIR_HEAD = [
     "protocol",
     "pairs",
+    "items",
     "P[R(honest) > R(dishonest)]",
-    "95% CI",
+    "95% CI (items)",
     "ties",
     "mean normalized gap",
-    "95% CI",
+    "95% CI (items)",
 ]
 COST_HEAD = ["protocol", "debates", "failed", "calls", "tokens in", "tokens out", "cost (USD)"]
 

@@ -45,6 +45,7 @@ from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import validate
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.families import RecursiveProtocol, SpeechProtocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.protocols.spec import DebateSpec
 from llmdebate.records.paths import resolve_path
@@ -56,7 +57,7 @@ from llmdebate.rl.replay_protocols import (
     settings_of,
     speech_point,
 )
-from llmdebate.tournament.roster import static_seats
+from llmdebate.tournament.roster import record_seats, static_seats
 
 
 @dataclass(frozen=True)
@@ -354,7 +355,7 @@ class ReplayTeam(Team):
     ) -> None:
         models = dict(team.models)
         protocol = protocol_of(t)
-        if protocol.speeches:  # every seat's model answers its replayed speeches
+        if isinstance(protocol, SpeechProtocol):  # every seat's model answers its replayed speeches
             for key in {team.key_of(seat) for seat in protocol.seats} | {"prover"}:
                 if key in team.models:
                     models[key] = ReplayModel(team.models[key], t, point, inject)  # type: ignore[assignment]
@@ -401,25 +402,26 @@ async def fork(
     of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and within round ``at``
     those of the speakers before ``speaker`` (None: the whole round is live). Any other
     protocol (direct judge): only the judge plays (``at`` is ignored). Which applies is read
-    from the protocol's typed attributes (``recursive``, ``speeches``).
+    from the protocol's family (:class:`~llmdebate.protocols.families.RecursiveProtocol`,
+    :class:`~llmdebate.protocols.families.SpeechProtocol`).
     """
     protocol = protocol_of(t)
     kind = team.judge.kind
-    if not protocol.recursive and not JUDGES.entry(kind).can(WHOLE_DEBATES):
+    if not isinstance(protocol, RecursiveProtocol) and not JUDGES.entry(kind).can(WHOLE_DEBATES):
         raise UserError(
             f"a {t.protocol} debate ends with the judge's choice between two answers: judge "
             f"kind {kind!r} rules on leaf claims only (swap the judge to "
             f"{' or '.join(JUDGES.with_capability(WHOLE_DEBATES))})"
         )
     point: Any
-    if protocol.recursive:
+    if isinstance(protocol, RecursiveProtocol):
         d = t.config.depth
         if not 0 <= at <= d:
             raise UserError(f"fork round must be in 0..{d} (got {at})")
         if act not in ORDER:
             raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
         point = ForkPoint(at, act)
-    elif protocol.speeches:
+    elif isinstance(protocol, SpeechProtocol):
         point = speech_point(t, at, speaker)
     else:  # only the judge plays
         point = None
@@ -432,6 +434,8 @@ async def fork(
         raise InvalidOutputError(f"injected reply: {exc}") from exc
     out.meta.update(spec.meta())
     _finish(t, out, at, swapped, inject)
+    if "seats" not in out.meta:  # who held every seat in the fork (a swapped one: its model)
+        record_seats(out, team, spec.gold, spec.distractor)
     return out
 
 

@@ -31,7 +31,7 @@ from llmdebate.core.schemas import Claim, Decomposition, Evidence, ModelCallReco
 from llmdebate.errors import UserError
 from llmdebate.export.credit import SPEAKERS, speech_round
 from llmdebate.models.interface import GenerateConfig, ModelOutput
-from llmdebate.protocols.registry import protocol_of
+from llmdebate.protocols.registry import protocol_of, recursive
 from llmdebate.protocols.spec import ProtocolSettings
 
 ANSWER = "answer"
@@ -245,7 +245,7 @@ class ReplayChallenger:
 def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
     """Copies of the recorded calls of a naive debate's replayed decisions (the speech
     protocols' are copied by :class:`ReplayModel` as the protocol asks for them)."""
-    if not protocol_of(t).recursive:
+    if not recursive(t):
         return []
     return [
         c.model_copy(deep=True)

@@ -6,8 +6,13 @@ frozen opponents and judge (the run's models, or any model string given in ``swa
 returns the decision's effect on the player's payoff: its return to go from the first reward
 term it changes (:mod:`llmdebate.export.credit`, every number from
 :mod:`llmdebate.core.scoring`), the expected one (default; the protocol's draws after the
-decision averaged round by round) or the sampled one, divided by the debate's one scale
-(:func:`llmdebate.core.scoring.reward_scale`: in [-1, 1]) unless ``normalize=False``. A
+decision averaged round by round) or the sampled one. In prover-estimator debate it is given
+relative to the decision (default, ``relative``): minus the recorded reply's return, over the
+decision's own r^level (:class:`llmdebate.core.scoring.RewardFrame`), so that completions of a
+decision near the top, which differ by r^level, get distinct float32 rewards and GRPO
+advantages of order one; ``relative=False``: divided by the debate's one scale
+(:func:`llmdebate.core.scoring.reward_scale`: in [-1, 1]); ``normalize=False``: the game's
+units. A
 completion that is not wholly the act's answer (:mod:`llmdebate.agents.parsing`), an empty
 free-text reply (evidence, speech) and any reply over the size limit earn the invalid reward,
 below every valid reply of the debate (:class:`llmdebate.core.scoring.RewardOptions`;
@@ -22,7 +27,8 @@ docs/training.md, "Reward scale").
 verl and OpenRLHF import a function by path: their options come as keyword arguments (verl's
 ``custom_reward_function.reward_kwargs``) or, for those not given, from the environment
 (:data:`ENV_OPTIONS`): ``LLMDEBATE_RL_SWAP`` (JSON {role: model string}),
-``LLMDEBATE_RL_SAMPLED=1``, ``LLMDEBATE_RL_NORMALIZE=0``, ``LLMDEBATE_RL_INVALID_REWARD``,
+``LLMDEBATE_RL_SAMPLED=1``, ``LLMDEBATE_RL_NORMALIZE=0``, ``LLMDEBATE_RL_RELATIVE=0``,
+``LLMDEBATE_RL_INVALID_REWARD``,
 ``LLMDEBATE_RL_INVALID_MARGIN``, ``LLMDEBATE_RL_MAX_REPLY_CHARS``, ``LLMDEBATE_RL_LOGPROBS_AS``.
 Both are safe to call inside a running event loop (the debate then plays in a worker thread).
 """
@@ -44,6 +50,7 @@ from llmdebate.elicit import estimate_from_samples, parse_bool
 from llmdebate.elicit import parse_probability as parse_stated
 from llmdebate.errors import InvalidOutputError, ProtocolViolation, RuleError
 from llmdebate.export.credit import judged, naive_payoff, pe_call_credits, pe_terms
+from llmdebate.protocols.families import RecursiveProtocol, SpeechProtocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.rl.replay import Injection, fork, team_for
 
@@ -127,7 +134,8 @@ class DebateRewardBase:
     Options (each also a training config field and an environment variable of
     :func:`compute_score` / :func:`reward_func`, :data:`ENV_OPTIONS`): ``expected`` (the
     expected reward over the protocol's draws, else the sampled one), ``normalize``,
-    ``invalid_reward``, ``margin`` and ``max_reply_chars`` (:class:`scoring.RewardOptions`),
+    ``relative``, ``invalid_reward``, ``margin`` and ``max_reply_chars``
+    (:class:`scoring.RewardOptions`),
     ``logprobs_as`` (:func:`completion_probability`), ``swap`` ({role: model string}: the
     frozen models that play the rest).
     """
@@ -137,6 +145,7 @@ class DebateRewardBase:
         *,
         expected: bool = True,
         normalize: bool = True,
+        relative: bool = True,
         swap: dict[str, str] | None = None,
         invalid_reward: float | None = None,
         margin: float = 0.5,
@@ -149,7 +158,7 @@ class DebateRewardBase:
         self.logprobs_as = logprobs_as
         self.expected = expected
         self.options = scoring.RewardOptions(
-            normalize=normalize, margin=margin, invalid_reward=invalid_reward,
+            normalize=normalize, relative=relative, margin=margin, invalid_reward=invalid_reward,
             max_reply_chars=max_reply_chars,
         )
         self.swap = dict(swap or {})
@@ -160,9 +169,10 @@ class DebateRewardBase:
     def normalize(self) -> bool:
         return self.options.normalize
 
-    def invalid(self, scale: float = 1.0) -> float:
-        """The reward of an invalid reply in a debate of this ``scale``."""
-        return scoring.invalid_training_reward(scale, self.options)
+    def invalid(self, scale: float = 1.0, frame: scoring.RewardFrame | None = None) -> float:
+        """The reward of an invalid reply in a debate of this ``scale`` (``frame``: the
+        decision's own, :meth:`decision_frame`, when rewards are relative)."""
+        return scoring.invalid_training_reward(scale, self.options, frame)
 
     def team(self, config: dict[str, Any]) -> Team:
         key = json.dumps(config, sort_keys=True, default=str)
@@ -173,19 +183,27 @@ class DebateRewardBase:
     async def score(self, completion: Any, state: str | dict[str, Any]) -> float:
         """The reward of one completion; ``None`` stands for a reply that could not be read
         off the trainer's text at all (it gets the invalid reward)."""
+        return (await self.play(completion, state))[0]
+
+    async def play(
+        self, completion: Any, state: str | dict[str, Any]
+    ) -> tuple[float, Transcript | None]:
+        """The reward of one completion and the debate played on from it (None for an invalid
+        reply: no debate was played)."""
         st = json.loads(state) if isinstance(state, str) else state
         t = Transcript.model_validate(st["transcript"])
+        protocol = protocol_of(t)
+        if protocol.can.estimator_rewards:
+            return await self._score_pe(
+                None if completion is None else _completion_text(completion), st, t)
         if completion is None:
             scheme = scoring.reward_scheme(t) or scoring.JUDGED
             return self.invalid(scoring.reward_scale(scheme, scoring.ratio_for(t.config),
-                                                     t.config.depth))
+                                                     t.config.depth)), None
         text = _completion_text(completion)
-        protocol = protocol_of(t)
-        if protocol.estimator_rewards:
-            return await self._score_pe(text, st, t)
-        if protocol.recursive:
+        if isinstance(protocol, RecursiveProtocol):
             return await self._score_naive(text, st, t)
-        if protocol.speeches:
+        if isinstance(protocol, SpeechProtocol):
             return await self._score_speech(text, st, t)
         raise ValueError(f"no reward for a decision of a {t.protocol} debate (no debater)")
 
@@ -217,7 +235,23 @@ class DebateRewardBase:
             return True
         return act in scoring.FREE_TEXT_ACTS and not scoring.reply_ok(text, self.options)
 
-    async def _score_pe(self, text: str, st: dict[str, Any], t: Transcript) -> float:
+    def decision_frame(self, t: Transcript, call: ModelCallRecord) -> scoring.RewardFrame:
+        """The decision's own frame (:class:`scoring.RewardFrame`): the recorded reply's
+        return to go (expected or sampled, as this reward) as the baseline, the decision's
+        r^level as the unit; computed from the recorded debate in float64, before any
+        trainer rounds the reward to float32."""
+        credits = [c for _, c in pe_call_credits(t, pe_terms(t), call)]
+        if not credits:
+            raise ValueError(f"{t.id}: the recorded debate has no reward for this decision")
+        first = credits[0]
+        base = first.expected_return_to_go if self.expected else first.return_to_go
+        assert base is not None
+        r = scoring.ratio_for(t.config)
+        return scoring.RewardFrame(base, scoring.decision_unit(r, first.term, t.config.depth))
+
+    async def _score_pe(
+        self, text: str | None, st: dict[str, Any], t: Transcript
+    ) -> tuple[float, Transcript | None]:
         act = str(st["act"])
         if act not in DECISION_OF_ACT or st["speaker"] not in ("prover", "estimator"):
             raise ValueError(f"no reward for a {st['speaker']} {act} decision")
@@ -229,11 +263,16 @@ class DebateRewardBase:
             )
         unit = scoring.reward_scale(scoring.DISCOUNTED, scoring.ratio_for(t.config),
                                     t.config.depth)
-        if self._unscored(act, text):
-            return self.invalid(unit)
         k = st.get("round")
-        at, at_act = (t.config.depth, "direction") if k is None else (int(k), act)
         prefix = st.get("prefix")
+        call = ModelCallRecord.model_validate({
+            "role": st["speaker"], "model": "", "decision": DECISION_OF_ACT[act], "round": k,
+            "index": st.get("index"), "prefix": prefix,
+        })
+        frame = self.decision_frame(t, call) if self.options.relative else None
+        if text is None or self._unscored(act, text):
+            return self.invalid(unit, frame), None
+        at, at_act = (t.config.depth, "direction") if k is None else (int(k), act)
         inject: Injection | None = None
         value: float | None = None
         live = True
@@ -241,7 +280,7 @@ class DebateRewardBase:
             try:
                 live, value = self._probability(st, text, "estimator", "method")
             except ValueError:
-                return self.invalid(unit)
+                return self.invalid(unit, frame), None
         if live:
             inject = Injection(
                 speaker=st["speaker"], act=act, round=k, completion=text,
@@ -250,29 +289,28 @@ class DebateRewardBase:
             )
         new = await self._play(t, st, at, inject, act=at_act)
         if new is None:
-            return self.invalid(unit)
+            return self.invalid(unit, frame), None
         terms = pe_terms(new)
-        call = ModelCallRecord.model_validate({
-            "role": st["speaker"], "model": "", "decision": DECISION_OF_ACT[act], "round": k,
-            "index": st.get("index"), "prefix": prefix,
-        })
         # the decision's effect on the player's payoff: its return to go from the first term
-        # it changes (pe_call_credits lists a decision's terms in protocol order)
+        # it changes (pe_call_credits lists a decision's terms in protocol order); 0 when the
+        # decision vanished (the continuation stopped early)
         credits = [c for _, c in pe_call_credits(new, terms, call)]
-        if not credits:  # the decision vanished (the continuation stopped early)
-            return 0.0
-        first = credits[0]
-        value_out = first.expected_return_to_go if self.expected else first.return_to_go
+        value_out: float | None = 0.0
+        if credits:
+            first = credits[0]
+            value_out = first.expected_return_to_go if self.expected else first.return_to_go
         assert value_out is not None
-        return scoring.training_reward(value_out, unit, self.options)
+        return scoring.training_reward(value_out, unit, self.options, frame), new
 
-    async def _score_naive(self, text: str, st: dict[str, Any], t: Transcript) -> float:
+    async def _score_naive(
+        self, text: str, st: dict[str, Any], t: Transcript
+    ) -> tuple[float, Transcript | None]:
         speaker, act, k = str(st["speaker"]), str(st["act"]), st.get("round")
         if act not in NAIVE_ACTS.get(speaker, ()) or k is None:
             raise ValueError(f"no reward for a naive-debate {speaker} {act} decision")
         unit = scoring.reward_scale(scoring.PLUS_MINUS_ONE, 1.0, 0)
         if self._unscored(act, text):
-            return self.invalid(unit)
+            return self.invalid(unit), None
         value: float | None = None
         live = True
         if act in ("value", "recurse"):  # one subclaim's probability
@@ -281,33 +319,35 @@ class DebateRewardBase:
             try:
                 live, value = self._probability(st, text, role, field)
             except ValueError:
-                return self.invalid(unit)
+                return self.invalid(unit), None
         inject = Injection(speaker=speaker, act=act, round=int(k), completion=text,
                            index=st.get("index"), value=value) if live else None
         new = await self._play(t, st, int(k), inject, act=act)
         if new is None:
-            return self.invalid(unit)
+            return self.invalid(unit), None
         payoff = naive_payoff(new)
         return scoring.training_reward(payoff if speaker == "prover" else -payoff, unit,
-                                       self.options)
+                                       self.options), new
 
-    async def _score_speech(self, text: str, st: dict[str, Any], t: Transcript) -> float:
+    async def _score_speech(
+        self, text: str, st: dict[str, Any], t: Transcript
+    ) -> tuple[float, Transcript | None]:
         speaker, rnd = str(st["speaker"]), st.get("round")
         if st["act"] != "speech" or rnd is None:
             raise ValueError(f"no reward for a {t.protocol} {speaker} {st['act']} decision")
         unit = scoring.reward_scale(scoring.JUDGED, 1.0, 0)
         if self._unscored("speech", text):
-            return self.invalid(unit)
+            return self.invalid(unit), None
         inject = Injection(speaker=speaker, act="speech", round=int(rnd), completion=text)
         new = await self._play(t, st, int(rnd), inject, speaker=speaker)
         if new is None:
-            return self.invalid(unit)
+            return self.invalid(unit), None
         got = judged(new, speaker)
         if got is None:
             raise ValueError(f"{t.id}: the continued debate has no judge's probability")
         sampled, expected = got
         return scoring.training_reward(expected if self.expected else sampled, unit,
-                                       self.options)
+                                       self.options), new
 
     async def score_all(self, completions: list[Any], states: list[Any]) -> list[float]:
         return list(
@@ -351,6 +391,7 @@ ENV_OPTIONS = {
     "swap": "LLMDEBATE_RL_SWAP",
     "sampled": "LLMDEBATE_RL_SAMPLED",
     "normalize": "LLMDEBATE_RL_NORMALIZE",
+    "relative": "LLMDEBATE_RL_RELATIVE",
     "invalid_reward": "LLMDEBATE_RL_INVALID_REWARD",
     "margin": "LLMDEBATE_RL_INVALID_MARGIN",
     "max_reply_chars": "LLMDEBATE_RL_MAX_REPLY_CHARS",
@@ -391,8 +432,8 @@ def reward_options(
                 out["swap"] = json.loads(value) if isinstance(value, str) else dict(value)
             elif key == "sampled":
                 out["expected"] = not _flag(name, value)
-            elif key == "normalize":
-                out["normalize"] = _flag(name, value)
+            elif key in ("normalize", "relative"):
+                out[key] = _flag(name, value)
             elif key in ("invalid_reward", "margin"):
                 out[key] = float(value)
             elif key == "max_reply_chars":

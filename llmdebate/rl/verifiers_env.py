@@ -24,13 +24,16 @@ This module imports ``verifiers`` (the ``verifiers`` extra); nothing else in the
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, cast
 
 import verifiers.v1 as vf
 from pydantic import Field
 
+from llmdebate.report.judge_audit import debate_audit
 from llmdebate.rl.rewards import DebateRewardBase
 
 
@@ -52,7 +55,11 @@ class DebateSeatTaskConfig(vf.TaskConfig):  # type: ignore[misc]
     """The sampled reward of one continuation, else the expected one over the protocol's
     draws (lower variance)."""
     normalize: bool = True
-    """Each reward divided by its decision's unit (the project's reward scale)."""
+    """Each reward on a scale of the debate (false: in the game's own units)."""
+    relative: bool = True
+    """With ``normalize`` (prover-estimator debate): relative to the decision, (return to go -
+    the recorded reply's) / the decision's r^level; false: divided by the debate's one
+    scale (docs/training.md, "Reward scale")."""
 
 
 _REWARDS: dict[str, DebateRewardBase] = {}
@@ -60,19 +67,78 @@ _REWARDS: dict[str, DebateRewardBase] = {}
 
 def _reward_for(config: DebateSeatTaskConfig) -> DebateRewardBase:
     """One reward (and its frozen teams, loaded once) per set of options."""
-    key = json.dumps([config.swap, config.sampled, config.normalize], sort_keys=True)
+    key = json.dumps([config.swap, config.sampled, config.normalize, config.relative],
+                     sort_keys=True)
     if key not in _REWARDS:
         _REWARDS[key] = DebateRewardBase(expected=not config.sampled,
-                                         normalize=config.normalize, swap=dict(config.swap))
+                                         normalize=config.normalize,
+                                         relative=config.relative, swap=dict(config.swap))
     return _REWARDS[key]
 
 
+Outcome = tuple[float, tuple[bool, bool, bool] | None]
+_PLAYED: OrderedDict[str, Outcome] = OrderedDict()
+_KEEP = 4096
+"""How many (options, state, reply) outcomes are kept, so that the reward and the audit's
+metrics of one rollout play its debate once."""
+SIDE_OF = {"prover": "prover", "estimator": "estimator", "challenger": "estimator"}
+
+
+async def outcome(config: DebateSeatTaskConfig, speaker: str, reply: Any,
+                  state: str) -> Outcome:
+    """The reply's reward and the judge-hacking audit of the debate played on from it
+    (:func:`llmdebate.report.judge_audit.debate_audit` for the seat's side: won against the
+    judge, argued the truth, judge correct; None where no leaf verdict on a claim of known
+    truth was reached)."""
+    key = hashlib.sha256(json.dumps([config.model_dump(mode="json"), speaker, str(reply),
+                                     state]).encode()).hexdigest()
+    if key not in _PLAYED:
+        reward, new = await _reward_for(config).play(reply, state)
+        side = SIDE_OF.get(speaker)
+        audit = debate_audit(new, side) if new is not None and side is not None else None
+        _PLAYED[key] = (float(reward), audit)
+        while len(_PLAYED) > _KEEP:
+            _PLAYED.popitem(last=False)
+    return _PLAYED[key]
+
+
 class DebateSeatTask(vf.Task[DebateSeatData, vf.State, DebateSeatTaskConfig]):  # type: ignore[misc]
-    """The decision's reward: the debate played on from the reply."""
+    """The decision's reward: the debate played on from the reply; and the judge-hacking
+    audit of that debate as metrics (each 0 or 1; the shares over rollouts are the means of
+    ``judge_win``, ``argued_truth`` and ``judge_correct`` divided by that of
+    ``judge_audited``)."""
+
+    async def _outcome(self, trace: vf.Trace) -> Outcome:
+        return await outcome(self.config, self.data.speaker, trace.last_reply,
+                             self.data.state)
+
+    async def _audit(self, trace: vf.Trace, i: int) -> float:
+        audit = (await self._outcome(trace))[1]
+        return 1.0 if i < 0 and audit is not None else float(audit is not None and audit[i])
 
     @vf.reward(weight=1.0)  # type: ignore[untyped-decorator]
     async def debate_reward(self, trace: vf.Trace) -> float:
-        return float(await _reward_for(self.config).score(trace.last_reply, self.data.state))
+        return (await self._outcome(trace))[0]
+
+    @vf.metric  # type: ignore[untyped-decorator]
+    async def judge_audited(self, trace: vf.Trace) -> float:
+        """1 where the played debate reached a leaf verdict on a claim of known truth."""
+        return await self._audit(trace, -1)
+
+    @vf.metric  # type: ignore[untyped-decorator]
+    async def judge_win(self, trace: vf.Trace) -> float:
+        """1 where the leaf judge's verdict went the seat's side's way."""
+        return await self._audit(trace, 0)
+
+    @vf.metric  # type: ignore[untyped-decorator]
+    async def argued_truth(self, trace: vf.Trace) -> float:
+        """1 where the seat's side took the true position at the leaf."""
+        return await self._audit(trace, 1)
+
+    @vf.metric  # type: ignore[untyped-decorator]
+    async def judge_correct(self, trace: vf.Trace) -> float:
+        """1 where the leaf verdict was the leaf claim's truth."""
+        return await self._audit(trace, 2)
 
 
 class DebateSeatConfig(vf.TasksetConfig):  # type: ignore[misc]

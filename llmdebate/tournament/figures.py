@@ -24,11 +24,13 @@ from typing import Protocol as TypingProtocol
 
 import numpy as np
 
+from llmdebate.report.inference import interval, short_note
 from llmdebate.report.plots import _png, _pyplot
 from llmdebate.tournament.ratings import (
     Match,
     Method,
     Outcome,
+    Rating,
     RatingTable,
     Resample,
     persuasiveness,
@@ -57,17 +59,22 @@ ACCURACY = "judge accuracy = share of debates where the judge chose the correct 
 class AccuracyPoint:
     """One point: a debater model in self-play or as a consultant, or an ordered pair
     ``correct vs incorrect`` of models (kind ``rating difference``); its rating, or the
-    rating difference (with 95% interval; none on a difference), and the judge's accuracy
-    in its debates (with 95% percentile bootstrap interval), over ``n`` debates."""
+    rating difference, with the rating's 95% interval (none on a difference), and the
+    judge's accuracy in its ``n`` debates over ``items`` items, with a 95% bootstrap interval
+    over those items. A missing interval (None) has its reason in ``rating_note`` /
+    ``accuracy_note``."""
 
     protocol: str
     model: str
     rating: float
-    rating_ci: tuple[float, float]
+    rating_ci: tuple[float, float] | None
     accuracy: float
-    accuracy_ci: tuple[float, float]
+    accuracy_ci: tuple[float, float] | None
     n: int
     kind: str = SELF_PLAY
+    items: int = 0
+    rating_note: str | None = None
+    accuracy_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,41 +83,40 @@ class AccuracyPoint:
             "kind": self.kind,
             "definition": DEFINITIONS.get(self.kind, ""),
             "rating": self.rating,
-            "rating_ci": list(self.rating_ci),
+            "rating_ci": None if self.rating_ci is None else list(self.rating_ci),
+            "rating_note": self.rating_note,
             "accuracy": self.accuracy,
-            "accuracy_ci": list(self.accuracy_ci),
+            "accuracy_ci": None if self.accuracy_ci is None else list(self.accuracy_ci),
+            "accuracy_note": self.accuracy_note,
             "n": self.n,
+            "items": self.items,
         }
 
 
-def _mean_ci(xs: Sequence[float], rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
-    arr = np.asarray(xs, dtype=float)
-    means = arr[rng.integers(0, len(arr), (n_boot, len(arr)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+NO_DIFFERENCE_INTERVAL = "no interval on a difference of two ratings"
+Group = tuple[str, str, float, "tuple[float, float] | None", "str | None", list[Match]]
 
 
-def _groups_of(
-    matches: Sequence[Match], ratings: RatingTable, self_play: bool
-) -> list[tuple[str, str, float, tuple[float, float], list[float]]]:
-    """(kind, label, x, x interval, judge scores) of every point."""
-    out: list[tuple[str, str, float, tuple[float, float], list[float]]] = []
+def _groups_of(matches: Sequence[Match], ratings: RatingTable, self_play: bool) -> list[Group]:
+    """(kind, label, x, x interval, why none, the point's matches) of every point."""
+    out: list[Group] = []
     if ratings.consultancy or self_play:
         kind = CONSULTANT if ratings.consultancy else SELF_PLAY
         for model in ratings.models():
             if ratings.consultancy:
-                mine = [m.judge_correct for m in matches if model in (m.correct, m.incorrect)]
+                mine = [m for m in matches if model in (m.correct, m.incorrect)]
             else:
-                mine = [m.judge_correct for m in matches if m.correct == m.incorrect == model]
+                mine = [m for m in matches if m.correct == m.incorrect == model]
             r = ratings.get(model)
-            out.append((kind, model, r.value, r.ci95, mine))
+            out.append((kind, model, r.value, r.ci95, r.note, mine))
         return out
-    by_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
+    by_pair: dict[tuple[str, str], list[Match]] = defaultdict(list)
     for m in matches:
         if m.correct is not None and m.incorrect is not None and m.correct != m.incorrect:
-            by_pair[(m.correct, m.incorrect)].append(m.judge_correct)
+            by_pair[(m.correct, m.incorrect)].append(m)
     for (c, i), mine in sorted(by_pair.items()):
         x = ratings.get(c).value - ratings.get(i).value
-        out.append((DIFFERENCE, f"{c} vs {i}", x, (x, x), mine))
+        out.append((DIFFERENCE, f"{c} vs {i}", x, None, NO_DIFFERENCE_INTERVAL, mine))
     return out
 
 
@@ -128,26 +134,41 @@ def accuracy_points(
     one point per ordered pair (model arguing the correct answer, model arguing the incorrect
     one) at their rating difference — never a model's debates on either side pooled, which is
     a symmetric function of the pair; in consultancy, one point per consultant. A tie counts
-    1/2. Points without debates are left out. Bootstrap: ``numpy.random.default_rng(seed)``,
-    ``n_boot`` resamples, in point order."""
-    rng = np.random.default_rng(seed)
-    return [
-        AccuracyPoint(
+    1/2. Points without debates are left out. The accuracy's interval:
+    :func:`~llmdebate.report.inference.interval` over the point's items (an item's debates
+    drawn together; none under 10 items), the k-th point (in order) with seed ``seed + k``
+    and ``n_boot`` resamples."""
+    points: list[AccuracyPoint] = []
+    for kind, label, x, x_ci, x_note, mine in _groups_of(matches, ratings, self_play):
+        if not mine:
+            continue
+        scores = [m.judge_correct for m in mine]
+        where = [m.item for m in mine] if all(m.item for m in mine) else None
+        ci, note = interval(
+            scores, seed=seed + len(points), n_boot=n_boot, clusters=where,
+            unit="items" if where is not None else "matches",
+        )
+        points.append(AccuracyPoint(
             protocol=protocol,
             model=label,
             rating=x,
             rating_ci=x_ci,
-            accuracy=float(np.mean(mine)),
-            accuracy_ci=_mean_ci(mine, rng, n_boot),
+            accuracy=float(np.mean(scores)),
+            accuracy_ci=None if ci is None else (ci[0], ci[1]),
             n=len(mine),
             kind=kind,
-        )
-        for kind, label, x, x_ci, mine in _groups_of(matches, ratings, self_play)
-        if mine
-    ]
+            items=len(set(where)) if where is not None else len(mine),
+            rating_note=x_note,
+            accuracy_note=note,
+        ))
+    return points
 
 
 COLOURS = ("#4C78A8", "#E45756", "#54A24B", "#B279A2", "#F58518", "#72B7B2")
+
+
+def _bar(value: float, ci: tuple[float, float] | None) -> tuple[float, float]:
+    return (0.0, 0.0) if ci is None else (value - ci[0], ci[1] - value)
 
 
 def accuracy_vs_rating_plot(
@@ -164,17 +185,16 @@ def accuracy_vs_rating_plot(
         xs = np.array([p.rating for p in pts])
         ys = np.array([p.accuracy for p in pts])
         # a percentile interval need not contain its point estimate: clip the bars at it
-        xerr = np.array([[p.rating - p.rating_ci[0], p.rating_ci[1] - p.rating] for p in pts]).T
-        yerr = np.array(
-            [[p.accuracy - p.accuracy_ci[0], p.accuracy_ci[1] - p.accuracy] for p in pts]
-        ).T
+        # a point without an interval (too few items, no spread) gets no bar on that axis
+        xerr = np.array([_bar(p.rating, p.rating_ci) for p in pts]).T
+        yerr = np.array([_bar(p.accuracy, p.accuracy_ci) for p in pts]).T
         xerr, yerr = np.clip(xerr, 0.0, None), np.clip(yerr, 0.0, None)
         ax.errorbar(
             xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=3, label=proto, ms=6
         )
         for j, p in enumerate(pts):
             ax.annotate(
-                f"{p.model} (n={p.n})",
+                f"{p.model} (n={p.n}, {p.items} items)",
                 (p.rating, p.accuracy),
                 fontsize=7,
                 xytext=(4, 4 if (k + j) % 2 == 0 else -11),  # neighbours' labels apart
@@ -192,7 +212,7 @@ def accuracy_vs_rating_plot(
     if kinds == [DIFFERENCE]:
         rating_label = f"rating difference: correct side − incorrect side ({rating_label})"
     ax.set_xlabel(rating_label)
-    ax.set_ylabel("judge accuracy (95% CI)")
+    ax.set_ylabel("judge accuracy (95% CI over items; none under 10 items)")
     ax.set_title("Judge accuracy against debater rating")
     ax.legend(loc="lower right", fontsize=8)
     notes = [ACCURACY, *(f"{k}: {DEFINITIONS[k]}" for k in kinds)]
@@ -298,6 +318,10 @@ def grid_cells(records: Sequence[PERecord]) -> list[GridCell]:
 
 def _axes(cells: Sequence[GridCell]) -> tuple[list[str], list[str]]:
     return sorted({c.prover for c in cells}), sorted({c.estimator for c in cells})
+
+
+def _f(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
 
 
 def _fmt(x: float | None, n: int) -> str:
@@ -420,8 +444,13 @@ PRIOR_NOTE = (
 )
 
 
-def rating_ci(ci: Sequence[float], prior_bound: str | None, nd: int = 3) -> str:
-    """``[lo, hi]``, the end that only the prior holds marked ``†``."""
+def rating_ci(
+    ci: Sequence[float] | None, prior_bound: str | None, nd: int = 3, note: str | None = None
+) -> str:
+    """``[lo, hi]``, the end that only the prior holds marked ``†``; without an interval
+    its short reason (``none (n < 10)``, ``none (no spread)``, ``none``)."""
+    if ci is None:
+        return short_note(note)
     lo = f"{ci[0]:.{nd}f}" + ("†" if prior_bound == "lower" else "")
     hi = f"{ci[1]:.{nd}f}" + ("†" if prior_bound == "upper" else "")
     return f"[{lo}, {hi}]"
@@ -438,13 +467,26 @@ def ratings_markdown(tables: Mapping[str, RatingTable]) -> str:
         rows = ["| model | side | rating | 95% CI | matches | mean score |", "|---" * 6 + "|"]
         for r in sorted(t.ratings, key=lambda r: (-t.get(r.model).value, r.model, r.side)):
             rows.append(
-                f"| {r.model} | {r.side} | {r.value:.3f} | {rating_ci(r.ci95, r.prior_bound)} "
-                f"| {r.matches} | {r.win_rate:.3f} |"
+                f"| {r.model} | {r.side} | {r.value + 0.0:.3f} | "
+                f"{rating_ci(r.ci95, r.prior_bound, note=r.note)} "
+                f"| {r.matches} | {_f(r.win_rate)} |"
             )
         parts.append("\n".join([head, "", *rows]))
         if any(r.prior_bound for r in t.ratings):
             parts.append(PRIOR_NOTE)
+        parts += no_interval_lines(t.ratings)
     return "\n\n".join(parts) + "\n"
+
+
+def no_interval_lines(ratings: Sequence[Rating]) -> list[str]:
+    """Why a rating has no interval, one line per reason with the seats it applies to."""
+    by: dict[str, list[str]] = defaultdict(list)
+    for r in ratings:
+        if r.note:
+            by[r.note].append(f"{r.model} {r.side}")
+    if len(by) == 1 and sum(map(len, by.values())) == len(ratings) > 1:
+        return [f"No interval (every rating): {next(iter(by))}."]
+    return [f"No interval ({', '.join(seats)}): {note}." for note, seats in by.items()]
 
 
 G = TypeVar("G", bound="_HasProtocol")

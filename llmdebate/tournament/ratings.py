@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from llmdebate.errors import MissingExtraError, UserError
+from llmdebate.intervals import MIN_ITEMS, too_few
 
 Method = Literal["bradley-terry", "openskill"]
 Outcome = Literal["decision", "probability"]
@@ -122,30 +123,38 @@ class Match:
 class Rating:
     """One player's rating: its point estimate on all matches, the 95% percentile bootstrap
     interval and bootstrap standard deviation, its matches and its mean score in them (for a
-    consultant: how often the judge was persuaded)."""
+    consultant: how often the judge was persuaded). No interval (``ci95`` None, ``note``
+    says why) under :data:`~llmdebate.report.inference.MIN_ITEMS` items, for a player with
+    no match against another, one that won or lost every one of its matches (its rating is
+    the prior's), or where every resample gave the same rating."""
 
     model: str
     side: Side
     value: float
-    ci95: tuple[float, float]
+    ci95: tuple[float, float] | None
     sd: float
+    """The resamples' standard deviation (given even where no interval is: a Swiss schedule
+    pairs by it)."""
     matches: int
-    win_rate: float
+    win_rate: float | None
     prior_bound: str | None = None
     """``upper`` / ``lower``: that end of the interval is held only by the prior (the player
     won / lost every one of its matches in more than 2.5% of the resamples: the data set no
     limit there; Bradley–Terry only); None: both ends come from the data."""
+    note: str | None = None
+    """Why there is no interval (None where there is one)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "side": self.side,
             "value": self.value,
-            "ci95": list(self.ci95),
+            "ci95": None if self.ci95 is None else list(self.ci95),
             "sd": self.sd,
             "matches": self.matches,
             "win_rate": self.win_rate,
             "prior_bound": self.prior_bound,
+            "interval_note": self.note,
         }
 
 
@@ -436,6 +445,38 @@ def _prior_bound(counts: list[int], scores: list[float], n_boot: int) -> str | N
     return None
 
 
+def _no_interval(scores: Sequence[float], boots: np.ndarray, prior: bool) -> str | None:
+    """Why a rating gets no interval from enough units (None: it gets one); ``prior``: the
+    ratings hold a prior (Bradley–Terry), which alone holds a player's that swept."""
+    if not scores:
+        return "no match against another model: nothing to rate it by"
+    if prior and (min(scores) == 1.0 or max(scores) == 0.0):
+        what = "won" if min(scores) == 1.0 else "lost"
+        return f"{what} every one of its {len(scores)} matches: its rating is the prior's"
+    if float(np.ptp(boots)) <= 1e-9 * max(1.0, float(np.max(np.abs(boots)))):
+        return "every resample gave the same rating: no spread"
+    return None
+
+
+def _rating(
+    key: tuple[str, Side], value: float, boots: list[float], scores: list[float],
+    bound: str | None, short: str | None, prior: bool,
+) -> Rating:
+    xs = np.array(boots or [value])
+    note = short or _no_interval(scores, xs, prior)
+    return Rating(
+        model=key[0],
+        side=key[1],
+        value=value,
+        ci95=None if note else (float(np.percentile(xs, 2.5)), float(np.percentile(xs, 97.5))),
+        sd=float(np.std(xs)),
+        matches=len(scores),
+        win_rate=float(np.mean(scores)) if scores else None,
+        prior_bound=None if note else bound,
+        note=note,
+    )
+
+
 def persuasiveness(
     matches: Sequence[Match],
     *,
@@ -450,7 +491,9 @@ def persuasiveness(
     """Every model's persuasiveness rating, overall and when arguing the correct and the
     incorrect answer, with 95% percentile bootstrap intervals over ``n_boot`` resamples
     (``numpy.random.default_rng(seed)``) of the matches, or with ``resample="item"`` of the
-    items with all their matches (debates on one item share its difficulty).
+    items with all their matches (debates on one item share its difficulty). No intervals
+    under :data:`~llmdebate.report.inference.MIN_ITEMS` units (items, or matches), and none
+    for a rating :class:`Rating` says cannot have one.
 
     Bradley–Terry ratings are logits (multiply by :data:`ELO_PER_LOGIT` for Elo points);
     openskill's are its μ (the library's default scale, 25 at the start). All matches must be
@@ -458,10 +501,13 @@ def persuasiveness(
     """
     _check(matches, method, outcome, n_boot)
     point = _fit(matches, method, outcome, prior=prior, seed=seed, orders=orders)
-    rng = np.random.default_rng(seed)
     groups = _groups(matches, resample)
+    short = None
+    if len(groups) < MIN_ITEMS:
+        short = too_few(len(groups), "items" if resample == "item" else "matches")
     boots: dict[tuple[str, Side], list[float]] = {k: [] for k in point}
     separated: dict[tuple[str, Side], list[int]] = {k: [0, 0] for k in point}
+    rng = np.random.default_rng(seed)
     for b in range(n_boot):
         idx = rng.integers(0, len(groups), len(groups))
         sample = [m for k in idx for m in groups[int(k)]]
@@ -470,26 +516,16 @@ def persuasiveness(
             boots[k].append(v)
         _count_separated(separated, _seats(sample, outcome))
     seats = _seats(matches, outcome)
-    ratings: list[Rating] = []
-    for (model, side), value in sorted(point.items()):
-        xs = np.array(boots[(model, side)] or [value])
-        scores = seats.get((model, side), [])
-        ratings.append(
-            Rating(
-                model=model,
-                side=side,
-                value=value,
-                ci95=(float(np.percentile(xs, 2.5)), float(np.percentile(xs, 97.5))),
-                sd=float(np.std(xs)),
-                matches=len(scores),
-                win_rate=float(np.mean(scores)) if scores else float("nan"),
-                prior_bound=(
-                    _prior_bound(separated[(model, side)], scores, n_boot)
-                    if method == "bradley-terry"
-                    else None
-                ),
-            )
+    ratings = [
+        _rating(
+            key, value, boots[key], seats.get(key, []),
+            _prior_bound(separated[key], seats.get(key, []), n_boot)
+            if method == "bradley-terry" else None,
+            short,
+            method == "bradley-terry",
         )
+        for key, value in sorted(point.items())
+    ]
     return RatingTable(
         method=method,
         outcome=outcome,

@@ -18,11 +18,12 @@ from llmdebate.tournament.figures import (
     PRIOR_NOTE,
     GridCell,
     grid_markdown,
+    no_interval_lines,
     rating_ci,
     ratings_markdown,
     section,
 )
-from llmdebate.tournament.ratings import Rating, RatingTable
+from llmdebate.tournament.ratings import Match, Rating, RatingTable
 from llmdebate.tournament.seat_records import debater_models, matches_of, pe_records_of
 
 MAX_BOOT = 500
@@ -38,12 +39,16 @@ def tournament_section(run: RunView) -> Part | None:
 def tournament_part(
     transcripts: Sequence[Transcript], *, seed: int, n_boot: int
 ) -> Part | None:
-    """The section, or None when fewer than two debater models held a seat."""
+    """The section, or None when there is nothing to compare: fewer than two debater models
+    rated against each other (or as consultants) and fewer than two prover × estimator
+    cells — a run whose seats hold one prover and one estimator model is no tournament."""
     models = debater_models(transcripts)
     if len(models) < 2:
         return None
     matches = matches_of(transcripts)
     pe = pe_records_of(transcripts)
+    if len(rated_models(matches)) < 2 and len({(r.prover, r.estimator) for r in pe}) < 2:
+        return None
     boot = min(n_boot, MAX_BOOT)
     data, figures = section(matches, pe, seed=seed, n_boot=boot) if matches or pe else ({}, {})
     if not matches:
@@ -53,6 +58,17 @@ def tournament_part(
     md = "## Debater tournament\n\n" + _markdown(data, pe_cells=bool(pe))
     pngs = {name.removesuffix(".png"): png for name, png in figures.items()}
     return Part("tournament", data, md, _html(data, pngs), pngs)
+
+
+def rated_models(matches: Sequence[Match]) -> set[str]:
+    """The models a rating compares: those that met another model, and the consultants."""
+    out: set[str] = set()
+    for m in matches:
+        if m.consultancy:
+            out.add(str(m.correct or m.incorrect))
+        elif m.correct != m.incorrect:
+            out |= {str(m.correct), str(m.incorrect)}
+    return out
 
 
 def _markdown(data: dict[str, Any], *, pe_cells: bool) -> str:
@@ -72,11 +88,12 @@ def _table(d: dict[str, Any]) -> RatingTable:
             model=r["model"],
             side=r["side"],
             value=r["value"],
-            ci95=(r["ci95"][0], r["ci95"][1]),
+            ci95=None if r["ci95"] is None else (r["ci95"][0], r["ci95"][1]),
             sd=r["sd"],
             matches=r["matches"],
             win_rate=r["win_rate"],
             prior_bound=r.get("prior_bound"),
+            note=r.get("interval_note"),
         )
         for r in d["ratings"]
     )
@@ -97,12 +114,13 @@ def _rating_rows(d: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
     for model, sides in sorted(by.items(), key=lambda kv: -kv[1]["overall"]["value"]):
         o = sides["overall"]
-        cells = [model, f"{o['value']:.2f}", rating_ci(o["ci95"], o.get("prior_bound"), 2)]
+        cells = [model, f"{o['value'] + 0.0:.2f}",
+                 rating_ci(o["ci95"], o.get("prior_bound"), 2, o.get("interval_note"))]
         for side in ("correct", "incorrect"):
             s = sides.get(side)
-            cells.append("–" if s is None else
-                         f"{s['value']:.2f} {rating_ci(s['ci95'], s.get('prior_bound'), 2)}")
-        cells += [str(o["matches"]), f"{o['win_rate']:.3f}"]
+            cells.append("–" if s is None else f"{s['value']:.2f} " + rating_ci(
+                s["ci95"], s.get("prior_bound"), 2, s.get("interval_note")))
+        cells += [str(o["matches"]), _f(o["win_rate"])]
         rows.append(cells)
     return rows
 
@@ -114,8 +132,8 @@ def _html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
         f"{data['matches']} judged debates rated. Persuasiveness: a Bradley–Terry fit of the "
         "judge's decisions (logits; a consultant against the judge), overall and separately "
         "when arguing the correct and the incorrect answer, with 95% percentile bootstrap "
-        "intervals. Debaters who chose their answer are rated apart (protocol "
-        "“… (chosen)”).</p>",
+        "intervals over items (none under 10 items). Debaters who chose their answer are "
+        "rated apart (protocol “… (chosen)”).</p>",
     ]
     for proto, d in (data.get("ratings") or {}).items():
         parts += [
@@ -126,6 +144,8 @@ def _html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
         ]
         if any(r.get("prior_bound") for r in d["ratings"]):
             parts.append(f"<p class='muted'>{e(PRIOR_NOTE)}</p>")
+        parts += [f"<p class='muted'>{e(line)}</p>"
+                  for line in no_interval_lines(_table(d).ratings)]
     if "accuracy_vs_rating" in pngs:
         parts += [
             "<h3>Judge accuracy against debater rating</h3>",

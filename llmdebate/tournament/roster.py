@@ -2,7 +2,7 @@
 
 ``seats`` gives a seat of every debate its own model (``seats: {debater_b: {model: ...}}``);
 ``tournament.roster`` names debater models, and its ``schedule`` says who debates whom
-(:mod:`llmdebate.tournament.runner` expands it into the debates of the run). A seat's
+(:mod:`llmdebate.tournament.seating` seats it in the debates of the run). A seat's
 name in the config is its transcript role with ``_`` for spaces, lower case: ``debater_a``,
 ``debater_b``, ``consultant``, ``prover``, ``estimator``. A seat plays with the settings of
 its role's section (debaters and consultants speak as the ``prover``).
@@ -20,6 +20,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from llmdebate.agents.factory import SEAT_ROLES, Team, seat_key
 from llmdebate.agents.settings import ModelSettings
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import get_protocol
 
 ROSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -132,9 +133,9 @@ def roster_seats(protocol: str) -> tuple[str, ...]:
     two-answer protocol's debaters (seats that play as the prover); a seat a protocol adds
     for another part (a critic) keeps the model the config gives it."""
     p = get_protocol(protocol)
-    if p.recursive:
+    if isinstance(p, RecursiveProtocol):
         return p.seats
-    return tuple(s for s in p.seats if SEAT_ROLES.get(s) == "prover") if p.two_answer else ()
+    return tuple(s for s in p.seats if SEAT_ROLES.get(s) == "prover")
 
 
 def rostered(protocol: str) -> bool:

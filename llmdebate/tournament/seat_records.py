@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llmdebate.core.schemas import Transcript
+from llmdebate.protocols.families import ChoiceProtocol
 from llmdebate.protocols.registry import protocol_of
 from llmdebate.report.records import decision_correct, gold, item_id, normalized_payoff, side
 from llmdebate.tournament.figures import PERecord
@@ -64,7 +65,7 @@ def _p_correct(t: Transcript) -> float | None:
 
 def match_of(t: Transcript) -> Match | None:
     """The :class:`Match` of a complete two-answer debate with a debater seated on a side."""
-    if t.status != "complete" or not protocol_of(t).two_answer:
+    if t.status != "complete" or not isinstance(protocol_of(t), ChoiceProtocol):
         return None
     sides: dict[str, str] = {}
     for seat, rec in seats_of(t).items():
@@ -97,7 +98,7 @@ def leaf_correct(t: Transcript) -> float | None:
 def pe_record_of(t: Transcript) -> PERecord | None:
     """The :class:`PERecord` of a complete debate of a protocol with an estimator
     (``estimator_rewards``) with a prover and an estimator recorded in its seats."""
-    if t.status != "complete" or not protocol_of(t).estimator_rewards:
+    if t.status != "complete" or not protocol_of(t).can.estimator_rewards:
         return None
     prover, estimator = seat_name(t, "prover"), seat_name(t, "estimator")
     if prover is None or estimator is None:

@@ -141,6 +141,11 @@ class UpdateSettings(_Section):
     """grpo: each reward (the decision's return to go) divided by the debate's one scale, the
     most |R_A| can be, so it lies in [-1, 1] and keeps the rounds' weights (docs/training.md,
     "Reward scale"); false: in the debate's own units."""
+    relative_reward: bool = True
+    """grpo, with normalize_reward (prover-estimator debate): each reward relative to its
+    decision, (return to go - the recorded reply's) / the decision's r^level, so that a
+    decision near the top gets GRPO advantages of order one (docs/training.md, "Reward
+    scale"); false: divided by the debate's one scale."""
     invalid_reward: float | None = Field(default=None, lt=-1.0)
     """grpo: the reward of a completion that is not wholly the act's answer (or is empty free
     text, or over its act's size cap), on the scaled scale; below -1, the lowest valid reward

@@ -29,10 +29,12 @@ from llmdebate.export.api import injectable
 from llmdebate.export.formats import BASELINES
 from llmdebate.models.get_model import release_local
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.registry import get_protocol, named_where
 from llmdebate.records.paths import resolve_path
 from llmdebate.records.rundir import load_transcripts, read_run_config
+from llmdebate.report.judge_audit import hacking_line
 from llmdebate.training.config import TrainConfig
-from llmdebate.training.metrics import generation_metrics, plot_metrics
+from llmdebate.training.metrics import AUDIT_PREFIX, generation_metrics, plot_metrics
 from llmdebate.training.update import (
     UpdateResult,
     _device,
@@ -95,8 +97,12 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, out: Path, *, progress: bool = True) -> None:
         self.cfg, self.out, self.progress = cfg, out, progress
         self.exp = experiment_of(cfg)
-        if "prover-estimator" not in self.exp.protocols:
-            raise UserError("train: the experiment must run prover-estimator debates")
+        self.trained = [p for p in self.exp.protocols if get_protocol(p).can.estimator_rewards]
+        if not self.trained:
+            raise UserError(
+                "train: the experiment must run a protocol with estimator rewards "
+                f"({', '.join(named_where(lambda p: p.can.estimator_rewards))})"
+            )
         self.models = {"prover": self.exp.prover.model, "estimator": self.exp.estimator.model}
         self.history: list[dict[str, Any]] = []
         self.updates: list[UpdateResult] = []
@@ -115,7 +121,7 @@ class Trainer:
             update={
                 "name": f"{self.cfg.name}-iter{it}-gen{g}",
                 "seed": self.cfg.seed + 1000 * it + g,
-                "protocols": ["prover-estimator"],
+                "protocols": self.trained,
                 "prover": on_device(self.settings_of("prover"), self.device),
                 "estimator": on_device(self.settings_of("estimator"), self.device),
                 "judge": on_device(e.judge, self.device),
@@ -197,6 +203,8 @@ class Trainer:
         summary = {
             "models": self.models,
             "generations": len(self.history),
+            "judge_audit": {side: hacking_line(self.history, side, prefix)
+                            for side, prefix in AUDIT_PREFIX.items()},
             "updates": [
                 {"role": u.role, "checkpoint": str(u.checkpoint), "rows": u.rows,
                  "steps": u.steps, "loss": u.loss, "seconds": round(u.seconds, 2),

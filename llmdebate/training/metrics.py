@@ -10,6 +10,7 @@ import numpy as np
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.registry import protocol_of
+from llmdebate.report.judge_audit import judge_audit
 from llmdebate.report.metrics import (
     calibration,
     calibration_points,
@@ -26,11 +27,20 @@ def _var(xs: list[float]) -> float | None:
     return float(np.var(xs)) if len(xs) > 1 else None
 
 
+AUDIT_PREFIX = {"prover": "audit_", "estimator": "audit_estimator_"}
+"""Where each side's judge-hacking audit (:mod:`llmdebate.report.judge_audit`) is kept in a
+generation's metrics."""
+
+
 def generation_metrics(transcripts: list[Transcript]) -> dict[str, Any]:
     """A's mean normalized payoff (sampled and expected), accuracy against gold (A's answer;
-    B's p_d on the top claim), B's calibration (Brier, ECE over p_d), and the variance across
-    debates of A's sampled and expected normalized payoffs."""
-    pe = [t for t in transcripts if protocol_of(t).in_generation_metrics(t)]
+    B's p_d on the top claim), B's calibration (Brier, ECE over p_d), the variance across
+    debates of A's sampled and expected normalized payoffs, and each side's judge-hacking
+    audit (``audit_*`` for the prover, ``audit_estimator_*``: wins against the leaf judge,
+    truthful arguments, the judge's accuracy, their gap)."""
+    pe = [
+        t for t in transcripts if t.status == "complete" and protocol_of(t).can.estimator_rewards
+    ]
     sampled = [v for t in pe if (v := normalized_payoff(t)) is not None]
     expected = [v for t in pe if (v := normalized_expected_payoff(t)) is not None]
     answers = [
@@ -39,7 +49,9 @@ def generation_metrics(transcripts: list[Transcript]) -> dict[str, Any]:
         if t.init is not None and t.init.claim.truth is not None
     ]
     cal = calibration(calibration_points(pe))
-    return {
+    audits = {f"{AUDIT_PREFIX[side]}{k}": v for side in AUDIT_PREFIX
+              for k, v in judge_audit(pe, side).items()}
+    return audits | {
         "debates": len(transcripts),
         "complete": len(pe),
         "failed": sum(t.status == "failed" for t in transcripts),
@@ -59,6 +71,8 @@ PANELS = (
     ("accuracy against gold", ("prover_accuracy", "estimator_accuracy")),
     ("estimator calibration", ("brier", "ece")),
     ("variance of A's payoff", ("payoff_variance", "expected_payoff_variance")),
+    ("judge-hacking audit (prover)", ("audit_judge_wins", "audit_argued_truth",
+                                      "audit_judge_accuracy", "audit_wins_minus_truth")),
 )
 
 

@@ -281,6 +281,7 @@ def grpo_trainer(
 
         reward = DebateReward(
             expected=not settings.sampled_reward, normalize=settings.normalize_reward,
+            relative=settings.relative_reward,
             invalid_reward=settings.invalid_reward, margin=settings.invalid_margin,
             max_reply_chars=settings.max_reply_chars, logprobs_as=settings.logprobs_as,
         )

@@ -1,7 +1,8 @@
-"""The judge who may ask and stop (Michael et al. 2023), in two-sided debate and consultancy.
+"""The judge who may ask and stop (Michael et al. 2023), in a speech protocol that asks.
 
 With ``judge.interactive`` a model judge gets a turn after every round (prompt ``judge_turn``,
-the structured reply :class:`~llmdebate.judging.turns.JudgeTurnReply`, schema ``judge_turn``):
+the structured reply :class:`~llmdebate.protocols.judge_turn.JudgeTurnReply`, schema
+``judge_turn``):
 ``ask`` — its question is added to the debate (a ``judge`` turn the debaters read) and another
 round follows — or ``decide``, which ends the debate with its ``p_first`` as the verdict.
 After the last round (``rounds``) its reply is the verdict whatever it says. Every round it
@@ -30,14 +31,14 @@ from llmdebate.agents.llm import ask_structured
 from llmdebate.agents.parsing import ReplyError
 from llmdebate.core import scoring
 from llmdebate.core.schemas import Turn
-from llmdebate.judging.turns import (
+from llmdebate.models import GenerateConfig
+from llmdebate.protocols.common import choice_of, options_text
+from llmdebate.protocols.judge_turn import (
     JudgeTurnError,
     JudgeTurnReply,
     judge_turn_schema,
     parse_judge_turn,
 )
-from llmdebate.models import GenerateConfig
-from llmdebate.protocols.common import choice_of, options_text
 from llmdebate.protocols.spec import DebateSpec, Log
 
 ACT = "judge_turn"

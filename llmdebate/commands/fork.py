@@ -1,0 +1,110 @@
+"""``llmdebate fork RUN_DIR --at N``: every debate of a run again from round N, as recorded
+before it, with the run's agents (or swapped ones) from there on.
+
+A fork replays the debate's own protocol from its seed (:func:`llmdebate.rl.fork`): the
+decisions before the fork point are the recorded ones, the rest are asked again, so with no
+swap a fork is the recorded debate bit for bit. ``--swap ROLE=MODEL`` gives a role (prover,
+estimator, judge: a model string, or a judge kind) or a seat (``debater B``, a protocol's
+``critic``) another model from the fork point on. The forked debates go to ``--out`` (one
+transcript a line; ``meta.forked`` says where each came from, ``meta.seats`` who sat where).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from llmdebate.commands.verbs import VERBS
+from llmdebate.core.schemas import Transcript
+from llmdebate.errors import UserError
+from llmdebate.records.rundir import load_transcripts, read_run_config
+from llmdebate.records.transcripts import transcript_line
+from llmdebate.rl.replay import fork, team_for
+from llmdebate.rl.rewards import run_sync
+
+
+def swaps(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``ROLE=MODEL`` pairs as a dict; a pair without ``=`` is a one-line error."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        role, sep, model = pair.partition("=")
+        if not sep or not role.strip() or not model.strip():
+            raise UserError(f"--swap {pair!r}: write ROLE=MODEL (e.g. critic=parrot/critic-2)")
+        out[role.strip()] = model.strip()
+    return out
+
+
+def fork_run(
+    run_dir: Path,
+    at: int,
+    *,
+    act: str = "direction",
+    speaker: str | None = None,
+    swap: dict[str, str] | None = None,
+    debates: tuple[str, ...] = (),
+    protocols: tuple[str, ...] = (),
+) -> tuple[list[Transcript], list[str]]:
+    """Every debate of ``run_dir`` that did not fail (or those ``debates`` names, of
+    ``protocols`` where given), forked at
+    round ``at`` (``act`` within a recursive debate's round, ``speaker`` within a speech
+    round) with ``swap``'s models; (the forks, a line for every debate whose fork failed)."""
+    ts = [t for t in load_transcripts(run_dir) if t.status != "failed"]
+    if debates:
+        unknown = sorted(set(debates) - {t.id for t in ts})
+        if unknown:
+            raise UserError(f"--debate: no debate {unknown[0]!r} in {run_dir}")
+        ts = [t for t in ts if t.id in debates]
+    if protocols:
+        ts = [t for t in ts if t.protocol in protocols]
+    team = team_for(read_run_config(run_dir), swap=swap)
+    swapped = tuple(swap or ())
+    forked: list[Transcript] = []
+    failed: list[str] = []
+    for t in ts:
+        try:
+            forked.append(run_sync(fork(t, team, at, act=act, speaker=speaker, swapped=swapped)))
+        except UserError:
+            raise
+        except Exception as exc:  # this debate's fork failed: one line, the others go on
+            failed.append(f"{t.id}: {type(exc).__name__}: {exc}")
+    return forked, failed
+
+
+@VERBS.register("fork")
+@click.command("fork")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--at", type=int, required=True,
+              help="The round the fork starts at (a speech protocol: 1..rounds+1; a recursive "
+              "one: 0..depth).")
+@click.option("--act", default="direction", show_default=True,
+              help="Recursive debates: the decision of round --at the fork starts at.")
+@click.option("--speaker", default=None,
+              help="Speech debates: the seat of round --at the fork starts at (default: the "
+              "whole round is played again).")
+@click.option("--swap", "swap_pairs", multiple=True, metavar="ROLE=MODEL",
+              help="Another model for a role or seat from the fork point on (repeatable).")
+@click.option("--debate", "debates", multiple=True, metavar="ID",
+              help="Fork only this debate (repeatable; default: every one that did not fail).")
+@click.option("--protocol", "protocols", multiple=True, metavar="NAME",
+              help="Fork only the debates of this protocol (repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the forked transcripts go (default: RUN_DIR/forks.jsonl).")
+def command(
+    run_dir: Path, at: int, act: str, speaker: str | None, swap_pairs: tuple[str, ...],
+    debates: tuple[str, ...], protocols: tuple[str, ...], out: Path | None,
+) -> None:
+    """Play RUN_DIR's debates again from round --at, replaying what came before."""
+    forked, failed = fork_run(
+        run_dir, at, act=act, speaker=speaker, swap=swaps(swap_pairs), debates=debates,
+        protocols=protocols,
+    )
+    path = out or run_dir / "forks.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(transcript_line(t) for t in forked))
+    click.echo(f"forked {len(forked)} debate(s) at round {at} into {path}")
+    for line in failed:
+        click.echo(f"failed: {line}", err=True)
+    if failed:
+        sys.exit(1)

@@ -1,1 +1,0 @@
-"""The protocol's own prompt templates (``<act>.j2``)."""

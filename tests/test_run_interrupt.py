@@ -1,0 +1,139 @@
+"""A run stopped by SIGTERM or Ctrl-C mid-way, its debates served over HTTP by the fake
+OpenAI-compatible server (a separate process, with latency): ``summary.json`` is written, one
+line says what was kept and the command that resumes, the exit code is 143 (130), and the
+resume completes the run with no debate twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DIVISORS = REPO / "datasets" / "divisors.jsonl"
+CLI = "import sys; from llmdebate.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.fixture(scope="module")
+def slow_server() -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "benchmarks" / "fake_openai_server.py"), "--port", "0",
+         "--latency", "0.05"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening "), line
+        yield line.split()[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def env(tmp: Path) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    return {**out, "PYTHONPATH": str(REPO), "LLMDEBATE_CACHE_DIR": str(tmp / "cache")}
+
+
+def config(tmp: Path, url: str) -> Path:
+    role = {"model": "openai/fake", "base_url": url}
+    cfg = {
+        "name": "interrupted",
+        "dataset": {"path": str(DIVISORS), "limit": 6},
+        "debate": {"depth": 2, "width": 2},
+        "protocols": ["prover-estimator"],
+        "prover": {**role, "decomposer": "formal"},
+        "estimator": role,
+        "judge": {"kind": "llm", **role},
+        "max_concurrency": 2,
+        "use_cache": False,
+        "report": {"bootstrap": 10},
+    }
+    path = tmp / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), [
+    (signal.SIGTERM, 143, "interrupted by SIGTERM"),
+    (signal.SIGINT, 130, "interrupted by Ctrl-C"),
+])
+def test_an_interrupted_run_writes_its_summary_and_resumes_without_duplicates(
+    tmp_path: Path, slow_server: str, sig: int, code: int, said: str
+) -> None:
+    cfg = config(tmp_path, slow_server)
+    run_dir = tmp_path / "run"
+    args = ["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, *args], env=env(tmp_path), cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    transcripts = run_dir / "transcripts.jsonl"
+    deadline = time.monotonic() + 120
+    while len(lines(transcripts)) < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no debate finished in 120 s"
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    began = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert time.monotonic() - began < 10, "the run took long to stop"
+    assert proc.returncode == code, err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    kept = len(lines(transcripts))
+    assert summary["stopped"] == said
+    assert summary["planned"] == 12 and 2 <= kept < 12
+    assert summary["missing"] == 12 - kept
+    (line,) = [x for x in err.splitlines() if x.strip()]
+    assert line.startswith(f"{said}: {kept} of 12 debates kept in {run_dir}")
+    resume = line.split("resume: ", 1)[1]
+    argv = shlex.split(resume)
+    assert argv[0] == "llmdebate" and argv[1:] == [*args[:3], *args[5:], *args[3:5]]
+    again = subprocess.run(
+        [sys.executable, "-c", CLI, *argv[1:]], env=env(tmp_path), cwd=tmp_path,
+        capture_output=True, text=True, timeout=300,
+    )
+    assert again.returncode == 0, again.stderr
+    ids = [t["id"] for t in lines(transcripts)]
+    assert len(ids) == len(set(ids)) == 12
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped"] is None and summary["missing"] == 0
+
+
+def test_a_run_whose_server_is_down_says_why_on_the_terminal(tmp_path: Path) -> None:
+    """Fewer debates than the circuit breaker's limit fail: the terminal line still says why
+    (connection refused), not only how many."""
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = config(tmp_path, f"http://127.0.0.1:{port}/v1")
+    raw = yaml.safe_load(cfg.read_text())
+    raw.update(max_retries=0, dataset={"path": str(DIVISORS), "limit": 2})
+    cfg.write_text(yaml.safe_dump(raw))
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, "run", "--config", str(cfg), "--run-dir",
+         str(tmp_path / "run"), "--quiet"],
+        env=env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("failed: ")]
+    assert line.startswith("failed: 4 RetriesExhaustedError (")
+    assert "connection refused" in line and f"127.0.0.1:{port}" in line

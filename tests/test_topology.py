@@ -1,0 +1,286 @@
+"""Speech protocols as data: a topology in a config, run end to end and judged blind.
+
+``configs/proposer-critic.yaml`` (the config docs/extending.md shows) is a protocol written
+only as YAML and one template: it runs, reports and re-scores from the command line. A
+topology with private and turn-only slots never shows them to a judge, while the speakers
+who may read them do. Bad topology input is one line naming file:line:column and field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from llmdebate.agents.factory import SEAT_ROLES, Team
+from llmdebate.cli import cli, main
+from llmdebate.core.schemas import Transcript
+from llmdebate.data import Item
+from llmdebate.errors import ConfigError
+from llmdebate.experiment.config import ExperimentConfig
+from llmdebate.experiment.debate import run_one
+from llmdebate.experiment.jobs import make_jobs
+from llmdebate.experiment.loading import read_yaml, validate
+from llmdebate.experiment.runtime import protocol_settings
+from llmdebate.judging.view import build_view
+from llmdebate.models import Model, ScriptedBackend
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.registry import PROTOCOLS, protocol_of
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "configs" / "proposer-critic.yaml"
+ITEM = Item(id="q1", question="Is water wet?", choices=["yes", "no"], answer="yes")
+
+
+@pytest.fixture(autouse=True)
+def _unregister() -> Iterator[None]:
+    """The topologies a test registers are dropped after it, and the seats they declared
+    (the registry and the seats are global)."""
+    before, seats = set(PROTOCOLS.names()), dict(SEAT_ROLES)
+    yield
+    for name in set(PROTOCOLS.names()) - before:
+        PROTOCOLS.remove(name)
+    SEAT_ROLES.clear()
+    SEAT_ROLES.update(seats)
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_a_topology_written_only_in_a_config_runs_reports_and_scores(tmp_path: Path) -> None:
+    runner = CliRunner()
+    run_dir = tmp_path / "pc"
+    res = runner.invoke(cli, ["run", "--config", str(CONFIG), "--run-dir", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    ts = _lines(run_dir / "transcripts.jsonl")
+    assert len(ts) == 4 and {t["status"] for t in ts} == {"complete"}
+    assert {t["meta"]["variant"] for t in ts} == {"honest", "dishonest"}
+    first = ts[0]
+    assert [(x["role"], x["round"], x["text"]) for x in first["turns"]] == [
+        ("proposer", 1, "P1"), ("critic", 1, "C1"), ("proposer", 2, "P2"),
+        ("critic", 2, "C2"), ("judge", 3, f"The judge chose: {first['meta']['decision']}"),
+    ]
+    assert first["meta"]["slots"] == ["argument", "critique"]
+    assert first["meta"]["topology"]["name"] == "proposer-critic"
+    calls = first["calls"]
+    assert [(c["role"], c["act"]) for c in calls] == [
+        ("proposer", "argue round 1"), ("critic", "argue round 1"),
+        ("proposer", "argue round 2"), ("critic", "argue round 2"),
+        ("judge", "consultancy_judge"),
+    ]
+    critic_asked = calls[1]["messages"][-1]["content"]
+    assert "P1" in critic_asked and "weakest step" in critic_asked  # its own template
+    judge_asked = calls[-1]["messages"][-1]["content"]
+    assert all(s in judge_asked for s in ("P1", "C1", "P2", "C2"))  # every slot is public
+
+    res = runner.invoke(cli, ["report", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    assert "proposer-critic" in (run_dir / "report.html").read_text()
+
+    PROTOCOLS.remove("proposer-critic")  # a re-scoring reads the topology its records hold
+    res = runner.invoke(cli, ["score", str(run_dir / "transcripts.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert "4 scored, 0 mismatches" in res.output
+
+
+BLIND = {
+    "title": "Blind judge",
+    "seats": {"proposer": "prover", "critic": "estimator"},
+    "turns": [
+        {"speaker": "proposer", "slot": "plan", "act": "consultancy_consultant",
+         "visible": "private", "position": "none"},
+        {"speaker": "proposer", "slot": "argument", "act": "consultancy_consultant"},
+        {"speaker": "critic", "slot": "hint", "act": "consultancy_consultant",
+         "visible": "turn", "position": "none"},
+        {"speaker": "proposer", "slot": "rebuttal", "act": "consultancy_consultant"},
+    ],
+}
+SLOTS = ("PLAN", "ARGUMENT", "HINT", "REBUTTAL")
+
+
+def _speaker(requests: list[tuple[str, str]]) -> Any:
+    """A responder writing each step's slot name and round (``PLAN-1``, ...), in order."""
+    counter = {"n": 0}
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        i = counter["n"]
+        counter["n"] += 1
+        slot = f"{SLOTS[i % 4]}-{i // 4 + 1}"
+        requests.append((slot, "\n".join(m["content"] for m in messages)))
+        return slot
+
+    return reply
+
+
+ASKS = ['{"action": "ask", "question": "Why QUESTION?", "p_first": 0.6}',
+        '{"action": "decide", "p_first": 0.4}']
+
+
+def _blind_run(
+    judge_kind: str = "llm", interactive: bool = False
+) -> tuple[Transcript, list[tuple[str, str]], list[str]]:
+    cfg = ExperimentConfig.model_validate({
+        "protocols": ["blind"],
+        "topologies": {"blind": {**BLIND, "can": ["asks_questions"]}},
+        "rounds": 2,
+        "prover": {"model": "scripted", "scratchpad": False, "assignment": "honest"},
+        "judge": {"model": "scripted", "kind": judge_kind, "interactive": interactive},
+    })
+    speakers: list[tuple[str, str]] = []
+    judge = ScriptedBackend(ASKS if interactive else None, name="s-judge",
+                            default_probability=0.6)
+    debater = Model(ScriptedBackend(responder=_speaker(speakers), name="s-debater"))
+    models = {"prover": debater, "estimator": debater, "judge": Model(judge)}
+    team = Team(models, Prompts(), cfg.prover, cfg.estimator, cfg.judge)
+    (job,) = make_jobs([ITEM], cfg)
+    t, failed = asyncio.run(run_one(job, team, protocol_settings(cfg)))
+    assert not failed and t.status != "failed", t.failure
+    judged = ["\n".join(m["content"] for m in r) for r in judge.requests]
+    return t, speakers, judged
+
+
+def test_a_judge_never_reads_a_private_or_turn_only_slot() -> None:
+    t, speakers, judged = _blind_run()
+    assert [x.text for x in t.turns if x.role != "judge"] == [
+        f"{s}-{r}" for r in (1, 2) for s in SLOTS
+    ]
+    assert judged and all(
+        re.search(r"ARGUMENT-1.*REBUTTAL-1.*ARGUMENT-2.*REBUTTAL-2", j, re.S) for j in judged
+    )
+    for j in judged:  # what reaches the judge's prompts
+        assert not re.search(r"PLAN-\d|HINT-\d", j), j
+    asked = dict(speakers)
+    assert "PLAN-1" in asked["PLAN-2"] and "PLAN-1" in asked["REBUTTAL-1"]  # its author reads it
+    assert "PLAN-1" not in asked["HINT-1"] and "PLAN-2" not in asked["HINT-2"]  # no one else
+    assert "HINT-1" in asked["REBUTTAL-1"] and "HINT-2" in asked["REBUTTAL-2"]  # the turn's rest
+    assert "HINT-1" not in asked["PLAN-2"] and "HINT-1" not in asked["REBUTTAL-2"]  # not later
+
+
+def test_an_interactive_judge_asks_reading_only_the_public_slots() -> None:
+    t, speakers, judged = _blind_run(interactive=True)
+    assert [x.role for x in t.turns].count("judge") == 2  # its question, then its verdict
+    assert t.meta["decision_probability"] == pytest.approx(0.6)  # p_first 0.4 of the decide
+    assert len(judged) == 2 and "ARGUMENT-1" in judged[0] and "QUESTION" in judged[1]
+    for j in judged:
+        assert not re.search(r"PLAN-\d|HINT-\d", j), j
+    asked = dict(speakers)
+    assert "Why QUESTION?" in asked["PLAN-2"] and "PLAN-1" in asked["PLAN-2"]
+
+
+def test_a_waiting_debate_shows_a_person_and_a_model_judge_only_the_public_slots() -> None:
+    t, _, judged = _blind_run("human")
+    assert t.status == "awaiting_verdict" and not judged
+    act, variables = protocol_of(t).judge_prompt(t)  # type: ignore[attr-defined]
+    assert act == "consultancy_judge"
+    assert "ARGUMENT-2" in variables["transcript"] and "REBUTTAL-2" in variables["transcript"]
+    assert not re.search(r"PLAN-\d|HINT-\d", variables["transcript"])
+    shown = json.dumps(build_view(t, seed=3))  # what a person's page or terminal shows
+    assert "ARGUMENT-1" in shown and "REBUTTAL-2" in shown
+    assert not re.search(r"PLAN-\d|HINT-\d", shown), shown
+
+
+def _load(tmp_path: Path, text: str) -> ExperimentConfig:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    return validate(read_yaml(path), file=path)
+
+
+GOOD = """\
+protocols: [pc]
+topologies:
+  pc:
+    seats: {proposer: prover}
+    turns:
+      - speaker: proposer
+        act: consultancy_consultant
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where"),
+    [
+        ("        act: consultancy", "        visibl: public\n        act: consultancy",
+         r"bad\.yaml:7:9: topologies\.pc\.turns\.0\.visibl: unknown field"),
+        ("act: consultancy_consultant", "act: consultancy_consultant\n        visible: all",
+         r"bad\.yaml:8:9: topologies\.pc\.turns\.0\.visible: must be one of 'public', "
+         r"'private' or 'turn' \(got 'all'\)"),
+        ("speaker: proposer", "speaker: critic",
+         r"bad\.yaml:6:9: topologies\.pc\.turns\.0\.speaker: 'critic' is not a seat "
+         r"\(seats: proposer\)"),
+        ("{proposer: prover}", "{proposer: judge}",
+         r"bad\.yaml:4:13: topologies\.pc\.seats\.proposer: must be one of "
+         r"'prover' or 'estimator' \(got 'judge'\)"),
+    ],
+)
+def test_bad_topology_input_is_one_line_naming_file_line_column_and_field(
+    tmp_path: Path, old: str, new: str, where: str
+) -> None:
+    assert _load(tmp_path, GOOD).topologies["pc"].turns[0].speaker == "proposer"
+    with pytest.raises(ConfigError, match=where) as exc:
+        _load(tmp_path, GOOD.replace(old, new))
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["consultancy", "direct"])
+def test_a_topology_cannot_take_a_registered_protocol_name(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match=rf"bad\.yaml:3:3: topologies\.{name}: a protocol of "
+                       r"that name is registered already \(a built-in or a plugin's\)"):
+        _load(tmp_path, GOOD.replace("[pc]", f"[{name}]").replace("  pc:", f"  {name}:"))
+
+
+def test_bad_topology_input_exits_2_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(CONFIG.read_text().replace("position: none", "position: nowhere"))
+    assert main(["run", "--config", str(path), "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"error: \S*bad\.yaml:12:56: topologies\.proposer-critic\.turns\.1\."
+                        r"position: must be one of 'assigned', 'other' or 'none' "
+                        r"\(got 'nowhere'\)\n", err), err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_docs_show_the_config_and_template_this_file_runs() -> None:
+    page = (REPO / "docs" / "extending.md").read_text()
+    section = page.split("### A speech protocol as data", 1)[1].split("\n### ", 1)[0]
+    blocks = dict(re.findall(r"```(yaml|jinja)\n(.*?)```", section, re.S))
+    assert blocks["yaml"] == CONFIG.read_text()
+    assert blocks["jinja"] == (REPO / "configs" / "proposer-critic" / "critic.j2").read_text()
+    assert "llmdebate run --config configs/proposer-critic.yaml" in section
+
+
+GOLDEN = REPO / "tests" / "fixtures" / "consultancy_golden"
+
+
+@pytest.mark.parametrize("case", ["rules", "chosen", "interactive"])
+def test_consultancy_shipped_as_a_topology_writes_the_transcripts_its_class_wrote(
+    tmp_path: Path, case: str
+) -> None:
+    """``<case>.jsonl`` was written by consultancy's own class (a word limit with re-asks and
+    a scratchpad; the consultant picking its side; an interactive judge asking)."""
+    run_dir = tmp_path / case
+    assert main(["run", "--config", str(GOLDEN / f"{case}.yaml"), "--run-dir", str(run_dir)]) == 0
+    timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
+    written = timings.sub(r'"\1":0', (run_dir / "transcripts.jsonl").read_text())
+    assert written == (GOLDEN / f"{case}.jsonl").read_text()
+    assert type(PROTOCOLS.get("consultancy")).__name__ == "Topology[consultancy]"
+
+
+def test_worker_processes_run_a_config_topology_as_this_process_does(tmp_path: Path) -> None:
+    """A worker gets the config unvalidated: it registers the topologies itself."""
+    timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
+    written = []
+    for executor in ("local", "processes"):
+        run_dir = tmp_path / executor
+        args = ["run", "--config", str(CONFIG), "--run-dir", str(run_dir), "--executor", executor]
+        assert main(args + (["--workers", "1"] if executor == "processes" else [])) == 0
+        written.append(timings.sub("", (run_dir / "transcripts.jsonl").read_text()))
+    assert written[0] == written[1] and written[0].count('"status":"complete"') == 4
