@@ -94,8 +94,9 @@ class Seating:
     """Whether its debates are known only as earlier ones finish (a Swiss schedule)."""
 
     def debates(self, base: Sequence[S], transcripts: Path | None = None) -> list[S]:
-        """The debates to run (as far as known from ``transcripts``), seats filled."""
-        raise NotImplementedError
+        """The debates to run (as far as known from ``transcripts``), seats filled; each
+        strategy says how."""
+        raise NotImplementedError(f"{type(self).__name__}.debates: how the seats are filled")
 
 
 @dataclass(frozen=True)
