@@ -168,7 +168,8 @@ class SharedWeights:
 
     def _hook(self, path: str) -> Any:
         layers, local = self._layers, self._local
-        F: Any = require("torch", "local").nn.functional
+        torch: Any = require("torch", "local")
+        F = torch.nn.functional
 
         def add_adapter(module: Any, args: tuple[Any, ...], result: Any) -> Any:
             name = getattr(local, "name", None)
