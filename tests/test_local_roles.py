@@ -52,6 +52,14 @@ def test_one_copy_of_the_weights_said_once(roles: dict[str, Model]) -> None:
     first = backends[0]
     assert isinstance(first, HFBackend) and first.weights is not None
     assert len(first.weights.adapters) == 2  # the prover's and the estimator's
+    # the shared tokenizer, without the Python copies of its vocabulary and merges, encodes
+    # and decodes as a freshly loaded one
+    from transformers import AutoTokenizer
+
+    fresh = AutoTokenizer.from_pretrained(str(first.weights_dir))
+    text = "Statement: 2339 has no divisor d with 34 <= d < 49. {\"subclaims\": [\u00e9]}"
+    ids = first.tokenizer(text)["input_ids"]
+    assert ids == fresh(text)["input_ids"] and first.tokenizer.decode(ids) == fresh.decode(ids)
 
 
 def test_the_provers_beliefs_are_the_estimators_adapters(roles: dict[str, Model]) -> None:
@@ -86,7 +94,7 @@ def test_an_adapter_switched_per_call_gives_the_merged_adapters_replies(
     prompt = format_prompt(BELIEF)
     cfg = GenerateConfig(max_tokens=4, top_logprobs=5)
     shared = prover.run_batch([(prompt, cfg, 0)])[0]
-    reference = prover._run_batch([(prompt, cfg, 0)], None, model)[0]
+    reference = prover._run_batch([(prompt, cfg, 0)], None, model, lambda i: False)[0]
     assert shared.text == reference.text
     for a, b in zip(shared.logprobs or [], reference.logprobs or [], strict=True):
         assert a.token == b.token and abs(a.logprob - b.logprob) < 1e-4

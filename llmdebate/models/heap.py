@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Callable
+from typing import Any
 
-_TRIM: list[Callable[[int], int] | None] = []
+_TRIM: list[Any] = []
+"""glibc's ``malloc_trim`` once looked up (None: none)."""
 
 
 def trim_heap() -> None:

@@ -13,11 +13,14 @@ Used when at least ``MIN_SHARED`` tokens are shared and, for a model with slidin
 attention, the prompts and the reply fit in the window (padding in the middle counts towards
 the window's distances).
 
-A batch of one-token calls (nothing is decoded after this pass) of more than
-``SHORT_TOKENS`` prompt tokens runs in groups of rows of at most that many tokens, each with
-a copy of the shared beginning's keys and values: a pass's activations and keys and values
-grow with its rows times their length (about 0.1 GB per thousand tokens on Gemma 3 270M), and
-the estimator's probes of six debates at once are 24 rows of 170 tokens.
+Memory: a pass's activations grow with its rows times their length (about 60 MB per
+thousand tokens on Gemma 3 270M), its keys and values by 36 KB a token. The prompts are
+therefore run in slices of their columns of at most ``CHUNK_TOKENS`` tokens in all (the keys
+and values of the earlier slices in the cache, as when decoding), and a batch of one-token
+calls (nothing is decoded after this pass) of more than ``SHORT_TOKENS`` prompt tokens runs in
+groups of rows of at most that many tokens, each with a copy of the shared beginning's keys
+and values, so that no pass holds the keys and values of all its rows at once: the
+estimator's probes of eight debates are 24 rows of 170 tokens.
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ from typing import Any
 
 MIN_SHARED = 16
 """Fewer shared tokens than this: one plain pass (the extra pass would cost more)."""
-SHORT_TOKENS = 1024
+SHORT_TOKENS = 512
 """A pass of one-token calls holds at most this many prompt tokens (beyond the shared
 beginning), unless one row alone is longer."""
+CHUNK_TOKENS = 512
+"""A forward call over the prompts runs at most this many tokens (rows times columns), unless
+one column of the rows is more."""
 
 
 @dataclass
@@ -102,17 +108,10 @@ def prefill(
         ids, mask = left_padded(torch, encoded, pad_id)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
-        out = model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        out = in_slices(model, ids, mask, positions, None)
         return Prefilled(out, mask, positions)
-    head = torch.tensor(encoded[0][:shared], dtype=torch.long, device=device)[None, :]
-    first = model(input_ids=head, use_cache=True, logits_to_keep=1)
-    return _after(torch, model, encoded, pad_id, device, first.past_key_values, shared)
+    head = _head(torch, model, encoded[0][:shared], device)
+    return _after(torch, model, encoded, pad_id, device, head, shared)
 
 
 def _after(
@@ -126,15 +125,29 @@ def _after(
     mask = torch.cat([torch.ones((len(encoded), shared), dtype=torch.long), tail_mask], dim=1)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
     ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
-    out = model(
-        input_ids=ids,
-        attention_mask=mask,
-        position_ids=positions,
-        past_key_values=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    return Prefilled(out, mask, positions)
+    return Prefilled(in_slices(model, ids, mask, positions, cache), mask, positions)
+
+
+def in_slices(model: Any, ids: Any, mask: Any, positions: Any, cache: Any) -> Any:
+    """The forward pass over ``ids`` (rows x columns, after the keys and values in ``cache``,
+    which ``mask``'s first columns cover) in slices of columns of at most ``CHUNK_TOKENS``
+    tokens; the last slice's output (its last column's logits, the whole cache)."""
+    rows, width = ids.shape
+    before = mask.shape[1] - width
+    step = max(1, CHUNK_TOKENS // rows)
+    out = None
+    for start in range(0, width, step):
+        end = min(width, start + step)
+        out = model(
+            input_ids=ids[:, start:end],
+            attention_mask=mask[:, : before + end],
+            position_ids=positions[:, start:end],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = out.past_key_values
+    return out
 
 
 def _in_groups(
@@ -151,8 +164,7 @@ def _in_groups(
     keys and values: nothing is decoded after them), in the rows' order."""
     head = None
     if shared >= MIN_SHARED and fits_window(model, max(len(e) for e in encoded), new_tokens):
-        ids = torch.tensor(encoded[0][:shared], dtype=torch.long, device=device)[None, :]
-        head = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+        head = _head(torch, model, encoded[0][:shared], device)
     logits = []
     for rows in parts:
         part = [encoded[i] for i in rows]
@@ -163,3 +175,11 @@ def _in_groups(
         logits.append(out.logits[:, -1:, :])
         del out
     return Prefilled(SimpleNamespace(logits=torch.cat(logits, dim=0)), None, None)
+
+
+def _head(torch: Any, model: Any, tokens: list[int], device: str) -> Any:
+    """The keys and values of the shared beginning ``tokens`` (one row)."""
+    ids = torch.tensor(tokens, dtype=torch.long, device=device)[None, :]
+    ones = torch.ones_like(ids)
+    positions = torch.arange(len(tokens), device=device)[None, :]
+    return in_slices(model, ids, ones, positions, None).past_key_values
