@@ -152,13 +152,22 @@ def keep_active(
     count only grows, and is bounded by the wall time since the assignment was opened and
     :data:`MAX_ACTIVE_S`: the page's clock is the client's); the count kept."""
     with sessions.begin() as s:
-        a = s.get(Assignment, assignment_id)
-        if a is None or a.judge_id != judge_id:
-            raise NotFound(assignment_id)
-        if seconds is not None:
-            most = min(wall_s(a), MAX_ACTIVE_S)
-            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), most))
+        a = _kept_active(s, judge_id, assignment_id, seconds)
         return a.active_s
+
+
+def _kept_active(
+    s: Session, judge_id: str, assignment_id: int, seconds: float | None
+) -> Assignment:
+    """The judge's own assignment, its active time raised to ``seconds`` (bounded by the wall
+    time since it was opened and :data:`MAX_ACTIVE_S`)."""
+    a = s.get(Assignment, assignment_id)
+    if a is None or a.judge_id != judge_id:
+        raise NotFound(assignment_id)
+    if seconds is not None:
+        most = min(wall_s(a), MAX_ACTIVE_S)
+        a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), most))
+    return a
 
 
 def still_waiting(
@@ -172,12 +181,7 @@ def still_waiting(
     """A waiting page's poll, in one transaction: keep its active time (as
     :func:`keep_active`) and say whether its question still waits for the debaters."""
     with sessions.begin() as s:
-        a = s.get(Assignment, assignment_id)
-        if a is None or a.judge_id != judge_id:
-            raise NotFound(assignment_id)
-        if seconds is not None:
-            most = min(wall_s(a), MAX_ACTIVE_S)
-            a.active_s = max(a.active_s or 0.0, min(max(seconds, 0.0), most))
+        a = _kept_active(s, judge_id, assignment_id, seconds)
         state = ask_state(shown_debate(run_dir, waiting[a.debate_id], a.id), questions_of(s, a.id))
         return bool(state and state["pending"])
 
