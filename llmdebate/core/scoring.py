@@ -19,7 +19,14 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from llmdebate.core.rules import CondProbs, compile_rule, outcome_bits, probability_true
-from llmdebate.core.schemas import DebateConfig, RoundRecord, Transcript, Verdict
+from llmdebate.core.schemas import (
+    DebateConfig,
+    Decomposition,
+    InitRecord,
+    RoundRecord,
+    Transcript,
+    Verdict,
+)
 
 T = TypeVar("T")
 
@@ -296,19 +303,8 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     Protocols without rewards (two-sided, consultancy, direct) have nothing to re-score: their
     Score is empty."""
     s = Score()
-    cfg = t.config
-    r = ratio_for(cfg)
-    d = cfg.depth
-    if t.status == "complete" and "judgment" in t.meta:  # a person's verdict: its recorded scores
-        recorded = (t.meta["judgment"] or {}).get("scores")
-        _check(s, t.id, "judgment scores", recorded, judgment_scores(t))
-        reveal = (t.meta["judgment"] or {}).get("reveal")
-        if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
-            cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
-            _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
-    turns = t.meta.get("judge_turns")
-    if t.status == "complete" and isinstance(turns, dict):  # a judge who asked and stopped
-        _check(s, t.id, "interactive judge score", turns.get("score"), judge_turns_score(t))
+    r = ratio_for(t.config)
+    _check_judge_scores(s, t)
     scheme = scheme or reward_scheme(t)
     if t.status != "complete" or scheme is None:
         return s
@@ -323,7 +319,35 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     if t.init is None:
         s.mismatches.append(Mismatch(t.id, "init", None, "an initialisation record"))
         return s
-    init = t.init
+    p_next: float | None = _score_init(s, t, t.init, r)
+    for rd in t.rounds:
+        p_next = _score_round(s, t, rd, r, p_next)
+    s.total = total(s.rewards)
+    s.expected_total = total(s.expected)
+    _check(s, t.id, "total", t.total, s.total)
+    _check(s, t.id, "expected total", t.expected_total, s.expected_total)
+    return s
+
+
+def _check_judge_scores(s: Score, t: Transcript) -> None:
+    """The scores a complete debate recorded for its judge: a person's verdict (and the stated
+    cost of a stepped reveal), or an interactive judge who asked and stopped."""
+    if t.status == "complete" and "judgment" in t.meta:  # a person's verdict: its recorded scores
+        recorded = (t.meta["judgment"] or {}).get("scores")
+        _check(s, t.id, "judgment scores", recorded, judgment_scores(t))
+        reveal = (t.meta["judgment"] or {}).get("reveal")
+        if reveal:  # stepped reveal: the stated cost of the turns the judge asked for
+            cost = reveal_cost(float(reveal["turn_cost"]), int(reveal["turns"]))
+            _check(s, t.id, "reveal cost", reveal.get("cost"), cost)
+    turns = t.meta.get("judge_turns")
+    if t.status == "complete" and isinstance(turns, dict):  # a judge who asked and stopped
+        _check(s, t.id, "interactive judge score", turns.get("score"), judge_turns_score(t))
+
+
+def _score_init(s: Score, t: Transcript, init: InitRecord, r: float) -> float:
+    """Check the initialisation's draw ẑ and reward, add the reward to ``s``; p_d, the
+    probability the first round should record."""
+    d = t.config.depth
     p_d = init.estimate.value
     _check(s, t.id, "init ẑ", init.zhat, int(init.u < p_d))
     r_init = init_reward(r, d, init.zhat, init.answer)
@@ -332,48 +356,55 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     _check(s, t.id, "expected r_init", init.expected_reward, e_init)
     s.rewards.append(r_init)
     s.expected.append(e_init)
-    p_next: float | None = p_d
-    for rd in t.rounds:
-        where = f"round {rd.k}"
-        if rd.direction is None or rd.p is None:
-            s.mismatches.append(Mismatch(t.id, where, None, "direction and p"))
-            continue
-        _check(s, t.id, f"{where} p", rd.p, p_next)
-        m: int | None = None
-        if rd.k == 0:
-            if rd.verdict is None:
-                s.mismatches.append(Mismatch(t.id, where, None, "a verdict"))
-                continue
-            _check_verdict(s, t, rd.verdict)
-        else:
-            if rd.decomposition is None:
-                s.mismatches.append(Mismatch(t.id, where, None, "a decomposition"))
-                continue
-            rule = compile_rule(rd.decomposition.rule, rd.decomposition.width)
-            zs = [int(u < b) for u, b in zip(rd.u, rd.b, strict=False)]
-            _check(s, t.id, f"{where} z", rd.z, zs)
-            m = rule(rd.z) if len(rd.z) == rule.q else None
-            _check(s, t.id, f"{where} M_D", rd.m, m)
-            if m is None:
-                m = 0
-            if rd.table is not None:
-                expected_m = probability_true(rule, CondProbs.from_levels(rd.table))
-                _check(s, t.id, f"{where} E[M_D]", rd.expected_m, expected_m)
-        rew, exp = round_rewards(r, rd, m)
-        _check(s, t.id, f"{where} reward", rd.reward, rew)
-        _check(s, t.id, f"{where} expected reward", rd.expected_reward, exp)
-        s.rewards.append(rew)
-        s.expected.append(exp)
-        try:
-            p_next = next_probability(rd, cfg.variant) if rd.k > 0 else None
-        except ValueError as exc:
-            s.mismatches.append(Mismatch(t.id, f"{where} next p", None, str(exc)))
-            p_next = None
-    s.total = total(s.rewards)
-    s.expected_total = total(s.expected)
-    _check(s, t.id, "total", t.total, s.total)
-    _check(s, t.id, "expected total", t.expected_total, s.expected_total)
-    return s
+    return p_d
+
+
+def _score_round(
+    s: Score, t: Transcript, rd: RoundRecord, r: float, p_next: float | None
+) -> float | None:
+    """Check round ``rd`` (its p against ``p_next``, its verdict or draws, its rewards) and add
+    its rewards to ``s``; the probability the next round should record (``p_next`` unchanged
+    when the round lacks what it needs to be scored)."""
+    where = f"round {rd.k}"
+    if rd.direction is None or rd.p is None:
+        s.mismatches.append(Mismatch(t.id, where, None, "direction and p"))
+        return p_next
+    _check(s, t.id, f"{where} p", rd.p, p_next)
+    m: int | None = None
+    if rd.k == 0:
+        if rd.verdict is None:
+            s.mismatches.append(Mismatch(t.id, where, None, "a verdict"))
+            return p_next
+        _check_verdict(s, t, rd.verdict)
+    else:
+        if rd.decomposition is None:
+            s.mismatches.append(Mismatch(t.id, where, None, "a decomposition"))
+            return p_next
+        m = _check_draws(s, t, rd, rd.decomposition, where)
+    rew, exp = round_rewards(r, rd, m)
+    _check(s, t.id, f"{where} reward", rd.reward, rew)
+    _check(s, t.id, f"{where} expected reward", rd.expected_reward, exp)
+    s.rewards.append(rew)
+    s.expected.append(exp)
+    try:
+        return next_probability(rd, t.config.variant) if rd.k > 0 else None
+    except ValueError as exc:
+        s.mismatches.append(Mismatch(t.id, f"{where} next p", None, str(exc)))
+        return None
+
+
+def _check_draws(s: Score, t: Transcript, rd: RoundRecord, dec: Decomposition, where: str) -> int:
+    """Check a round k >= 1's draws z = 1[u < b], its M_D(z) and E[M_D]; the M_D its reward
+    uses (0 when the recorded z does not fit the rule)."""
+    rule = compile_rule(dec.rule, dec.width)
+    zs = [int(u < b) for u, b in zip(rd.u, rd.b, strict=False)]
+    _check(s, t.id, f"{where} z", rd.z, zs)
+    m = rule(rd.z) if len(rd.z) == rule.q else None
+    _check(s, t.id, f"{where} M_D", rd.m, m)
+    if rd.table is not None:
+        expected_m = probability_true(rule, CondProbs.from_levels(rd.table))
+        _check(s, t.id, f"{where} E[M_D]", rd.expected_m, expected_m)
+    return 0 if m is None else m
 
 
 def _check_verdict(s: Score, t: Transcript, v: Verdict) -> None:

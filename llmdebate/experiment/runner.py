@@ -294,63 +294,31 @@ def run(
     servers = servers_of(models)
     resuming = check_resume(run_dir, config, servers, allow_server_change)
     # --- from here on, the run directory is written
-    run_dir.mkdir(parents=True, exist_ok=True)
-    begin_enforcement(run_dir, resuming)
-    write_atomic(
-        run_dir / CONFIG_FILE,
-        yaml.safe_dump({**dump(config), "servers": servers}, sort_keys=False),
-    )
+    retried = _open_run_dir(run_dir, config, servers, resuming)
     out = run_dir / TRANSCRIPTS_FILE
-    repair_transcripts(out)
-    retried = retire_failed(run_dir)
     jobs = plan.jobs(out)
     done = statuses(out)
     todo = [j for j in jobs if j.spec.debate_id not in done]
     skipped = len(jobs) - len(todo)
-    say = _sayer(progress)
     context = RunContext(
         config=config,
         team=Team(models, prompts, config.prover, config.estimator, config.judge),
         settings=protocol_settings(config),
         servers=servers,
-        say=say,
+        say=_sayer(progress),
     )
     invocation = Invocation()
     sent_before = requests_sent(models.values())
     if todo:
-        with warnings_to_log(run_dir), sigterm_cancels():
-            try:
-                if executor.in_process:
-                    _prepare_models(models, say)
-                say(
-                    f"{run_dir}: {_count(len(todo), 'debate')} to run "
-                    f"({len(jobs) - len(todo)} done"
-                    + (f", {retried} failed ones retried" if retried else "")
-                    + f"), {config.max_concurrency} at a time{executor.executor.where}"
-                )
-                invocation = _execute_plan(
-                    plan, jobs, todo, executor, context, out, progress,
-                    models if own_models else {},
-                )
-            except KeyboardInterrupt as exc:  # before the debates began (loading the models)
-                invocation.stopped = interrupted(exc)
-            jobs = plan.jobs(out)
+        invocation = _run_todo(
+            plan, jobs, todo, run_dir, executor, context, progress,
+            models=models, closing=models if own_models else {}, retried=retried,
+        )
+        jobs = plan.jobs(out)
     summary = write_summary(run_dir, jobs, config, invocation.stopped)
-    verdicts, probes = enforcement_summary()  # this process's: workers keep their own
-    summary["structured_outputs"] = verdicts if executor.in_process else None
-    summary["last_invocation"].update(
-        probe_requests=probes if executor.in_process else None,
-        debates_run=invocation.finished,
-        debates_not_run=len(jobs) - skipped - invocation.finished,
-        debates_skipped=skipped,
-        failed_retried=retried,
-        executor=executor.kind,
-        debates_s=round(invocation.debates_s, 3),
-        http_requests=requests_sent(models.values()) - sent_before
-        if executor.in_process
-        else None,
-        wall_s=round(time.perf_counter() - start, 3),
-        **invocation.stats,
+    _record_invocation(
+        summary, invocation, executor, models, sent_before,
+        debates=len(jobs), skipped=skipped, retried=retried, start=start,
     )
     write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     stopped = invocation.stopped
@@ -362,6 +330,91 @@ def run(
         summary,
         stopped=stopped.reason if stopped else None,
         stop_exit_code=stopped.exit_code if stopped else 1,
+    )
+
+
+def _open_run_dir(
+    run_dir: Path, config: ExperimentConfig, servers: dict[str, str | None], resuming: bool
+) -> int:
+    """Start writing ``run_dir``: its config (with the servers), its transcripts repaired
+    after a crash and its failed debates set aside to run again; how many were set aside."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    begin_enforcement(run_dir, resuming)
+    write_atomic(
+        run_dir / CONFIG_FILE,
+        yaml.safe_dump({**dump(config), "servers": servers}, sort_keys=False),
+    )
+    repair_transcripts(run_dir / TRANSCRIPTS_FILE)
+    return retire_failed(run_dir)
+
+
+def _run_todo(
+    plan: Plan,
+    jobs: list[Job],
+    todo: list[Job],
+    run_dir: Path,
+    executor: ExecutorOptions,
+    context: RunContext,
+    progress: bool,
+    *,
+    models: dict[str, Model],
+    closing: dict[str, Model],
+    retried: int,
+) -> Invocation:
+    """Load the models (in this process), say what is to run, and run ``todo`` with the other
+    packages' warnings in the run's log; ``closing``: the models to close afterwards (those the
+    run built). Ctrl-C while the models load ends the invocation as stopped."""
+    invocation = Invocation()
+    say = context.say
+    with warnings_to_log(run_dir), sigterm_cancels():
+        try:
+            if executor.in_process:
+                _prepare_models(models, say)
+            say(
+                f"{run_dir}: {_count(len(todo), 'debate')} to run "
+                f"({len(jobs) - len(todo)} done"
+                + (f", {retried} failed ones retried" if retried else "")
+                + f"), {context.config.max_concurrency} at a time{executor.executor.where}"
+            )
+            invocation = _execute_plan(
+                plan, jobs, todo, executor, context, run_dir / TRANSCRIPTS_FILE, progress,
+                closing,
+            )
+        except KeyboardInterrupt as exc:  # before the debates began (loading the models)
+            invocation.stopped = interrupted(exc)
+    return invocation
+
+
+def _record_invocation(
+    summary: dict[str, Any],
+    invocation: Invocation,
+    executor: ExecutorOptions,
+    models: dict[str, Model],
+    sent_before: int,
+    *,
+    debates: int,
+    skipped: int,
+    retried: int,
+    start: float,
+) -> None:
+    """Add to ``summary`` what this invocation did (``last_invocation``: debates run, not run,
+    skipped and retried, where, the requests sent, the time) and, run in this process, the
+    structured outputs' verdicts."""
+    verdicts, probes = enforcement_summary()  # this process's: workers keep their own
+    summary["structured_outputs"] = verdicts if executor.in_process else None
+    summary["last_invocation"].update(
+        probe_requests=probes if executor.in_process else None,
+        debates_run=invocation.finished,
+        debates_not_run=debates - skipped - invocation.finished,
+        debates_skipped=skipped,
+        failed_retried=retried,
+        executor=executor.kind,
+        debates_s=round(invocation.debates_s, 3),
+        http_requests=requests_sent(models.values()) - sent_before
+        if executor.in_process
+        else None,
+        wall_s=round(time.perf_counter() - start, 3),
+        **invocation.stats,
     )
 
 
