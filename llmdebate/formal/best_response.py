@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,7 +175,32 @@ def grid_best_response(
             out[sl] = total.reshape(m, n_tab).min(axis=1)
         return out
 
-    n = problem.n
+    n_g = len(grid)
+    by_inst = _top_values(problem, prover, r, grid, value)
+    best_p = grid[np.argmin(by_inst, axis=1)]
+    val = math.fsum((problem.weights * by_inst.min(axis=1)).tolist())
+    return BestResponse(
+        value=val,
+        normalized=float(scoring.normalized(val, r, d)),
+        method=(
+            f"exact best response by DP over every B whose numbers lie on a {n_g}-point grid "
+            f"({n_tab} round tables per state; B may depend on the instance)"
+        ),
+        argmin={"p_d": [float(v) for v in best_p]},
+    )
+
+
+def _top_values(
+    problem: TreeProblem,
+    prover: ProverPolicy,
+    r: float,
+    grid: np.ndarray,
+    value: Callable[[int, np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """E[R_A] for every instance and every top probability p_d on ``grid`` (shape (n, len
+    grid)): the initial reward over A's answers, plus, where A goes on, ``value`` (V_d, B's
+    best play below the top)."""
+    d, n = problem.depth, problem.n
     inst = np.arange(n)
     n_g = len(grid)
     ti, tp = np.repeat(inst, n_g), np.tile(grid, n)
@@ -190,18 +216,7 @@ def grid_best_response(
         top[live] += goes[live] * value(
             d, ti[live], np.zeros(int(live.sum()), dtype=np.int64), tp[live]
         )
-    by_inst = top.reshape(n, n_g)
-    best_p = grid[np.argmin(by_inst, axis=1)]
-    val = math.fsum((problem.weights * by_inst.min(axis=1)).tolist())
-    return BestResponse(
-        value=val,
-        normalized=float(scoring.normalized(val, r, d)),
-        method=(
-            f"exact best response by DP over every B whose numbers lie on a {n_g}-point grid "
-            f"({n_tab} round tables per state; B may depend on the instance)"
-        ),
-        argmin={"p_d": [float(v) for v in best_p]},
-    )
+    return top.reshape(n, n_g)
 
 
 def _unique_states(

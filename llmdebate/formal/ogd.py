@@ -233,15 +233,57 @@ def algorithm1_estimator(
     report = OGDReport(delta=delta)
     n = problem.n
     inst = np.arange(n)
-    w = problem.weights
+    h, level = _init_level(problem, prover, r, delta, max_steps)
+    report.levels.append(level)
+    est.p_top = h[:, 1].copy()
+    p = est.p_top.copy()
+    # debates that go on past initialisation (sub-probability weights)
+    go = _goes_on(prover, inst, p)
+    keep = go > 0
+    s_inst, s_node, s_p, s_w = (
+        inst[keep],
+        np.zeros(int(keep.sum()), dtype=np.int64),
+        p[keep],
+        (problem.weights * go)[keep],
+    )
+    bits = outcome_bits(q).astype(np.int64)
+    for k in range(d, 0, -1):
+        if len(s_inst) == 0:
+            break
+        tests, true_idx = _round_tests(
+            problem, prover, variant, k, r, delta, (s_inst, s_node, s_p), bits
+        )
+        h, steps, adv, ok = run_ogd(s_w, true_idx, 1 << q, tests, max_steps, _played(variant))
+        report.levels.append(LevelReport(f"round {k}", len(s_inst), steps, adv, ok))
+        keys = zip(s_inst.tolist(), s_node.tolist(), s_p.view(np.int64).tolist(), strict=True)
+        for (i, nd, pb), row in zip(keys, h, strict=True):
+            est.tables[(i, k, nd, pb)] = row
+        s_inst, s_node, s_p, s_w = _next_inputs(prover, variant, k, q, (s_inst, s_node, s_w), h)
+    return est, report
+
+
+def _goes_on(prover: ProverPolicy, inst: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """P[the debate goes on past initialisation] per instance, given B's top numbers ``p``:
+    over A's answers, the probability A does not stop."""
+    n = len(inst)
+    go = np.zeros(n)
+    for a, pa in prover.answer(inst):
+        go += np.asarray(pa) * ~prover.stops(inst, p, np.broadcast_to(a, (n,)))
+    return go
+
+
+def _init_level(
+    problem: TreeProblem, prover: ProverPolicy, r: float, delta: float, max_steps: int
+) -> tuple[np.ndarray, LevelReport]:
+    """Algorithm 1 on the initialisation (X = instances, Z = {0, 1}): h, and its report."""
+    d, n = problem.depth, problem.n
+    inst = np.arange(n)
     answer = _expect(prover.answer(inst), n)  # P[A(x) = 1]
     truth = problem.top_truth().astype(np.int64)
 
     def init_next(h: np.ndarray) -> np.ndarray:
         p = h[:, 1]
-        go = np.zeros(n)
-        for a, pa in prover.answer(inst):
-            go += np.asarray(pa) * ~prover.stops(inst, p, np.broadcast_to(a, (n,)))
+        go = _goes_on(prover, inst, p)
         s_d = (
             go * _expect(prover.direction(inst, d, np.zeros(n, dtype=np.int64), p), n)
             if d > 0
@@ -257,71 +299,80 @@ def algorithm1_estimator(
         scale=np.array([r ** (d + 1), 1.0, r**d]),
         delta=delta,
     )
-    h, steps, adv, ok = run_ogd(w, truth, 2, init_tests, max_steps)
-    report.levels.append(LevelReport("init", n, steps, adv, ok))
-    est.p_top = h[:, 1].copy()
-    p = est.p_top.copy()
-    # debates that go on past initialisation (sub-probability weights)
-    go = np.zeros(n)
-    for a, pa in prover.answer(inst):
-        go += np.asarray(pa) * ~prover.stops(inst, p, np.broadcast_to(a, (n,)))
-    keep = go > 0
-    s_inst, s_node, s_p, s_w = (
-        inst[keep],
-        np.zeros(int(keep.sum()), dtype=np.int64),
-        p[keep],
-        (w * go)[keep],
+    h, steps, adv, ok = run_ogd(problem.weights, truth, 2, init_tests, max_steps)
+    return h, LevelReport("init", n, steps, adv, ok)
+
+
+def _round_tests(
+    problem: TreeProblem,
+    prover: ProverPolicy,
+    variant: str,
+    k: int,
+    r: float,
+    delta: float,
+    states: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bits: np.ndarray,
+) -> tuple[TestClass, np.ndarray]:
+    """Round k's test class on its reachable ``states`` (instance, node, p_k): the reward
+    test, M_D, the coordinates z_i and eq. (7)'s test; and the index of each state's true z."""
+    s_inst, s_node, s_p = states
+    q = problem.width
+    m = len(s_inst)
+    table = problem.rule(k).table.astype(np.float64)
+    true_idx = index_of(problem.children_of(problem.truth, s_inst, k, s_node))
+    s_k = _expect(prover.direction(s_inst, k, s_node, s_p), m)
+    f_reward = s_k[:, None] * (table[None, :] - s_p[:, None])
+    f_coords = [np.tile(bits[:, i].astype(float), (m, 1)) for i in range(q)]
+    f_m = np.tile(table, (m, 1))
+    tests = TestClass(
+        static=np.stack([f_reward, f_m, *f_coords]),
+        dynamic=_next_test(prover, variant, k, q, s_inst, s_node, bits),
+        scale=np.array([r**k] + [1.0] * (q + 1) + [r ** (k - 1)]),
+        delta=delta,
     )
-    bits = outcome_bits(q).astype(np.int64)
-    for k in range(d, 0, -1):
-        if len(s_inst) == 0:
-            break
-        m = len(s_inst)
-        table = problem.rule(k).table.astype(np.float64)
-        true_idx = index_of(problem.children_of(problem.truth, s_inst, k, s_node))
-        s_k = _expect(prover.direction(s_inst, k, s_node, s_p), m)
-        f_reward = s_k[:, None] * (table[None, :] - s_p[:, None])
-        f_coords = [np.tile(bits[:, i].astype(float), (m, 1)) for i in range(q)]
-        f_m = np.tile(table, (m, 1))
-        rep = np.repeat(np.arange(m), 1 << q)
-        zz = np.tile(bits, (m, 1))
+    return tests, true_idx
 
-        level_tests = TestClass(
-            static=np.stack([f_reward, f_m, *f_coords]),
-            dynamic=_next_test(prover, variant, k, q, s_inst, s_node, bits),
-            scale=np.array([r**k] + [1.0] * (q + 1) + [r ** (k - 1)]),
-            delta=delta,
-        )
 
-        def played(hh: np.ndarray) -> np.ndarray:
-            return round_view(levels_from_joint(hh), variant).joint
+def _played(variant: str) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The joint B plays from h under ``variant`` (``independent``: the product of h's
+    marginals), for :func:`run_ogd`; None where B plays h itself."""
+    if variant != "independent":
+        return None
 
-        h, steps, adv, ok = run_ogd(
-            s_w,
-            true_idx,
-            1 << q,
-            level_tests,
-            max_steps,
-            played if variant == "independent" else None,
-        )
-        report.levels.append(LevelReport(f"round {k}", m, steps, adv, ok))
-        keys = zip(s_inst.tolist(), s_node.tolist(), s_p.view(np.int64).tolist(), strict=True)
-        for (i, nd, pb), row in zip(keys, h, strict=True):
-            est.tables[(i, k, nd, pb)] = row
-        # next round's inputs: z ~ B's played joint, A's recursion index, p as the variant says
-        view = round_view(levels_from_joint(h), variant)
-        nextp = view.nextp.reshape(m << q, q)
-        wz = (s_w[:, None] * view.joint).reshape(-1)
-        ni, nn, npp, nw = [], [], [], []
-        for j, pj in choices(prover, variant, s_inst, k, s_node, view, rep, zz):
-            jj = np.broadcast_to(j, (m << q,))
-            ww = wz * pj
-            ok_ = ww > 1e-15
-            ni.append(s_inst[rep][ok_])
-            nn.append(s_node[rep][ok_] * q + jj[ok_])
-            npp.append(nextp[np.flatnonzero(ok_), jj[ok_]])
-            nw.append(ww[ok_])
-        (s_inst, s_node), s_p, s_w = _merge(
-            [np.concatenate(ni), np.concatenate(nn)], np.concatenate(npp), np.concatenate(nw)
-        )
-    return est, report
+    def played(hh: np.ndarray) -> np.ndarray:
+        return round_view(levels_from_joint(hh), variant).joint
+
+    return played
+
+
+def _next_inputs(
+    prover: ProverPolicy,
+    variant: str,
+    k: int,
+    q: int,
+    states: tuple[np.ndarray, np.ndarray, np.ndarray],
+    h: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Round k-1's states (instance, node, p) and their weights, from round k's ``states``
+    (instance, node, weight) and B's ``h``: z drawn from B's played joint, A's recursion
+    index, and p as the variant says; equal states merged."""
+    s_inst, s_node, s_w = states
+    m = len(s_inst)
+    rep = np.repeat(np.arange(m), 1 << q)
+    zz = np.tile(outcome_bits(q).astype(np.int64), (m, 1))
+    view = round_view(levels_from_joint(h), variant)
+    nextp = view.nextp.reshape(m << q, q)
+    wz = (s_w[:, None] * view.joint).reshape(-1)
+    ni, nn, npp, nw = [], [], [], []
+    for j, pj in choices(prover, variant, s_inst, k, s_node, view, rep, zz):
+        jj = np.broadcast_to(j, (m << q,))
+        ww = wz * pj
+        ok_ = ww > 1e-15
+        ni.append(s_inst[rep][ok_])
+        nn.append(s_node[rep][ok_] * q + jj[ok_])
+        npp.append(nextp[np.flatnonzero(ok_), jj[ok_]])
+        nw.append(ww[ok_])
+    (s_inst, s_node), s_p, s_w = _merge(
+        [np.concatenate(ni), np.concatenate(nn)], np.concatenate(npp), np.concatenate(nw)
+    )
+    return s_inst, s_node, s_p, s_w

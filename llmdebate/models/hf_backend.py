@@ -563,22 +563,12 @@ class HFBackend(Backend):
         stops = [[*(cfg.stop or []), *TURN_STOPS] for _, cfg, _ in batch]
         size = len(batch)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-        eos = {int(x) for x in _as_list(model.generation_config.eos_token_id)}
-        if tok.eos_token_id is not None:
-            eos.add(int(tok.eos_token_id))
-        gens = [
-            torch.Generator().manual_seed(sample_seed(c.seed, si)) if c.temperature > 0 else None
-            for _, c, si in batch
-        ]
+        eos = _eos_ids(model, tok)
+        gens = _generators(torch, batch)
         produced: list[list[int]] = [[] for _ in batch]
         lps: list[list[TokenLogprob]] = [[] for _ in batch]
         done = [cfg.max_tokens <= 0 for _, cfg, _ in batch]
-        matchers = [
-            self._grammar.matcher(tok, model, eos, cfg.json_schema.schema_json)
-            if cfg.json_schema is not None and self.structured != "none"
-            else None
-            for _, cfg, _ in batch
-        ]
+        matchers = self._matchers(batch, model, eos)
         results: dict[int, ModelOutput] = {}
 
         def finish(i: int) -> ModelOutput:
@@ -613,17 +603,7 @@ class HFBackend(Backend):
                     if done[i]:
                         step.append(pad_id)
                         continue
-                    row = logits[i]
-                    matcher = matchers[i]
-                    if matcher is not None:
-                        row = self._grammar.mask(matcher, row)
-                    if cfg.temperature > 0:
-                        probs = torch.softmax(row / cfg.temperature, dim=-1)
-                        nxt = int(torch.multinomial(probs, 1, generator=gens[i]).item())
-                    elif matcher is not None:
-                        nxt = int(row.argmax().item())
-                    else:
-                        nxt = int(logp[i].argmax().item())
+                    nxt = self._pick(torch, logits[i], logp[i], cfg, matchers[i], gens[i])
                     top = (
                         self._top(logp[i], cfg.top_logprobs, cfg.logprob_tokens)
                         if cfg.top_logprobs
@@ -632,29 +612,78 @@ class HFBackend(Backend):
                     lps[i].append(TokenLogprob(tok.decode([nxt]), float(logp[i, nxt]), top))
                     produced[i].append(nxt)
                     step.append(nxt)
-                    if matcher is not None:
-                        matcher.accept_token(nxt)
-                        finished = matcher.is_terminated()
-                    else:
-                        finished = _hits_stop(tok.decode(produced[i]), stops[i])
-                    if nxt in eos or len(produced[i]) >= cfg.max_tokens or finished:
+                    if self._accept(nxt, produced[i], cfg, matchers[i], stops[i], eos):
                         done[i] = True
                         finish(i)
                 if all(done):
                     break
-                mask = torch.cat(
-                    [mask, torch.ones((size, 1), dtype=torch.long, device=self.device)], dim=1
-                )
-                positions = positions[:, -1:] + 1
-                out = model(
-                    input_ids=torch.tensor(step, dtype=torch.long, device=self.device)[:, None],
-                    attention_mask=mask,
-                    position_ids=positions,
-                    past_key_values=out.past_key_values,
-                    use_cache=True,
-                    logits_to_keep=1,
-                )
+                out, mask, positions = self._decode_step(torch, model, step, out, mask, positions)
         return [finish(i) for i in range(size)]
+
+    def _matchers(
+        self, batch: list[tuple[str, GenerateConfig, int]], model: Any, eos: set[int]
+    ) -> list[Any]:
+        """The grammar matcher of each row that asks for a JSON schema (None: free text, or
+        structured outputs off)."""
+        return [
+            self._grammar.matcher(self.tokenizer, model, eos, cfg.json_schema.schema_json)
+            if cfg.json_schema is not None and self.structured != "none"
+            else None
+            for _, cfg, _ in batch
+        ]
+
+    def _pick(
+        self, torch: Any, row: Any, logp: Any, cfg: GenerateConfig, matcher: Any, gen: Any
+    ) -> int:
+        """One row's next token from its logits ``row`` (``logp``: their log-softmax):
+        sampled at the call's temperature with the row's generator, else the most likely;
+        under the grammar's mask when the row has a matcher."""
+        if matcher is not None:
+            row = self._grammar.mask(matcher, row)
+        if cfg.temperature > 0:
+            probs = torch.softmax(row / cfg.temperature, dim=-1)
+            return int(torch.multinomial(probs, 1, generator=gen).item())
+        if matcher is not None:
+            return int(row.argmax().item())
+        return int(logp.argmax().item())
+
+    def _accept(
+        self,
+        nxt: int,
+        produced: list[int],
+        cfg: GenerateConfig,
+        matcher: Any,
+        stops: list[str],
+        eos: set[int],
+    ) -> bool:
+        """Whether a row ends with ``nxt``, the last of its ``produced`` tokens: an end token,
+        its token budget, its grammar's end (the matcher takes ``nxt``) or a stop string."""
+        if matcher is not None:
+            matcher.accept_token(nxt)
+            finished = matcher.is_terminated()
+        else:
+            finished = _hits_stop(self.tokenizer.decode(produced), stops)
+        return nxt in eos or len(produced) >= cfg.max_tokens or finished
+
+    def _decode_step(
+        self, torch: Any, model: Any, step: list[int], out: Any, mask: Any, positions: Any
+    ) -> tuple[Any, Any, Any]:
+        """One forward pass of every row's new token (``step``) on the cache of ``out``; the
+        output, attention mask and positions after it."""
+        mask = torch.cat(
+            [mask, torch.ones((len(step), 1), dtype=torch.long, device=self.device)], dim=1
+        )
+        positions = positions[:, -1:] + 1
+        out = model(
+            input_ids=torch.tensor(step, dtype=torch.long, device=self.device)[:, None],
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=out.past_key_values,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out, mask, positions
+
     def _top(self, logp: Any, k: int, extra: tuple[str, ...] | None) -> dict[str, float]:
         torch: Any = require("torch", "local")
         head = [int(i) for i in torch.topk(logp, k).indices]
@@ -810,6 +839,23 @@ def _one_adapter(requests: list[_Request]) -> list[_Request]:
 def _resolve(future: concurrent.futures.Future[ModelOutput], out: ModelOutput) -> None:
     if not future.done():
         future.set_result(out)
+
+
+def _generators(torch: Any, batch: list[tuple[str, GenerateConfig, int]]) -> list[Any]:
+    """Each sampled row's random generator, seeded by its call's seed and sample index (None
+    for a greedy row)."""
+    return [
+        torch.Generator().manual_seed(sample_seed(c.seed, si)) if c.temperature > 0 else None
+        for _, c, si in batch
+    ]
+
+
+def _eos_ids(model: Any, tok: Any) -> set[int]:
+    """The token ids that end a reply: the model's generation config's, and the tokenizer's."""
+    eos = {int(x) for x in _as_list(model.generation_config.eos_token_id)}
+    if tok.eos_token_id is not None:
+        eos.add(int(tok.eos_token_id))
+    return eos
 
 
 def _as_list(x: Any) -> list[Any]:

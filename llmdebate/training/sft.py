@@ -172,18 +172,8 @@ def train_adapter(
     t0 = time.perf_counter()
     with torch_threads(settings.threads):
         torch.manual_seed(seed)
-        tok = transformers.AutoTokenizer.from_pretrained(str(model_dir))
+        tok, model = _trainable_model(transformers, peft, torch, model_dir, settings)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-        base = transformers.AutoModelForCausalLM.from_pretrained(str(model_dir),
-                                                                 dtype=torch.float32)
-        lo = settings.lora
-        if settings.init_adapter is not None:  # a further round: go on from its adapter
-            model = peft.PeftModel.from_pretrained(base, str(settings.init_adapter),
-                                                   is_trainable=True).to(settings.device)
-        else:
-            model = peft.get_peft_model(base, peft_lora(lo)).to(settings.device)
-        # the adapter names its base by the weights' folder, not this machine's path
-        model.peft_config["default"].base_model_name_or_path = model_dir.name
         rows = [Encoded(tok, p) for p in train]
         evals = [Encoded(tok, p) for p in held_out]
         prefix = common_prefix(rows + evals) if settings.shared_prefix else None
@@ -194,19 +184,8 @@ def train_adapter(
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
 
-        def lr_at(step: int) -> float:
-            warm = min(1.0, (step + 1) / max(1, settings.warmup_steps))
-            return settings.learning_rate * warm * max(0.0, 1 - step / total)
-
         def held_out_loss() -> dict[str, float]:
-            model.eval()
-            with torch.no_grad():
-                parts = [batch_loss(model, evals[i : i + settings.batch_size], pad_id,
-                                    settings.device, prefix)
-                         for i in range(0, len(evals), settings.batch_size)]
-            model.train()
-            return {"held_out_loss": float(sum(float(p[0]) for p in parts) / len(parts)),
-                    "held_out_accuracy": float(sum(float(p[1]) for p in parts) / len(parts))}
+            return _held_out_loss(torch, model, evals, settings, pad_id, prefix)
 
         log: list[dict[str, Any]] = []
 
@@ -229,18 +208,15 @@ def train_adapter(
                 if step >= total:
                     break
                 t = time.perf_counter()
-                for g in opt.param_groups:
-                    g["lr"] = lr_at(step)
                 batch = [rows[i] for i in order[start : start + settings.batch_size]]
-                loss, acc = batch_loss(model, batch, pad_id, settings.device, prefix)
-                opt.zero_grad()
-                loss.backward()
-                norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
-                opt.step()
+                loss, acc, norm = _train_step(
+                    torch, model, opt, params, batch, _learning_rate(settings, step, total),
+                    pad_id, settings.device, prefix,
+                )
                 step += 1
                 entry: dict[str, Any] = {
                     "step": step, "epoch": epoch, "loss": float(loss), "accuracy": float(acc),
-                    "grad_norm": float(norm), "lr": lr_at(step - 1),
+                    "grad_norm": float(norm), "lr": _learning_rate(settings, step - 1, total),
                     "step_s": round(time.perf_counter() - t, 2),
                 }
                 if evals and (step % settings.eval_every == 0 or step == total):
@@ -248,6 +224,73 @@ def train_adapter(
                 record(entry)
         save_adapter(model, out)
     return SFTResult(out, step, time.perf_counter() - t0, log)
+
+
+def _trainable_model(
+    transformers: Any, peft: Any, torch: Any, model_dir: Path, settings: SFTSettings
+) -> tuple[Any, Any]:
+    """The tokenizer of ``model_dir`` and its model (float32, on the settings' device) with a
+    trainable LoRA adapter: a fresh one, or ``init_adapter`` to go on from."""
+    tok = transformers.AutoTokenizer.from_pretrained(str(model_dir))
+    base = transformers.AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    if settings.init_adapter is not None:  # a further round: go on from its adapter
+        model = peft.PeftModel.from_pretrained(base, str(settings.init_adapter),
+                                               is_trainable=True).to(settings.device)
+    else:
+        model = peft.get_peft_model(base, peft_lora(settings.lora)).to(settings.device)
+    # the adapter names its base by the weights' folder, not this machine's path
+    model.peft_config["default"].base_model_name_or_path = model_dir.name
+    return tok, model
+
+
+def _learning_rate(settings: SFTSettings, step: int, total: int) -> float:
+    """The learning rate of step ``step`` (from 0) of ``total``: a linear warm-up over
+    ``warmup_steps``, then a linear decay to 0."""
+    warm = min(1.0, (step + 1) / max(1, settings.warmup_steps))
+    return settings.learning_rate * warm * max(0.0, 1 - step / total)
+
+
+def _held_out_loss(
+    torch: Any,
+    model: Any,
+    evals: list[Encoded],
+    settings: SFTSettings,
+    pad_id: int,
+    prefix: list[int] | None,
+) -> dict[str, float]:
+    """The mean loss and accuracy over the batches of ``evals`` (the model in eval mode, no
+    gradients; back in training mode afterwards)."""
+    model.eval()
+    with torch.no_grad():
+        parts = [batch_loss(model, evals[i : i + settings.batch_size], pad_id,
+                            settings.device, prefix)
+                 for i in range(0, len(evals), settings.batch_size)]
+    model.train()
+    return {"held_out_loss": float(sum(float(p[0]) for p in parts) / len(parts)),
+            "held_out_accuracy": float(sum(float(p[1]) for p in parts) / len(parts))}
+
+
+def _train_step(
+    torch: Any,
+    model: Any,
+    opt: Any,
+    params: list[Any],
+    batch: list[Encoded],
+    lr: float,
+    pad_id: int,
+    device: str,
+    prefix: list[int] | None,
+) -> tuple[Any, Any, Any]:
+    """One optimiser step on ``batch`` at learning rate ``lr``, the gradient clipped to norm 1;
+    the batch's loss, accuracy and gradient norm (before clipping)."""
+    for g in opt.param_groups:
+        g["lr"] = lr
+    loss, acc = batch_loss(model, batch, pad_id, device, prefix)
+    opt.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    return loss, acc, norm
 
 
 def save_adapter(model: Any, out: Path) -> None:

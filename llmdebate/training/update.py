@@ -172,16 +172,10 @@ def update_role(
     seed: int = 0,
     reward: Any = None,
 ) -> UpdateResult:
-    t0 = time.perf_counter()
     """Train ``start`` on ``records`` (trl-unpaired rows; trl-prompt-only rows for grpo) and
     save the result in ``out``."""
-    rows = [r for r in records if settings.acts is None or r.get("act") in settings.acts]
-    if settings.method == "sft":
-        rows = [r for r in rows if r["label"]]
-    limit = settings.max_rows
-    if settings.method == "grpo" and limit is None:
-        limit = settings.batch_size * settings.max_steps
-    rows = draw_rows(rows, min(limit, len(rows)) if limit else len(rows), seed)
+    t0 = time.perf_counter()
+    rows = _training_rows(records, settings, seed)
     if len(rows) < 2:
         return UpdateResult(role, start, len(rows), skipped=f"{len(rows)} rows to train on")
     torch = _need("torch")
@@ -202,7 +196,50 @@ def update_role(
         # the completion states the probability the reward reads, not a True/False word
         rows = [{**r, "prompt": verbalised(r["prompt"])} for r in rows]
     data = datasets.Dataset.from_list([{k: r[k] for k in keep} for r in rows])
-    common: dict[str, Any] = dict(
+    common = _trainer_args(role, settings, dev, seed)
+    with cheap_tokenizer_hash(tokenizer):
+        args, trainer, groups = _trainer(trl, model, tokenizer, data, settings, common, reward)
+    trainer.train()
+    history = [dict(h) for h in trainer.state.log_history]
+    if settings.method == "grpo" and groups is not None:
+        history.append(groups.summary())
+    losses = [h["loss"] for h in history if "loss" in h]
+    trained = trainer.model
+    if settings.lora is not None:
+        trained = trained.merge_and_unload()
+    trained.generation_config.eos_token_id = eos  # the saved model stops as it did
+    _save_checkpoint(trained.to("cpu"), tokenizer, out)
+    shutil.rmtree(args.output_dir, ignore_errors=True)
+    return UpdateResult(
+        role,
+        out,
+        len(rows),
+        steps=int(trainer.state.global_step),
+        loss=float(losses[-1]) if losses else None,
+        seconds=time.perf_counter() - t0,
+        log=history,
+        data_seed=seed,
+    )
+
+
+def _training_rows(
+    records: list[dict[str, Any]], settings: UpdateSettings, seed: int
+) -> list[dict[str, Any]]:
+    """The rows an update trains on: those of the settings' acts (sft: the positive ones),
+    at most ``max_rows`` (grpo: a batch per step by default) drawn across decisions."""
+    rows = [r for r in records if settings.acts is None or r.get("act") in settings.acts]
+    if settings.method == "sft":
+        rows = [r for r in rows if r["label"]]
+    limit = settings.max_rows
+    if settings.method == "grpo" and limit is None:
+        limit = settings.batch_size * settings.max_steps
+    return draw_rows(rows, min(limit, len(rows)) if limit else len(rows), seed)
+
+
+def _trainer_args(role: str, settings: UpdateSettings, dev: str, seed: int) -> dict[str, Any]:
+    """The TRL config arguments every method shares (a scratch output folder, no saving or
+    reporting, full precision, seeded)."""
+    return dict(
         output_dir=tempfile.mkdtemp(prefix=f"llmdebate-{role}-"),
         max_steps=settings.max_steps,
         per_device_train_batch_size=settings.batch_size,
@@ -219,50 +256,40 @@ def update_role(
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    groups: GroupRewards | None = None
-    with cheap_tokenizer_hash(tokenizer):
-        if settings.method == "grpo":
-            args, trainer, groups = grpo_trainer(trl, model, tokenizer, data, settings, common,
-                                                 reward)
-        elif settings.method == "kto":
-            args = trl.KTOConfig(**common, max_length=settings.max_length, beta=settings.beta)
-            trainer = trl.KTOTrainer(
-                model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                peft_config=_lora(settings),
-            )
-        else:
-            args = trl.SFTConfig(**common, max_length=settings.max_length)
-            trainer = trl.SFTTrainer(
-                model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                peft_config=_lora(settings),
-            )
-    trainer.train()
-    history = [dict(h) for h in trainer.state.log_history]
-    if settings.method == "grpo" and groups is not None:
-        history.append(groups.summary())
-    losses = [h["loss"] for h in history if "loss" in h]
-    trained = trainer.model
-    if settings.lora is not None:
-        trained = trained.merge_and_unload()
-    trained.generation_config.eos_token_id = eos  # the saved model stops as it did
-    trained = trained.to("cpu")
+
+
+def _trainer(
+    trl: Any, model: Any, tokenizer: Any, data: Any, settings: UpdateSettings,
+    common: dict[str, Any], reward: Any,
+) -> tuple[Any, Any, GroupRewards | None]:
+    """The TRL trainer of the settings' method (grpo, kto or sft) on ``data``: its config, the
+    trainer, and (grpo) the rewards of each prompt's group."""
+    if settings.method == "grpo":
+        return grpo_trainer(trl, model, tokenizer, data, settings, common, reward)
+    if settings.method == "kto":
+        args = trl.KTOConfig(**common, max_length=settings.max_length, beta=settings.beta)
+        trainer = trl.KTOTrainer(
+            model=model, args=args, train_dataset=data, processing_class=tokenizer,
+            peft_config=_lora(settings),
+        )
+    else:
+        args = trl.SFTConfig(**common, max_length=settings.max_length)
+        trainer = trl.SFTTrainer(
+            model=model, args=args, train_dataset=data, processing_class=tokenizer,
+            peft_config=_lora(settings),
+        )
+    return args, trainer, None
+
+
+def _save_checkpoint(trained: Any, tokenizer: Any, out: Path) -> None:
+    """Save ``trained`` and its tokenizer as a model folder in ``out``: written beside it
+    first, then moved over whatever ``out`` held."""
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     trained.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    shutil.rmtree(args.output_dir, ignore_errors=True)
-    return UpdateResult(
-        role,
-        out,
-        len(rows),
-        steps=int(trainer.state.global_step),
-        loss=float(losses[-1]) if losses else None,
-        seconds=time.perf_counter() - t0,
-        log=history,
-        data_seed=seed,
-    )
 
 
 def grpo_trainer(
