@@ -305,6 +305,10 @@ def _as_table(est: Algorithm1Estimator, q: int) -> TableEstimator:
 def soundness_attack(
     spec: AttackSpec, out: Path, given: EstimatorPolicy | None = None
 ) -> dict[str, Any]:
+    """The best wrong-answer prover (uninformed with ``spec.uninformed``) against the fixed
+    estimator of ``spec`` (or ``given``): its exact payoff against the soundness bound,
+    rechecked in rational arithmetic; the prover written to ``out`` (and an estimator built
+    here beside it), with the command that replays them."""
     prob = build_problem(spec)
     est, info = fixed_estimator(spec, prob, given)
     t0 = time.perf_counter()
@@ -327,10 +331,7 @@ def soundness_attack(
     r = scoring.reward_ratio(spec.epsilon, spec.rho)
     delta = info.get("algorithm1", {}).get("delta_reached", 0.0)
     bound = scoring.soundness_bound(r, spec.depth, res["prover_accuracy"], delta)
-    r_exact = decimal(spec.epsilon) * (1 - decimal(spec.rho)) / 4
-    acc = sum((decimal(a) for a in ex.accuracy.tolist()), Fraction(0)) / prob.n
-    unit = r_exact ** (spec.depth + 1)
-    exact_bound = acc + (2 * spec.depth + 1) * decimal(delta) / unit  # normalised
+    exact_bound = _exact_soundness_bound(spec, prob, ex, delta)
     exact = rational_check(prob, prover, est, spec, exact_bound, below=False)
     res.update(
         prover="best uninformed response" if spec.uninformed else "best response",
@@ -347,22 +348,7 @@ def soundness_attack(
         ),
         above_bound=exact["breaks"],
         exact=exact,
-        search={
-            "method": (
-                "exact best response by dynamic programming over A's decision tree"
-                + (
-                    " (decisions shared by every instance; leaves at the pooled P[O = 1])"
-                    if spec.uninformed
-                    else ""
-                )
-            ),
-            "dp_normalized": float(scoring.normalized(dp_value, r, spec.depth)),
-            "exact": not search.restricted,
-            "restricted": [
-                f"round {k}: {kept} of {spec.width} recursion indices (seed {spec.budget.seed})"
-                for k, kept in search.restricted
-            ],
-        },
+        search=_search_record(spec, search, dp_value, r),
         seconds=round(seconds, 3),
     )
     meta = {"target": "soundness", "normalized_payoff": res["normalized_payoff"], "exact": exact}
@@ -378,6 +364,40 @@ def soundness_attack(
         est_flag = f"--estimator-file {given.name.split(' ')[0]}"
     res["replay"] = f"llmdebate formal --prover-file {out} {est_flag} --json"
     return res
+
+
+def _exact_soundness_bound(
+    spec: AttackSpec, prob: TreeProblem, ex: ExactResult, delta: float
+) -> Fraction:
+    """The soundness bound in rational arithmetic, normalised: P[A correct] + (2d+1)·δ /
+    r^(d+1), every parameter read as the decimal it is written as."""
+    r_exact = decimal(spec.epsilon) * (1 - decimal(spec.rho)) / 4
+    acc = sum((decimal(a) for a in ex.accuracy.tolist()), Fraction(0)) / prob.n
+    unit = r_exact ** (spec.depth + 1)
+    return acc + (2 * spec.depth + 1) * decimal(delta) / unit  # normalised
+
+
+def _search_record(
+    spec: AttackSpec, search: ProverSearch, dp_value: float, r: float
+) -> dict[str, Any]:
+    """How the attacking prover was found: the method, its own (DP) payoff normalised, and
+    whether it was exact or searched over fewer recursion indices (which, per round)."""
+    return {
+        "method": (
+            "exact best response by dynamic programming over A's decision tree"
+            + (
+                " (decisions shared by every instance; leaves at the pooled P[O = 1])"
+                if spec.uninformed
+                else ""
+            )
+        ),
+        "dp_normalized": float(scoring.normalized(dp_value, r, spec.depth)),
+        "exact": not search.restricted,
+        "restricted": [
+            f"round {k}: {kept} of {spec.width} recursion indices (seed {spec.budget.seed})"
+            for k, kept in search.restricted
+        ],
+    }
 
 
 def run_attack(

@@ -107,28 +107,7 @@ def exact_prover_estimator(game: Game, observe: Observer | None = None) -> Exact
         for s, ps in prover.direction(inst, k, node, p):
             rew = scoring.expected_round_reward(r, k, s, em, p)
             by_round[:, d + 1 - k] += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
-        n = len(inst)
-        nextp = view.nextp.reshape(n * (1 << q), q)
-        z = np.tile(bits, (n, 1))
-        rep = np.repeat(np.arange(n), 1 << q)
-        wz = (w[:, None] * view.joint).reshape(-1)
-        nz = np.flatnonzero(wz > 0)
-        rep, nextp, z, wz = rep[nz], nextp[nz], z[nz], wz[nz]
-        new_inst, new_a, new_node, new_p, new_w = [], [], [], [], []
-        for j, pj in choices(prover, game.variant, inst, k, node, view, rep, z):
-            jj = np.broadcast_to(j, (len(rep),))
-            ww = wz * pj
-            ok = ww > 0
-            new_inst.append(inst[rep][ok])
-            new_a.append(a[rep][ok])
-            new_node.append(node[rep][ok] * q + jj[ok])
-            new_p.append(nextp[np.flatnonzero(ok), jj[ok]])
-            new_w.append(ww[ok])
-        (inst, a, node), p, w = _merge(
-            [np.concatenate(new_inst), np.concatenate(new_a), np.concatenate(new_node)],
-            np.concatenate(new_p),
-            np.concatenate(new_w),
-        )
+        (inst, a, node), p, w = _next_states(game, k, (inst, a, node), w, view, bits)
         states += len(inst)
 
     if len(inst):
@@ -138,6 +117,44 @@ def exact_prover_estimator(game: Game, observe: Observer | None = None) -> Exact
             by_round[:, d + 1] += np.bincount(inst, weights=w * ps * rew, minlength=n_inst)
     payoff = scoring.total(by_round[:, i] for i in range(d + 2))
     return ExactResult(payoff=payoff, accuracy=accuracy, states=states, by_round=by_round)
+
+
+def _next_states(
+    game: Game,
+    k: int,
+    cols: tuple[np.ndarray, np.ndarray, np.ndarray],
+    w: np.ndarray,
+    view: RoundView,
+    bits: np.ndarray,
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Round k-1's distinct states from round k's (``cols``: instance, A's answer, node;
+    weights ``w``) and B's tables ``view``: over z with positive weight and A's recursion
+    index j, the child node, its probability as the variant hands it on, and the weight;
+    equal states merged. Returns ([instance, answer, node], p, weight)."""
+    inst, a, node = cols
+    q = game.problem.width
+    n = len(inst)
+    nextp = view.nextp.reshape(n * (1 << q), q)
+    z = np.tile(bits, (n, 1))
+    rep = np.repeat(np.arange(n), 1 << q)
+    wz = (w[:, None] * view.joint).reshape(-1)
+    nz = np.flatnonzero(wz > 0)
+    rep, nextp, z, wz = rep[nz], nextp[nz], z[nz], wz[nz]
+    new_inst, new_a, new_node, new_p, new_w = [], [], [], [], []
+    for j, pj in choices(game.prover, game.variant, inst, k, node, view, rep, z):
+        jj = np.broadcast_to(j, (len(rep),))
+        ww = wz * pj
+        ok = ww > 0
+        new_inst.append(inst[rep][ok])
+        new_a.append(a[rep][ok])
+        new_node.append(node[rep][ok] * q + jj[ok])
+        new_p.append(nextp[np.flatnonzero(ok), jj[ok]])
+        new_w.append(ww[ok])
+    return _merge(
+        [np.concatenate(new_inst), np.concatenate(new_a), np.concatenate(new_node)],
+        np.concatenate(new_p),
+        np.concatenate(new_w),
+    )
 
 
 def exact_naive(game: NaiveGame) -> ExactResult:

@@ -203,30 +203,35 @@ def obfuscation_rows(
                 }
             )
     if naive:
-        ng = NaiveGame(
-            prob, make_naive_prover("dishonest", prob), EstimatorChallenger(ign), OracleJudge(prob)
-        )
-        ex = exact_naive(ng)
-        assert ex.win is not None
-        win = fdot(prob.weights, ex.win)
-        target = 1 - q ** (-depth) - 0.05
-        rows.append(
-            {
-                "section": "obfuscation",
-                "variant": "naive recursive",
-                "check": (
-                    "naive recursive: dishonest win rate vs blind challenger "
-                    f">= 1 - q^-d - 0.05 = {target:.4f}"
-                ),
-                "setting": setting,
-                "value": win,
-                "normalized": None,
-                "bound": target,
-                "method": "exact (ties averaged)",
-                "passed": bool(win >= target),
-            }
-        )
+        rows.append(_naive_obfuscation_row(prob, ign, setting))
     return rows
+
+
+def _naive_obfuscation_row(prob: TreeProblem, ign: EstimatorPolicy, setting: str) -> Row:
+    """Naive recursive debate on the same family: the dishonest prover's exact win rate
+    against a challenger that answers as ``ign`` does, against 1 - q^-d - 0.05."""
+    depth, q = prob.depth, prob.width
+    ng = NaiveGame(
+        prob, make_naive_prover("dishonest", prob), EstimatorChallenger(ign), OracleJudge(prob)
+    )
+    ex = exact_naive(ng)
+    assert ex.win is not None
+    win = fdot(prob.weights, ex.win)
+    target = 1 - q ** (-depth) - 0.05
+    return {
+        "section": "obfuscation",
+        "variant": "naive recursive",
+        "check": (
+            "naive recursive: dishonest win rate vs blind challenger "
+            f">= 1 - q^-d - 0.05 = {target:.4f}"
+        ),
+        "setting": setting,
+        "value": win,
+        "normalized": None,
+        "bound": target,
+        "method": "exact (ties averaged)",
+        "passed": bool(win >= target),
+    }
 
 
 OBFUSCATION = {"eps": 0.2, "rho": 0.5, "depth": 4, "q": 4, "n": 64, "seed": 0}
@@ -586,50 +591,56 @@ def to_markdown(table: dict[str, Any]) -> str:
         out.append(f"| {v} | " + " | ".join(cells) + " |")
     out.append("")
     for section in SECTIONS:
-        rows = [r for r in table["rows"] if r["section"] == section]
-        title = "Proof audit (Lemma A.4, step (9)/(10))" if section == "proof" else section
-        head = HEAD.get(
-            section, "| variant | check | setting | value | normalized | bound | result |"
-        )
-        out += [f"## {title[0].upper()}{title[1:]}", "", head, "|" + "---|" * (head.count("|") - 1)]
-        for r in rows:
-            result = r["passed"] if r["passed"] is not None else r.get("verdict")
-            if section == "proof":
-                t = r["terms"]
-                nums = [t["E_mu[A*g]"], t["E_g[f]"], t["E_mu[A*p]"], t["E_h[f]"]]
-                cells = [r["variant"], r["check"], r["setting"], *(_fmt(v) for v in nums)]
-            else:
-                cells = [
-                    r.get("variant", "–"),
-                    r["check"],
-                    r["setting"],
-                    *(_fmt(r[c]) for c in ("value", "normalized", "bound")),
-                ]
-                if section == "soundness":
-                    br = r.get("best_response")
-                    cells.append(
-                        "–"
-                        if br is None
-                        else f"{_fmt(br['value'])} (norm. {_fmt(br['normalized'])})"
-                    )
-            out.append("| " + " | ".join([*cells, _fmt(result)]) + " |")
-        out.append("")
-        for r in rows:
-            if r.get("by_round"):
-                parts = ", ".join(f"E[{k}] = {_fmt(v)}" for k, v in r["by_round"].items())
-                out += [
-                    f"Where the {r['prover']} prover's payoff comes from ({r['variant']}): "
-                    f"{parts}.",
-                    "",
-                ]
-        if section == "soundness" and rows:
-            br = next((r["best_response"] for r in rows if r.get("best_response")), None)
-            if br:
-                out += [f"Best response B: {br['method']}.", ""]
+        out += _section_markdown(section, [r for r in table["rows"] if r["section"] == section])
     failed = {r["section"] for r in table["rows"] if r["passed"] is False}
     if failed:
         out += ["## Notes on rows not passed", "", *NOTES, ""]
     return "\n".join(out) + "\n"
+
+
+def _section_markdown(section: str, rows: list[Row]) -> list[str]:
+    """The lines of one section of reproduction.md: its title, its table of ``rows``, where
+    each payoff comes from round by round, and (soundness) how the best response was found."""
+    title = "Proof audit (Lemma A.4, step (9)/(10))" if section == "proof" else section
+    head = HEAD.get(section, "| variant | check | setting | value | normalized | bound | result |")
+    out = [f"## {title[0].upper()}{title[1:]}", "", head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        result = r["passed"] if r["passed"] is not None else r.get("verdict")
+        out.append("| " + " | ".join([*_row_cells(section, r), _fmt(result)]) + " |")
+    out.append("")
+    for r in rows:
+        if r.get("by_round"):
+            parts = ", ".join(f"E[{k}] = {_fmt(v)}" for k, v in r["by_round"].items())
+            out += [
+                f"Where the {r['prover']} prover's payoff comes from ({r['variant']}): {parts}.",
+                "",
+            ]
+    if section == "soundness" and rows:
+        br = next((r["best_response"] for r in rows if r.get("best_response")), None)
+        if br:
+            out += [f"Best response B: {br['method']}.", ""]
+    return out
+
+
+def _row_cells(section: str, r: Row) -> list[str]:
+    """A row's cells in its section's table, before the result: the proof audit's four terms,
+    or the value, normalized value and bound (and soundness: the best response B's payoff)."""
+    if section == "proof":
+        t = r["terms"]
+        nums = [t["E_mu[A*g]"], t["E_g[f]"], t["E_mu[A*p]"], t["E_h[f]"]]
+        return [r["variant"], r["check"], r["setting"], *(_fmt(v) for v in nums)]
+    cells = [
+        r.get("variant", "–"),
+        r["check"],
+        r["setting"],
+        *(_fmt(r[c]) for c in ("value", "normalized", "bound")),
+    ]
+    if section == "soundness":
+        br = r.get("best_response")
+        cells.append(
+            "–" if br is None else f"{_fmt(br['value'])} (norm. {_fmt(br['normalized'])})"
+        )
+    return cells
 
 
 def write(out_dir: Path, fast: bool = False) -> tuple[Path, Path, dict[str, Any]]:
