@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -299,3 +301,44 @@ def test_worker_processes_run_a_config_topology_as_this_process_does(tmp_path: P
         assert main(args + (["--workers", "1"] if executor == "processes" else [])) == 0
         written.append(timings.sub("", (run_dir / "transcripts.jsonl").read_text()))
     assert written[0] == written[1] and written[0].count('"status":"complete"') == 4
+
+
+PROGRAM = "import sys; from llmdebate.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``llmdebate ARGS`` in a fresh interpreter (no topology registered but what it reads)."""
+    return subprocess.run([sys.executable, "-c", PROGRAM, *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_fresh_process_exports_a_config_topologys_seats_from_its_transcripts(
+    tmp_path: Path,
+) -> None:
+    """``export --role critic`` without the config: the transcripts record the topology, and
+    reading them registers it with its seats' roles; the proposer, who argues for an answer,
+    is credited with the judge's probability of it, the critic, who argues for none, with
+    nothing."""
+    run_dir = tmp_path / "pc"
+    assert _cli("run", "--config", str(CONFIG), "--run-dir", str(run_dir)).returncode == 0
+    ts = _lines(run_dir / "transcripts.jsonl")
+    rows = {}
+    for seat in ("critic", "proposer"):
+        out = tmp_path / f"{seat}.jsonl"
+        res = _cli("export", str(run_dir), "--role", seat, "--out", str(out))
+        assert res.returncode == 0, res.stderr
+        rows[seat] = _lines(out)
+        assert len(rows[seat]) == 8 and {r["role"] for r in rows[seat]} == {seat}
+    assert [r["completion"][0]["content"] for r in rows["critic"]][:2] == ["C1", "C2"]
+    assert {r["reward"] for r in rows["critic"]} == {None}
+    for t in ts:  # the judge's probability of the proposer's answer, recomputed here
+        p_first = t["meta"]["judge"]["p_first"]
+        position = t["turns"][0]["position"]
+        p = p_first if position == t["meta"]["options"][0] else 1 - p_first
+        mine = [r for r in rows["proposer"] if r["debate_id"] == t["id"]]
+        assert len(mine) == 2 and all(r["expected_reward"] == pytest.approx(p) for r in mine)
+        assert all(r["reward"] == float(t["meta"]["decision"] == position) for r in mine)
+    res = _cli("export", str(run_dir), "--role", "critik", "--out", str(tmp_path / "x.jsonl"))
+    assert res.returncode == 2
+    assert res.stderr.strip().endswith("--role 'critik': choose from prover, estimator, judge, "
+                                       "debater, proposer, critic"), res.stderr
