@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from llmdebate.agents.factory import SEAT_ROLES, Team
@@ -33,6 +34,7 @@ from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.judging.view import build_view
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.families import ChoiceProtocol, SpeechProtocol
 from llmdebate.protocols.registry import PROTOCOLS, protocol_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -342,3 +344,97 @@ def test_a_fresh_process_exports_a_config_topologys_seats_from_its_transcripts(
     assert res.returncode == 2
     assert res.stderr.strip().endswith("--role 'critik': choose from prover, estimator, judge, "
                                        "debater, proposer, critic"), res.stderr
+
+
+PAIRED = {
+    "seats": {"first": "prover", "second": "prover"},
+    "can": ["pairs"],
+    "follows_mode": True,
+    "turns": [
+        {"speaker": "first", "act": "two_sided_debater"},
+        {"speaker": "second", "act": "two_sided_debater", "position": "other"},
+    ],
+}
+
+
+@pytest.mark.parametrize("mode", ["sequential", "simultaneous"])
+def test_a_config_topology_that_pairs_and_follows_the_mode(mode: str) -> None:
+    """Both orders of an item, the second seat defending the other answer; in simultaneous
+    mode a round's second speech is written without the first's of that round."""
+    cfg = ExperimentConfig.model_validate({
+        "protocols": ["paired"], "topologies": {"paired": PAIRED}, "rounds": 2, "mode": mode,
+        "prover": {"model": "scripted", "scratchpad": False},
+        "judge": {"model": "scripted"},
+    })
+    asked: list[str] = []
+    counter = iter(range(100))
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        asked.append("\n".join(m["content"] for m in messages))
+        return f"SPEECH-{next(counter)}"
+
+    debater = Model(ScriptedBackend(responder=reply, name="s-debater"))
+    team = Team({"prover": debater, "judge": Model(ScriptedBackend(name="s-judge"))},
+                Prompts(), cfg.prover, cfg.estimator, cfg.judge)
+    jobs = make_jobs([ITEM], cfg)
+    assert [j.spec.variant for j in jobs] == ["order-0", "order-1"]
+    for job in jobs:
+        asked.clear()
+        t, failed = asyncio.run(run_one(job, team, protocol_settings(cfg)))
+        assert not failed, t.failure
+        options = t.meta["options"]
+        assert t.meta["order"] == options and t.meta["mode"] == mode
+        swapped = job.spec.variant == "order-1"
+        assert options == list(job.spec.shown[::-1] if swapped else job.spec.shown)
+        assert [x.position for x in t.turns[:4]] == [options[0], options[1]] * 2
+        first = t.turns[0].text
+        assert f'argue that the answer is "{options[1]}"; your opponent argues that it is ' \
+               f'"{options[0]}"' in asked[1]  # opponent_position: the answer it does not argue
+        assert (first in asked[1]) == (mode == "sequential")
+        assert first in asked[3]  # the next round reads it either way
+        assert type(PROTOCOLS.get("paired")).fork_records == ("rounds", "mode")
+
+
+def test_a_config_topology_with_no_turns_is_the_direct_judge(tmp_path: Path) -> None:
+    """The judge alone, written in a config: the direct judge's debates (blind and expert on
+    an item with a passage), decisions and calls, its topology recorded."""
+    golden = REPO / "tests" / "fixtures" / "speech_golden"
+    config = yaml.safe_load((golden / "direct_passage.yaml").read_text())
+    config["protocols"] = ["alone"]
+    config["topologies"] = {"alone": {"judge": "direct_judge", "views": True}}
+    path = tmp_path / "alone.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["run", "--config", str(path), "--run-dir", str(tmp_path / "r")]) == 0
+    timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
+    written = timings.sub(r'"\1":0', (tmp_path / "r" / "transcripts.jsonl").read_text())
+    mine = [json.loads(x) for x in written.splitlines()]
+    theirs = _lines(golden / "direct_passage.jsonl")
+    assert [t["id"] for t in mine] == [t["id"].replace("direct/", "alone/").replace(
+        "/direct", "/alone") for t in theirs]
+    assert isinstance(PROTOCOLS.get("alone"), ChoiceProtocol)
+    assert not isinstance(PROTOCOLS.get("alone"), SpeechProtocol)
+    for a, b in zip(mine, theirs, strict=True):
+        assert a["meta"].pop("topology")["views"] and a["meta"].pop("slots") == []
+        assert {k: v for k, v in a["meta"].items() if k != "variant"} == \
+            {k: v for k, v in b["meta"].items() if k != "variant"}
+        assert a["turns"] == b["turns"]
+        assert [c["messages"] for c in a["calls"]] == [c["messages"] for c in b["calls"]]
+
+
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        ({"views": True}, r"topologies\.pc\.views: only the judge alone \(no turns\) has views"),
+        ({"turns": []}, r"topologies\.pc\.seats: a topology with no turns is the judge alone: "
+                        "no seat speaks"),
+        ({"turns": [], "seats": {}, "can": ["pairs"]},
+         r"topologies\.pc\.can: a topology with no turns is the judge alone"),
+    ],
+)
+def test_what_only_the_judge_alone_or_a_speech_topology_has(
+    spec: dict[str, Any], where: str
+) -> None:
+    pc = {"seats": {"proposer": "prover"},
+          "turns": [{"speaker": "proposer", "act": "consultancy_consultant"}]}
+    with pytest.raises(ConfigError, match=where):
+        validate({"protocols": ["pc"], "topologies": {"pc": {**pc, **spec}}})

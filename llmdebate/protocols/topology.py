@@ -56,94 +56,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.core.schemas import Transcript, Turn
-from llmdebate.errors import FieldError, ProtocolViolation
+from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.common import (
+    VIEW_VARIANTS,
     decided,
     judge_choice,
     judge_variables,
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.families import SpeechProtocol
+from llmdebate.protocols.families import ChoiceProtocol, SpeechProtocol
 from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import Additions, Capabilities
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import PROTOCOLS, RECORDED, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import deliver, speech_prompt
-from llmdebate.qa.passage import JudgeView
+from llmdebate.protocols.topology_schema import JUDGE, Step, Topology
+from llmdebate.qa.passage import HIDDEN, JudgeView
 
-Visible = Literal["public", "private", "turn"]
-JUDGE = "judge"
 ORDERS = ("order-0", "order-1")
 """The variants of a protocol that pairs: the options shown in the item's order, swapped."""
 
-
-class Step(BaseModel):
-    """One step of a round: a speaker writes one slot."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    speaker: str
-    """The seat that speaks (one of the topology's ``seats``)."""
-    act: str
-    """The template of its prompt (``<act>.j2``: shipped, the run's ``prompts_dir``, or a
-    protocol package's)."""
-    slot: str = "speech"
-    """The name of what it writes (recorded as ``meta.slots``)."""
-    visible: Visible = "public"
-    """Who reads the slot: ``public`` (the judge and every later step), ``private`` (its
-    author's later steps), ``turn`` (the later steps of the same round)."""
-    position: Literal["assigned", "other", "none"] = "assigned"
-    """The answer it argues for: the debate's assigned one (``pairs``: the first option
-    shown), the other option, or none (the reply as written, no speech rules)."""
-
-
-class Topology(BaseModel):
-    """A speech protocol described as data (see the module docstring)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    title: str = ""
-    """The protocol's name as a person judging is told it."""
-    seats: dict[str, Literal["prover", "estimator"]] = Field(min_length=1)
-    """Seat -> the role section (``prover``, ``estimator``) whose settings and, unless
-    ``seats:`` gives it a model, model it plays with."""
-    turns: list[Step] = Field(min_length=1)
-    """The steps of one round, in order."""
-    judge: str = "consultancy_judge"
-    """The template of the judge's choice between the two answers."""
-    rank: int = 50
-    """Place in a comparison (reports): lower first."""
-    can: tuple[Literal["open_roles", "asks_questions", "pairs"], ...] = ()
-    """What it can do beyond an assigned answer (capabilities of a speech protocol):
-    ``open_roles`` (``prover.assignment: choose``: the first seat's model picks the answer),
-    ``asks_questions`` (``judge.interactive``: the judge may ask after every round),
-    ``pairs`` (every item in both orders, ``order-0`` / ``order-1``)."""
-    audience: str = "the speakers"
-    """Whom an interactive judge is told it hears (``a consultant``)."""
-    follows_mode: bool = False
-    """Whether the run's ``mode`` applies (``simultaneous``: the steps of a round read only
-    the rounds before); its transcripts record ``mode``."""
-
-    @model_validator(mode="after")
-    def _speakers(self) -> Topology:
-        if JUDGE in self.seats:
-            raise FieldError(("seats", JUDGE), "the judge is not a seat")
-        for i, step in enumerate(self.turns):
-            if step.speaker not in self.seats:
-                raise FieldError(
-                    ("turns", i, "speaker"),
-                    f"{step.speaker!r} is not a seat (seats: {', '.join(self.seats)})",
-                )
-        return self
+__all__ = ["JUDGE", "Step", "Topology", "TopologyProtocol", "adopt", "load_shipped",
+           "register_topology"]
 
 
 def _written(steps: list[Step], turns: list[Turn]) -> list[Step | None]:
@@ -186,12 +129,61 @@ class _Debate:
     log: Log
 
 
-class TopologyProtocol(SpeechProtocol):
-    """A speech protocol run from its :attr:`topology`."""
+class FromTopology:
+    """What a protocol run from a topology has: its topology, and whether its transcripts
+    record it."""
 
+    name: ClassVar[str]
     topology: ClassVar[Topology]
     records_topology: ClassVar[bool] = True
     """Whether its transcripts record the topology (a shipped one's need not)."""
+
+    def recorded(self) -> dict[str, Any]:
+        """What its transcripts record of the topology (``meta.slots``, ``meta.topology``;
+        nothing for a shipped one's)."""
+        if not self.records_topology:
+            return {}
+        return {
+            "slots": [s.slot for s in self.topology.turns],
+            "topology": {"name": self.name, **self.topology.model_dump(mode="json")},
+        }
+
+
+class JudgeAlone(FromTopology, ChoiceProtocol):
+    """A topology with no turns: the judge alone chooses between the two answers, reading no
+    transcript (direct judging); with ``views``, one debate per judge view of an item's
+    passage."""
+
+    shows_transcript = False
+
+    def variants(
+        self, assignment: str, index: int, views: Sequence[str] | None = None
+    ) -> tuple[str, ...]:
+        """One debate, or with ``views`` on an item with a passage one per judge view
+        (``blind``, ``expert``)."""
+        if views is None or not self.topology.views:
+            return (self.name,)
+        names: dict[str, str] = {mode: name for name, mode in VIEW_VARIANTS.items()}
+        return tuple(names[v] for v in views) or (names[HIDDEN],)
+
+    async def run(
+        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+    ) -> Transcript:
+        """One judge's decision between the item's gold answer and its distractor."""
+        view = view_of(spec, team)
+        decision = await judge_choice(
+            team, self.judge_act, spec.shown, log, **judge_variables(spec.item.question, view)
+        )
+        return decided(
+            spec, settings, agents={"judge": team.judge_name()}, turns=[], log=log,
+            decision=decision, judge_round=0, options=spec.shown, passage=view.mode,
+            **self.recorded(),
+        )
+
+
+class TopologyProtocol(FromTopology, SpeechProtocol):
+    """A speech protocol run from its :attr:`topology`."""
+
     can = Capabilities(assigned=True)
 
     def variants(
@@ -293,19 +285,18 @@ class TopologyProtocol(SpeechProtocol):
         if self.topology.follows_mode:
             meta["mode"] = settings.mode
         meta |= {"passage": d.view.mode, **asks.meta()}
-        if self.records_topology:
-            meta["slots"] = [s.slot for s in self.topology.turns]
-            meta["topology"] = {"name": self.name, **self.topology.model_dump(mode="json")}
-        return meta
+        return meta | self.recorded()
 
 
 def register_topology(name: str, topology: Topology, *, shipped: bool = False) -> None:
-    """Register ``topology`` as speech protocol ``name`` (``shipped``: the package's own,
-    whose transcripts need not record it): a ValueError if a protocol of that name is
-    registered that is not the same topology (a built-in, a plugin's)."""
+    """Register ``topology`` as protocol ``name`` (``shipped``: the package's own, whose
+    transcripts need not record it): a speech protocol (:class:`TopologyProtocol`), or with
+    no turns the judge alone (:class:`JudgeAlone`, a choice protocol). A ValueError if a
+    protocol of that name is registered that is not the same topology (a built-in, a
+    plugin's)."""
     if name in PROTOCOLS:
         held = PROTOCOLS.get(name)
-        if not isinstance(held, TopologyProtocol) or held.records_topology == shipped:
+        if not isinstance(held, FromTopology) or held.records_topology == shipped:
             raise ValueError("a protocol of that name is registered already (a built-in or a "
                              "plugin's)")
         if held.topology == topology:
@@ -319,13 +310,16 @@ def register_topology(name: str, topology: Topology, *, shipped: bool = False) -
         "rank": topology.rank,
         "seats": tuple(topology.seats),
         "judge_act": topology.judge,
-        "fork_records": ("rounds", "mode") if topology.follows_mode else ("rounds",),
-        "can": Capabilities(assigned=True, **flags),
         "adds": Additions(seats=new, roles={s: s for s in new}, models=frozenset()),
-        "__doc__": f"Speech protocol {name}, from a topology.",
+        "__doc__": f"Protocol {name}, from a topology.",
         "__module__": __name__,
     }
-    cls = type(f"Topology[{name}]", (TopologyProtocol,), attrs)
+    base: type[FromTopology] = JudgeAlone
+    if topology.turns:
+        base = TopologyProtocol
+        attrs["fork_records"] = ("rounds", "mode") if topology.follows_mode else ("rounds",)
+        attrs["can"] = Capabilities(assigned=True, **flags)
+    cls = type(f"Topology[{name}]", (base,), attrs)
     register(name, replace=True)(cls)
 
 
