@@ -255,10 +255,17 @@ def test_bad_topology_input_exits_2_from_the_command_line(
 def test_the_docs_show_the_config_and_template_this_file_runs() -> None:
     page = (REPO / "docs" / "extending.md").read_text()
     section = page.split("### A speech protocol as data", 1)[1].split("\n### ", 1)[0]
-    blocks = dict(re.findall(r"```(yaml|jinja)\n(.*?)```", section, re.S))
-    assert blocks["yaml"] == CONFIG.read_text()
-    assert blocks["jinja"] == (REPO / "configs" / "proposer-critic" / "critic.j2").read_text()
+    blocks = re.findall(r"```(yaml|jinja)\n(.*?)```", section, re.S)
+    shipped = REPO / "llmdebate" / "protocols"
+    assert [text for tag, text in blocks if tag == "yaml"] == [
+        (shipped / "two_sided.yaml").read_text(), (shipped / "direct.yaml").read_text(),
+        CONFIG.read_text(),
+    ]
+    assert [text for tag, text in blocks if tag == "jinja"] == [
+        (REPO / "configs" / "proposer-critic" / "critic.j2").read_text()
+    ]
     assert "llmdebate run --config configs/proposer-critic.yaml" in section
+    assert "llmdebate export runs/proposer-critic --role critic" in section
 
 
 GOLDEN = REPO / "tests" / "fixtures" / "consultancy_golden"
