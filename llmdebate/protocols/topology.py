@@ -185,6 +185,8 @@ class TopologyProtocol(FromTopology, SpeechProtocol):
     """A speech protocol run from its :attr:`topology`."""
 
     can = Capabilities(assigned=True)
+    all_public: ClassVar[bool] = False
+    """Whether every slot is public (each step and the judge read every turn)."""
 
     def variants(
         self, assignment: str, index: int, views: Sequence[str] | None = None
@@ -198,6 +200,8 @@ class TopologyProtocol(FromTopology, SpeechProtocol):
     def seen(self, step: Step | None, turns: list[Turn], rnd: int = 0) -> list[Turn]:
         """The turns ``step`` in round ``rnd`` reads (``step`` None: what the judge reads,
         the public slots and its own questions)."""
+        if self.all_public:
+            return list(turns)
         steps = _written(self.topology.turns, turns)
         return [t for t, w in zip(turns, steps, strict=True) if readable(step, t, w, rnd)]
 
@@ -319,6 +323,7 @@ def register_topology(name: str, topology: Topology, *, shipped: bool = False) -
         base = TopologyProtocol
         attrs["fork_records"] = ("rounds", "mode") if topology.follows_mode else ("rounds",)
         attrs["can"] = Capabilities(assigned=True, **flags)
+        attrs["all_public"] = all(s.visible == "public" for s in topology.turns)
     cls = type(f"Topology[{name}]", (base,), attrs)
     register(name, replace=True)(cls)
 
