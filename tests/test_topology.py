@@ -434,8 +434,10 @@ def test_a_config_topology_with_no_turns_is_the_direct_judge(tmp_path: Path) -> 
         ({"views": True}, r"topologies\.pc\.views: only the judge alone \(no turns\) has views"),
         ({"turns": []}, r"topologies\.pc\.seats: a topology with no turns is the judge alone: "
                         "no seat speaks"),
-        ({"turns": [], "seats": {}, "can": ["pairs"]},
+        ({"turns": [], "seats": {}, "can": ["asks_questions"]},
          r"topologies\.pc\.can: a topology with no turns is the judge alone"),
+        ({"can": ["pairs"]}, r"topologies\.pc\.can: pairs needs two seats, the first "
+         r"defending the assigned answer and the second the other \(seats: 1\)"),
     ],
 )
 def test_what_only_the_judge_alone_or_a_speech_topology_has(

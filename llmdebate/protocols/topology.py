@@ -42,13 +42,18 @@ A topology may declare what it can do beyond an assigned answer (``can``):
 With ``follows_mode: true`` the run's ``mode`` applies: ``simultaneous``, the steps of a
 round speak at once, each reading only the turns of the rounds before (``sequential``: a
 step reads the round's earlier slots as its visibility allows); its transcripts record
-``mode``, which a fork reads back. The built-in consultancy and two-sided debate ship as
-such topologies (``consultancy.yaml`` and ``two_sided.yaml`` beside this module).
+``mode``, which a fork reads back.
 
-:func:`register_topology` registers a topology as a
-:class:`~llmdebate.protocols.families.SpeechProtocol` under its name (the config does it
-when it is read); a config's topology's transcripts record it (``meta.topology``), so a
-report or a re-scoring of them needs no config (:func:`adopt`).
+A topology with no turns (and no seats) is the judge alone (:class:`JudgeAlone`): a choice
+protocol whose judge reads no transcript; with ``views: true`` it runs one debate per judge
+view of an item's passage (``judge.direct_passage``: ``blind``, ``expert``). The built-in
+consultancy, two-sided debate and direct judge ship as topologies (``consultancy.yaml``,
+``two_sided.yaml`` and ``direct.yaml`` beside this module); their schema is
+:mod:`llmdebate.protocols.topology_schema`.
+
+:func:`register_topology` registers a topology under its name (the config does it when it
+is read); a config's topology's transcripts record it (``meta.topology``), so a report, a
+re-scoring or an export of them needs no config (:func:`adopt`).
 """
 
 from __future__ import annotations

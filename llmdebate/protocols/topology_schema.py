@@ -75,6 +75,9 @@ class Topology(BaseModel):
                     ("turns", i, "speaker"),
                     f"{step.speaker!r} is not a seat (seats: {', '.join(self.seats)})",
                 )
+        if "pairs" in self.can and len(self.seats) != 2:
+            raise FieldError(("can",), "pairs needs two seats, the first defending the "
+                             f"assigned answer and the second the other (seats: {len(self.seats)})")
         if self.turns:
             if self.views:
                 raise FieldError(("views",), "only the judge alone (no turns) has views: a "
