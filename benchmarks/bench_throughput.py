@@ -6,6 +6,8 @@
     PYTHONPATH=. python benchmarks/bench_throughput.py orchestration --debates 300
     PYTHONPATH=. python benchmarks/bench_throughput.py memory --debates 10000 --in-flight 256
     PYTHONPATH=. python benchmarks/bench_throughput.py debates --in-flight 256 --processes 0,1,2
+    PYTHONPATH=. python benchmarks/bench_throughput.py debates --protocol two-sided --rounds 3 \
+        --in-flight 64 --debates 400 --against ../before --repeat 4
 
 Every figure is printed with the load average at the time, and every client figure beside
 its bound measured in the same run:
@@ -211,7 +213,8 @@ def divisor_items(n_items: int) -> list[dict[str, Any]]:
 def debate_config(
     tmp: Path, debates: int, in_flight: int, url: str | None, *, depth: int, width: int,
     independent: bool, cache: bool, debates_in_flight: int | None = None,
-    model: str = "openai/fake", endpoint: str = "chat",
+    model: str = "openai/fake", endpoint: str = "chat", protocol: str = "prover-estimator",
+    rounds: int = 2,
 ) -> Any:
     from llmdebate.experiment.loading import validate
 
@@ -224,6 +227,8 @@ def debate_config(
         role["options"] = {"endpoint": endpoint}
     raw = {
         "name": "bench",
+        "protocols": [protocol],
+        "rounds": rounds,  # a speech protocol's
         "dataset": {"path": str(data), "limit": (debates + 1) // 2},
         "debate": {"depth": depth, "width": width, "expected_rewards": True},
         "prover": {**role, "decomposer": "formal", "max_tokens": 24},
@@ -236,6 +241,8 @@ def debate_config(
         "runs_dir": str(tmp / "runs"),
         "report": {"bootstrap": 10},
     }
+    if protocol != "prover-estimator":  # a speech is the reply as written (the server's is
+        raw["prover"]["scratchpad"] = False  # untagged: no re-ask for a missing <argument>)
     return validate(raw)
 
 
@@ -275,6 +282,7 @@ def run_debates(
     models: dict[str, Any] | None = None, memory: bool = False, tmp: Path,
     debates_in_flight: int | None = None, model: str = "openai/fake",
     ray_workers: int | None = None, endpoint: str = "chat", processes: int | None = None,
+    protocol: str = "prover-estimator", rounds: int = 2,
 ) -> dict[str, Any]:
     from llmdebate.experiment import runner
     from llmdebate.models import http1
@@ -302,6 +310,7 @@ def run_debates(
     cfg = debate_config(
         tmp, debates, in_flight, url, depth=depth, width=width, independent=independent,
         cache=cache, debates_in_flight=debates_in_flight, model=model, endpoint=endpoint,
+        protocol=protocol, rounds=rounds,
     )
     run_dir = tmp / "runs" / f"r-{time.monotonic_ns()}"
     if url in SERVER_PIDS:
@@ -418,6 +427,7 @@ def debates_in(tree: str, url: str, c: int, args: argparse.Namespace) -> dict[st
         sys.executable, __file__, "one", "--url", url, "--in-flight", str(c),
         "--debates", str(args.debates), "--depth", str(args.depth), "--width", str(args.width),
         "--debate-factor", str(args.debate_factor), "--endpoint", args.endpoint,
+        "--protocol", args.protocol, "--rounds", str(args.rounds),
     ]
     cmd += ["--independent"] if args.independent else []
     cmd += ["--processes", str(args.processes[0])] if args.processes else []
@@ -435,7 +445,8 @@ def cmd_one(args: argparse.Namespace) -> list[dict[str, Any]]:
             args.url, args.debates, args.in_flight[0], depth=args.depth, width=args.width,
             independent=args.independent, tmp=Path(tmp),
             debates_in_flight=args.debate_factor * args.in_flight[0], endpoint=args.endpoint,
-            processes=args.processes[0] if args.processes else None,
+            processes=args.processes[0] if args.processes else None, protocol=args.protocol,
+            rounds=args.rounds,
         )
     print(json.dumps(r), flush=True)
     return []
@@ -458,12 +469,14 @@ def cmd_debates(args: argparse.Namespace) -> list[dict[str, Any]]:
                     independent=args.independent, cache=args.cache, profile=args.profile,
                     memory=args.memory, tmp=Path(tmp), debates_in_flight=args.debate_factor * c,
                     ray_workers=args.workers, endpoint=args.endpoint, processes=procs,
+                    protocol=args.protocol, rounds=args.rounds,
                 )
                 ideal = ideal_rate(c, args.latency)
                 b = min(bound, ideal)
                 row = {
-                    "what": "debates", "latency_s": args.latency, "in_flight": c,
-                    "depth": args.depth, "width": args.width, "processes": procs, **r,
+                    "what": "debates", "protocol": args.protocol, "latency_s": args.latency,
+                    "in_flight": c, "depth": args.depth, "width": args.width, "processes": procs,
+                    **r,
                     "bound_per_s": round(bound, 1), "ideal_per_s": shown(ideal),
                     "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
                 }
@@ -512,14 +525,16 @@ def side_by_side(
             )
             r["server_in_flight"] = round(server_stats(url)["in_flight_s"] / r["debates_s"], 1)
             row = {
-                "what": "debates", "tree": label, "path": tree, "latency_s": args.latency,
+                "what": "debates", "protocol": args.protocol, "tree": label, "path": tree,
+                "latency_s": args.latency,
                 "in_flight": c, "depth": args.depth, "width": args.width,
                 "endpoint": args.endpoint, "processes": args.processes[0] if args.processes
                 else None, **r, "bound_per_s": round(bound, 1),
                 "ratio": round(r["calls_per_s"] / b, 3), "load": load(),
             }
             print(
-                f"{label:6s} {args.latency * 1000:.0f} ms, {c:3d} in flight: {r['debates']} "
+                f"{label:6s} {args.protocol}, {args.latency * 1000:.0f} ms, {c:3d} in flight: "
+                f"{r['debates']} "
                 f"debates ({r['failed']} failed) = {r['debates_per_s']:.1f} debates/s, "
                 f"{r['calls_per_s']:.0f} calls/s = {r['calls_per_s'] / b:.0%} of bound {b:.0f}/s,"
                 f" {r['server_in_flight']:.0f} in flight at the server;"
@@ -667,6 +682,12 @@ def main() -> None:
         "--endpoint", choices=["chat", "completions"], default="chat",
         help="the OpenAI endpoint every role uses (completions: batched prompts)",
     )
+    ap.add_argument(
+        "--protocol", default="prover-estimator",
+        help="debates: the protocol every debate runs (a speech protocol's speeches are the "
+        "server's replies as written)",
+    )
+    ap.add_argument("--rounds", type=int, default=2, help="debates: a speech protocol's rounds")
     ap.add_argument("--url", default=None, help=argparse.SUPPRESS)  # `one`: the server
     args = ap.parse_args()
     args.memory = args.what == "memory"

@@ -44,3 +44,26 @@ def test_the_worker_flag_is_the_clis() -> None:
     assert shown.returncode == 0
     assert "--workers" in shown.stdout and "--ray-workers" not in shown.stdout
     assert "--ray-workers" not in (REPO / "benchmarks" / "README.md").read_text()
+
+
+def test_a_speech_protocols_debates(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    res = bench("debates", "--protocol", "two-sided", "--rounds", "2", "--latency", "0",
+                "--in-flight", "2", "--seconds", "0.2", "--debates", "4", "--json", str(rows))
+    assert res.returncode == 0, res.stderr[-2000:]
+    (row,) = [json.loads(x) for x in rows.read_text().splitlines()]
+    assert row["protocol"] == "two-sided" and row["debates"] == 4 and row["failed"] == 0
+    assert row["calls_per_debate"] == 5  # two speeches a round for two rounds, the judge's
+
+
+def test_the_speech_cpu_benchmark_runs_as_documented() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_speech_cpu.py"), "--debates", "6",
+         "--rounds", "2", "--repeat", "2"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    assert sum(" two-sided: 6 debates, " in x for x in lines) == 4
+    assert lines[-1].startswith("median CPU: before ")

@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from llmdebate.agents.factory import SEAT_ROLES, Team
@@ -31,6 +34,7 @@ from llmdebate.experiment.runtime import protocol_settings
 from llmdebate.judging.view import build_view
 from llmdebate.models import Model, ScriptedBackend
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.families import ChoiceProtocol, SpeechProtocol
 from llmdebate.protocols.registry import PROTOCOLS, protocol_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -251,10 +255,17 @@ def test_bad_topology_input_exits_2_from_the_command_line(
 def test_the_docs_show_the_config_and_template_this_file_runs() -> None:
     page = (REPO / "docs" / "extending.md").read_text()
     section = page.split("### A speech protocol as data", 1)[1].split("\n### ", 1)[0]
-    blocks = dict(re.findall(r"```(yaml|jinja)\n(.*?)```", section, re.S))
-    assert blocks["yaml"] == CONFIG.read_text()
-    assert blocks["jinja"] == (REPO / "configs" / "proposer-critic" / "critic.j2").read_text()
+    blocks = re.findall(r"```(yaml|jinja)\n(.*?)```", section, re.S)
+    shipped = REPO / "llmdebate" / "protocols"
+    assert [text for tag, text in blocks if tag == "yaml"] == [
+        (shipped / "two_sided.yaml").read_text(), (shipped / "direct.yaml").read_text(),
+        CONFIG.read_text(),
+    ]
+    assert [text for tag, text in blocks if tag == "jinja"] == [
+        (REPO / "configs" / "proposer-critic" / "critic.j2").read_text()
+    ]
     assert "llmdebate run --config configs/proposer-critic.yaml" in section
+    assert "llmdebate export runs/proposer-critic --role critic" in section
 
 
 GOLDEN = REPO / "tests" / "fixtures" / "consultancy_golden"
@@ -299,3 +310,140 @@ def test_worker_processes_run_a_config_topology_as_this_process_does(tmp_path: P
         assert main(args + (["--workers", "1"] if executor == "processes" else [])) == 0
         written.append(timings.sub("", (run_dir / "transcripts.jsonl").read_text()))
     assert written[0] == written[1] and written[0].count('"status":"complete"') == 4
+
+
+PROGRAM = "import sys; from llmdebate.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``llmdebate ARGS`` in a fresh interpreter (no topology registered but what it reads)."""
+    return subprocess.run([sys.executable, "-c", PROGRAM, *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_fresh_process_exports_a_config_topologys_seats_from_its_transcripts(
+    tmp_path: Path,
+) -> None:
+    """``export --role critic`` without the config: the transcripts record the topology, and
+    reading them registers it with its seats' roles; the proposer, who argues for an answer,
+    is credited with the judge's probability of it, the critic, who argues for none, with
+    nothing."""
+    run_dir = tmp_path / "pc"
+    assert _cli("run", "--config", str(CONFIG), "--run-dir", str(run_dir)).returncode == 0
+    ts = _lines(run_dir / "transcripts.jsonl")
+    rows = {}
+    for seat in ("critic", "proposer"):
+        out = tmp_path / f"{seat}.jsonl"
+        res = _cli("export", str(run_dir), "--role", seat, "--out", str(out))
+        assert res.returncode == 0, res.stderr
+        rows[seat] = _lines(out)
+        assert len(rows[seat]) == 8 and {r["role"] for r in rows[seat]} == {seat}
+    assert [r["completion"][0]["content"] for r in rows["critic"]][:2] == ["C1", "C2"]
+    assert {r["reward"] for r in rows["critic"]} == {None}
+    for t in ts:  # the judge's probability of the proposer's answer, recomputed here
+        p_first = t["meta"]["judge"]["p_first"]
+        position = t["turns"][0]["position"]
+        p = p_first if position == t["meta"]["options"][0] else 1 - p_first
+        mine = [r for r in rows["proposer"] if r["debate_id"] == t["id"]]
+        assert len(mine) == 2 and all(r["expected_reward"] == pytest.approx(p) for r in mine)
+        assert all(r["reward"] == float(t["meta"]["decision"] == position) for r in mine)
+    res = _cli("export", str(run_dir), "--role", "critik", "--out", str(tmp_path / "x.jsonl"))
+    assert res.returncode == 2
+    assert res.stderr.strip().endswith("--role 'critik': choose from prover, estimator, judge, "
+                                       "debater, proposer, critic"), res.stderr
+
+
+PAIRED = {
+    "seats": {"first": "prover", "second": "prover"},
+    "can": ["pairs"],
+    "follows_mode": True,
+    "turns": [
+        {"speaker": "first", "act": "two_sided_debater"},
+        {"speaker": "second", "act": "two_sided_debater", "position": "other"},
+    ],
+}
+
+
+@pytest.mark.parametrize("mode", ["sequential", "simultaneous"])
+def test_a_config_topology_that_pairs_and_follows_the_mode(mode: str) -> None:
+    """Both orders of an item, the second seat defending the other answer; in simultaneous
+    mode a round's second speech is written without the first's of that round."""
+    cfg = ExperimentConfig.model_validate({
+        "protocols": ["paired"], "topologies": {"paired": PAIRED}, "rounds": 2, "mode": mode,
+        "prover": {"model": "scripted", "scratchpad": False},
+        "judge": {"model": "scripted"},
+    })
+    asked: list[str] = []
+    counter = iter(range(100))
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        asked.append("\n".join(m["content"] for m in messages))
+        return f"SPEECH-{next(counter)}"
+
+    debater = Model(ScriptedBackend(responder=reply, name="s-debater"))
+    team = Team({"prover": debater, "judge": Model(ScriptedBackend(name="s-judge"))},
+                Prompts(), cfg.prover, cfg.estimator, cfg.judge)
+    jobs = make_jobs([ITEM], cfg)
+    assert [j.spec.variant for j in jobs] == ["order-0", "order-1"]
+    for job in jobs:
+        asked.clear()
+        t, failed = asyncio.run(run_one(job, team, protocol_settings(cfg)))
+        assert not failed, t.failure
+        options = t.meta["options"]
+        assert t.meta["order"] == options and t.meta["mode"] == mode
+        swapped = job.spec.variant == "order-1"
+        assert options == list(job.spec.shown[::-1] if swapped else job.spec.shown)
+        assert [x.position for x in t.turns[:4]] == [options[0], options[1]] * 2
+        first = t.turns[0].text
+        assert f'argue that the answer is "{options[1]}"; your opponent argues that it is ' \
+               f'"{options[0]}"' in asked[1]  # opponent_position: the answer it does not argue
+        assert (first in asked[1]) == (mode == "sequential")
+        assert first in asked[3]  # the next round reads it either way
+        assert type(PROTOCOLS.get("paired")).fork_records == ("rounds", "mode")
+
+
+def test_a_config_topology_with_no_turns_is_the_direct_judge(tmp_path: Path) -> None:
+    """The judge alone, written in a config: the direct judge's debates (blind and expert on
+    an item with a passage), decisions and calls, its topology recorded."""
+    golden = REPO / "tests" / "fixtures" / "speech_golden"
+    config = yaml.safe_load((golden / "direct_passage.yaml").read_text())
+    config["protocols"] = ["alone"]
+    config["topologies"] = {"alone": {"judge": "direct_judge", "views": True}}
+    path = tmp_path / "alone.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["run", "--config", str(path), "--run-dir", str(tmp_path / "r")]) == 0
+    timings = re.compile(r'"(wall_s|latency_s)":\s*[0-9.e+-]+')
+    written = timings.sub(r'"\1":0', (tmp_path / "r" / "transcripts.jsonl").read_text())
+    mine = [json.loads(x) for x in written.splitlines()]
+    theirs = _lines(golden / "direct_passage.jsonl")
+    assert [t["id"] for t in mine] == [t["id"].replace("direct/", "alone/").replace(
+        "/direct", "/alone") for t in theirs]
+    assert isinstance(PROTOCOLS.get("alone"), ChoiceProtocol)
+    assert not isinstance(PROTOCOLS.get("alone"), SpeechProtocol)
+    for a, b in zip(mine, theirs, strict=True):
+        assert a["meta"].pop("topology")["views"] and a["meta"].pop("slots") == []
+        assert {k: v for k, v in a["meta"].items() if k != "variant"} == \
+            {k: v for k, v in b["meta"].items() if k != "variant"}
+        assert a["turns"] == b["turns"]
+        assert [c["messages"] for c in a["calls"]] == [c["messages"] for c in b["calls"]]
+
+
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        ({"views": True}, r"topologies\.pc\.views: only the judge alone \(no turns\) has views"),
+        ({"turns": []}, r"topologies\.pc\.seats: a topology with no turns is the judge alone: "
+                        "no seat speaks"),
+        ({"turns": [], "seats": {}, "can": ["asks_questions"]},
+         r"topologies\.pc\.can: a topology with no turns is the judge alone"),
+        ({"can": ["pairs"]}, r"topologies\.pc\.can: pairs needs two seats, the first "
+         r"defending the assigned answer and the second the other \(seats: 1\)"),
+    ],
+)
+def test_what_only_the_judge_alone_or_a_speech_topology_has(
+    spec: dict[str, Any], where: str
+) -> None:
+    pc = {"seats": {"proposer": "prover"},
+          "turns": [{"speaker": "proposer", "act": "consultancy_consultant"}]}
+    with pytest.raises(ConfigError, match=where):
+        validate({"protocols": ["pc"], "topologies": {"pc": {**pc, **spec}}})

@@ -15,7 +15,10 @@ protocol", is a complete example).
   run's rules (:func:`deliver`, :class:`Rules`), an
   open role's pick (:func:`chosen_position`), the interactive judge (:class:`JudgeTurns`);
 * what a deferred judge's ruling is (:class:`LeafVerdict`, :class:`FirstOption`);
-* forks: :func:`fork` (``at``, ``speaker``, ``swapped``) and :func:`team_for`.
+* forks: :func:`fork` (``at``, ``speaker``, ``swapped``) and :func:`team_for`;
+* a speech protocol as data: :class:`Topology` (its :class:`Step` s) and
+  :func:`register_topology`, as the built-in ``consultancy.yaml``, ``two_sided.yaml`` and
+  ``direct.yaml`` are registered.
 """
 
 from llmdebate.agents.factory import Team
@@ -42,6 +45,8 @@ from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import Rules, deliver, speech_prompt
+from llmdebate.protocols.topology import register_topology
+from llmdebate.protocols.topology_schema import Step, Topology
 from llmdebate.rl.replay import fork, team_for
 
 __all__ = [
@@ -58,7 +63,9 @@ __all__ = [
     "Rules",
     "Ruling",
     "SpeechProtocol",
+    "Step",
     "Team",
+    "Topology",
     "Transcript",
     "Turn",
     "chosen_position",
@@ -69,6 +76,7 @@ __all__ = [
     "judge_variables",
     "options_text",
     "register",
+    "register_topology",
     "speech_prompt",
     "team_for",
     "transcript_text",

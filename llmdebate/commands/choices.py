@@ -1,6 +1,6 @@
-"""A click choice whose values are a registry's names (or any names a function gives), read
-when the command runs (so an entry a plugin registers after import is a valid choice, and
-``--help`` lists it)."""
+"""A click choice whose values are a registry's names, read when the command runs (so an
+entry a plugin registers after import is a valid choice, and ``--help`` lists it), and an
+option whose help ends with names read when help is shown."""
 
 from __future__ import annotations
 
@@ -25,22 +25,6 @@ class RegistryChoice(click.Choice):  # type: ignore[type-arg]
 
     @choices.setter
     def choices(self, value: Sequence[Any]) -> None:  # click's __init__ sets it; names rule
-        pass
-
-
-class NamesChoice(click.Choice):  # type: ignore[type-arg]
-    """``click.Choice`` over the names ``names()`` gives when the command runs."""
-
-    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
-        self.names = names
-        super().__init__(())
-
-    @property  # type: ignore[override]
-    def choices(self) -> Sequence[str]:
-        return tuple(self.names())
-
-    @choices.setter
-    def choices(self, value: Sequence[Any]) -> None:
         pass
 
 

@@ -11,7 +11,7 @@ from typing import cast
 
 import click
 
-from llmdebate.commands.choices import NamesChoice, RegistryChoice
+from llmdebate.commands.choices import LateHelpOption, RegistryChoice
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
 from llmdebate.export import FORMATS, export_run, players
@@ -44,8 +44,12 @@ def _whole_run_options(fmt: str, **given: object) -> None:
 @VERBS.register("export")
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--role", type=NamesChoice(players), default=None,
-              help="Whose decisions (required except for whole-run formats: inspect-log).")
+@click.option(
+    "--role", default=None, metavar="ROLE", cls=LateHelpOption,
+    help="Whose decisions (required except for whole-run formats: inspect-log):",
+    late_help=lambda: f"{', '.join(players())}, or a role a protocol the run's transcripts "
+    "record adds (a config topology's seat).",
+)
 @click.option(
     "--format", "fmt", type=RegistryChoice(FORMATS), default="trl-prompt-completion",
     show_default=True, help="Layout of the rows.",

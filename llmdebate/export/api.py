@@ -29,7 +29,7 @@ from llmdebate.export.rows import (
 )
 from llmdebate.export.writers import kind_for, write_rows
 from llmdebate.prompts import Prompts
-from llmdebate.protocols.registry import get_protocol
+from llmdebate.protocols.registry import adopt_recorded, get_protocol
 from llmdebate.records.paths import resolve_path
 from llmdebate.records.rundir import CONFIG_FILE, load_transcripts, read_run_config
 
@@ -68,7 +68,10 @@ def decision_rows(
     role: str | None = None,
     include_pending: bool = False,
 ) -> list[tuple[Row, Transcript]]:
-    """Every decision row of the given player (all players: None), with its transcript."""
+    """Every decision row of the given player (all players: None), with its transcript. The
+    players are the built-in ones and those the protocols of ``transcripts`` add (a config's
+    topology the transcripts record is registered first)."""
+    adopt_recorded(transcripts)
     if role is not None and role not in players():
         raise UserError(f"--role {role!r}: choose from {', '.join(players())}")
     out = []

@@ -15,8 +15,9 @@ prover-estimator debate, terms r_init, r_d, …, r_0 (the prover's; the estimato
   −r_k (its draw z_i feeds M_D).
 
 naive recursive debate: every prover decision → the ±1 payoff, every challenger decision → −it.
-two-sided debate, consultancy: every speech → 1[the judge chose the debater's answer]
-(expected: the judge's probability of it). Judges' calls carry no reward.
+two-sided debate, consultancy, a topology's seat that argues for an answer: every speech →
+1[the judge chose the debater's answer] (expected: the judge's probability of it). A seat
+that argues for no answer (a critic) and judges' calls carry no reward.
 
 **Carriers.** For the sum check, one row per reward term and player is its *carrier*
 (``credited``; the last such row when a decision was re-asked): the answer row (r_init)

@@ -413,8 +413,8 @@ def _judged_rows(b: _Builder) -> None:
             continue
         credit = None
         best_of = call.notes.get("best_of") if call.notes else None
-        if PLAYER_OF_ROLE.get(call.role) == "debater":
-            got = judged(t, call.role)
+        if PLAYER_OF_ROLE.get(call.role) == "debater" or call.role in b.protocol.seats:
+            got = judged(t, call.role)  # None for a seat that argues for no answer
             if got is not None:
                 s, e = got
                 credit = Credit("payoff", s, e, s, e, True)

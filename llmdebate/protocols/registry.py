@@ -15,7 +15,7 @@ Config validation, ``--help`` and error messages take their choices from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from llmdebate.agents.factory import add_seat
@@ -71,11 +71,20 @@ def get_protocol(name: str, *, where: str = "") -> Protocol:
     return PROTOCOLS.get(name, where=where)
 
 
+def adopt_recorded(transcripts: Iterable[Transcript]) -> None:
+    """Register every protocol these transcripts describe themselves (a config's topology)
+    that is not registered, with what it adds (its seats' exported roles: ``llmdebate export
+    --role critic`` of a run read in a fresh process); a transcript of a protocol no longer
+    installed is left for the caller to refuse."""
+    for t in transcripts:
+        if str(t.protocol) not in PROTOCOLS:
+            for hook in RECORDED:
+                hook(t)
+
+
 def protocol_of(t: Transcript) -> Protocol:
     """The protocol of transcript ``t`` (one it describes itself registered first)."""
-    if str(t.protocol) not in PROTOCOLS:
-        for hook in RECORDED:
-            hook(t)
+    adopt_recorded([t])
     return PROTOCOLS.get(str(t.protocol), where=f"debate {t.id}")
 
 

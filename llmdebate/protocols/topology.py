@@ -24,105 +24,74 @@ other option) is a speech under the run's speech rules
 (:func:`~llmdebate.protocols.speeches.deliver`: scratchpad, word limits, quotes); with
 ``position: none`` it is the model's reply as written. Its template gets the variables of
 every speech (:func:`~llmdebate.protocols.speeches.speech_prompt`: ``transcript`` is what
-this step may read), and ``assigned`` and ``other``.
+this step may read), ``assigned`` and ``other``, and ``opponent_position`` (the answer the
+step does not argue for).
 
-A topology may declare ``can: [open_roles, asks_questions]``: with variant ``chosen`` its
-first seat's model picks the answer it defends; an interactive judge
-(:class:`~llmdebate.protocols.interactive.JudgeTurns`, told it hears ``audience``) may ask
-after every round, reading what a judge reads. The built-in consultancy ships as such a
-topology (``consultancy.yaml`` beside this module).
+A topology may declare what it can do beyond an assigned answer (``can``):
 
-:func:`register_topology` registers a topology as a
-:class:`~llmdebate.protocols.families.SpeechProtocol` under its name (the config does it
-when it is read); a config's topology's transcripts record it (``meta.topology``), so a
-report or a re-scoring of them needs no config (:func:`adopt`).
+* ``open_roles``: with ``prover.assignment: choose`` (variant ``chosen``) its first seat's
+  model picks the answer it defends;
+* ``asks_questions``: an interactive judge
+  (:class:`~llmdebate.protocols.interactive.JudgeTurns`, told it hears ``audience``) may ask
+  after every round, reading what a judge reads;
+* ``pairs``: every item is run in both orders, variants ``order-0`` (the assigned answer
+  is the first option shown) and ``order-1`` (the options shown swapped), so an advantage
+  of an option's place cancels across the pair; its transcripts record the answers the
+  seats defend, in seat order (``meta.order``), and a tournament pairs models into them.
+
+With ``follows_mode: true`` the run's ``mode`` applies: ``simultaneous``, the steps of a
+round speak at once, each reading only the turns of the rounds before (``sequential``: a
+step reads the round's earlier slots as its visibility allows); its transcripts record
+``mode``, which a fork reads back.
+
+A topology with no turns (and no seats) is the judge alone (:class:`JudgeAlone`): a choice
+protocol whose judge reads no transcript; with ``views: true`` it runs one debate per judge
+view of an item's passage (``judge.direct_passage``: ``blind``, ``expert``). The built-in
+consultancy, two-sided debate and direct judge ship as topologies (``consultancy.yaml``,
+``two_sided.yaml`` and ``direct.yaml`` beside this module); their schema is
+:mod:`llmdebate.protocols.topology_schema`.
+
+:func:`register_topology` registers a topology under its name (the config does it when it
+is read); a config's topology's transcripts record it (``meta.topology``), so a report, a
+re-scoring or an export of them needs no config (:func:`adopt`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.core.schemas import Transcript, Turn
-from llmdebate.errors import FieldError, ProtocolViolation
+from llmdebate.errors import ProtocolViolation
 from llmdebate.protocols.common import (
+    VIEW_VARIANTS,
     decided,
     judge_choice,
     judge_variables,
     view_of,
     with_quote_penalty,
 )
-from llmdebate.protocols.families import SpeechProtocol
+from llmdebate.protocols.families import ChoiceProtocol, SpeechProtocol
 from llmdebate.protocols.interactive import JudgeTurns
 from llmdebate.protocols.interface import Additions, Capabilities
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import PROTOCOLS, RECORDED, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.protocols.speeches import deliver, speech_prompt
-from llmdebate.qa.passage import JudgeView
+from llmdebate.protocols.topology_schema import JUDGE, Step, Topology
+from llmdebate.qa.passage import HIDDEN, JudgeView
 
-Visible = Literal["public", "private", "turn"]
-JUDGE = "judge"
+ORDERS = ("order-0", "order-1")
+"""The variants of a protocol that pairs: the options shown in the item's order, swapped."""
 
-
-class Step(BaseModel):
-    """One step of a round: a speaker writes one slot."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    speaker: str
-    """The seat that speaks (one of the topology's ``seats``)."""
-    act: str
-    """The template of its prompt (``<act>.j2``: shipped, the run's ``prompts_dir``, or a
-    protocol package's)."""
-    slot: str = "speech"
-    """The name of what it writes (recorded as ``meta.slots``)."""
-    visible: Visible = "public"
-    """Who reads the slot: ``public`` (the judge and every later step), ``private`` (its
-    author's later steps), ``turn`` (the later steps of the same round)."""
-    position: Literal["assigned", "other", "none"] = "assigned"
-    """The answer it argues for: the debate's assigned one, the other option, or none (the
-    reply as written, no speech rules)."""
-
-
-class Topology(BaseModel):
-    """A speech protocol described as data (see the module docstring)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    title: str = ""
-    """The protocol's name as a person judging is told it."""
-    seats: dict[str, Literal["prover", "estimator"]] = Field(min_length=1)
-    """Seat -> the role section (``prover``, ``estimator``) whose settings and, unless
-    ``seats:`` gives it a model, model it plays with."""
-    turns: list[Step] = Field(min_length=1)
-    """The steps of one round, in order."""
-    judge: str = "consultancy_judge"
-    """The template of the judge's choice between the two answers."""
-    rank: int = 50
-    """Place in a comparison (reports): lower first."""
-    can: tuple[Literal["open_roles", "asks_questions"], ...] = ()
-    """What it can do beyond an assigned answer (capabilities of a speech protocol):
-    ``open_roles`` (``prover.assignment: choose``: the first seat's model picks the answer),
-    ``asks_questions`` (``judge.interactive``: the judge may ask after every round)."""
-    audience: str = "the speakers"
-    """Whom an interactive judge is told it hears (``a consultant``)."""
-
-    @model_validator(mode="after")
-    def _speakers(self) -> Topology:
-        if JUDGE in self.seats:
-            raise FieldError(("seats", JUDGE), "the judge is not a seat")
-        for i, step in enumerate(self.turns):
-            if step.speaker not in self.seats:
-                raise FieldError(
-                    ("turns", i, "speaker"),
-                    f"{step.speaker!r} is not a seat (seats: {', '.join(self.seats)})",
-                )
-        return self
+__all__ = ["JUDGE", "Step", "Topology", "TopologyProtocol", "adopt", "load_shipped",
+           "register_topology"]
 
 
 def _written(steps: list[Step], turns: list[Turn]) -> list[Step | None]:
@@ -150,113 +119,193 @@ def readable(step: Step | None, turn: Turn, written: Step | None, rnd: int) -> b
     return turn.round == rnd
 
 
-class TopologyProtocol(SpeechProtocol):
-    """A speech protocol run from its :attr:`topology`."""
+@dataclass(frozen=True)
+class _Debate:
+    """One debate of a topology as its steps see it."""
 
+    spec: DebateSpec
+    team: Team
+    view: JudgeView
+    shown: tuple[str, str]
+    """The options in the order the speakers and the judge read them."""
+    sides: tuple[str, str]
+    """(the assigned answer, the other option)."""
+    rounds: int
+    log: Log
+
+
+class FromTopology:
+    """What a protocol run from a topology has: its topology, and whether its transcripts
+    record it."""
+
+    name: ClassVar[str]
     topology: ClassVar[Topology]
     records_topology: ClassVar[bool] = True
     """Whether its transcripts record the topology (a shipped one's need not)."""
+
+    def recorded(self) -> dict[str, Any]:
+        """What its transcripts record of the topology (``meta.slots``, ``meta.topology``;
+        nothing for a shipped one's)."""
+        if not self.records_topology:
+            return {}
+        return {
+            "slots": [s.slot for s in self.topology.turns],
+            "topology": {"name": self.name, **self.topology.model_dump(mode="json")},
+        }
+
+
+class JudgeAlone(FromTopology, ChoiceProtocol):
+    """A topology with no turns: the judge alone chooses between the two answers, reading no
+    transcript (direct judging); with ``views``, one debate per judge view of an item's
+    passage."""
+
+    shows_transcript = False
+
+    def variants(
+        self, assignment: str, index: int, views: Sequence[str] | None = None
+    ) -> tuple[str, ...]:
+        """One debate, or with ``views`` on an item with a passage one per judge view
+        (``blind``, ``expert``)."""
+        if views is None or not self.topology.views:
+            return (self.name,)
+        names: dict[str, str] = {mode: name for name, mode in VIEW_VARIANTS.items()}
+        return tuple(names[v] for v in views) or (names[HIDDEN],)
+
+    async def run(
+        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+    ) -> Transcript:
+        """One judge's decision between the item's gold answer and its distractor."""
+        view = view_of(spec, team)
+        decision = await judge_choice(
+            team, self.judge_act, spec.shown, log, **judge_variables(spec.item.question, view)
+        )
+        return decided(
+            spec, settings, agents={"judge": team.judge_name()}, turns=[], log=log,
+            decision=decision, judge_round=0, options=spec.shown, passage=view.mode,
+            **self.recorded(),
+        )
+
+
+class TopologyProtocol(FromTopology, SpeechProtocol):
+    """A speech protocol run from its :attr:`topology`."""
+
     can = Capabilities(assigned=True)
+    all_public: ClassVar[bool] = False
+    """Whether every slot is public (each step and the judge read every turn)."""
+
+    def variants(
+        self, assignment: str, index: int, views: Sequence[str] | None = None
+    ) -> tuple[str, ...]:
+        """``order-0`` / ``order-1`` for a protocol that pairs (unless its first seat
+        chooses), else the variants of an assigned answer."""
+        if self.can.pairs and assignment != "choose":
+            return ORDERS
+        return super().variants(assignment, index, views)
 
     def seen(self, step: Step | None, turns: list[Turn], rnd: int = 0) -> list[Turn]:
         """The turns ``step`` in round ``rnd`` reads (``step`` None: what the judge reads,
         the public slots and its own questions)."""
+        if self.all_public:
+            return list(turns)
         steps = _written(self.topology.turns, turns)
         return [t for t, w in zip(turns, steps, strict=True) if readable(step, t, w, rnd)]
 
     def judge_reads(self, turns: list[Turn]) -> list[Turn]:
         return self.seen(None, turns)
 
-    async def _step(
-        self,
-        step: Step,
-        spec: DebateSpec,
-        team: Team,
-        view: JudgeView,
-        rounds: tuple[int, int],
-        turns: list[Turn],
-        sides: tuple[str, str],
-        log: Log,
-    ) -> Turn:
-        rnd, total = rounds
-        seen = self.seen(step, turns, rnd)
-        position = {"assigned": sides[0], "other": sides[1]}.get(step.position)
+    async def _step(self, step: Step, d: _Debate, rnd: int, readable: list[Turn]) -> Turn:
+        """``step`` in round ``rnd``, reading what it may of ``readable``."""
+        seen = self.seen(step, readable, rnd)
+        position = {"assigned": d.sides[0], "other": d.sides[1]}.get(step.position)
+        opponent = {"assigned": d.sides[1], "other": d.sides[0]}.get(step.position, "")
         msgs = speech_prompt(
-            team, spec, view, step.act, options=spec.shown, position=position or "",
-            rnd=rnd, rounds=total, seen=seen, assigned=sides[0], other=sides[1],
+            d.team, d.spec, d.view, step.act, options=d.shown, position=position or "",
+            rnd=rnd, rounds=d.rounds, seen=seen, assigned=d.sides[0], other=d.sides[1],
+            opponent_position=opponent,
         )
         if position is not None:
             return await deliver(
-                team, spec, view, msgs, role=step.speaker, position=position, rnd=rnd,
-                seen=seen, options=spec.shown, judge_act=self.judge_act, log=log,
+                d.team, d.spec, d.view, msgs, role=step.speaker, position=position, rnd=rnd,
+                seen=seen, options=d.shown, judge_act=self.judge_act, log=d.log,
             )
-        out = await team.model_for(step.speaker).generate(
-            msgs, team.speech_config(), role=step.speaker, act=f"argue round {rnd}", log=log
+        out = await d.team.model_for(step.speaker).generate(
+            msgs, d.team.speech_config(), role=step.speaker, act=f"argue round {rnd}",
+            log=d.log,
         )
         return Turn(role=step.speaker, round=rnd, text=out.text.strip())
 
-    async def _sides(self, spec: DebateSpec, team: Team, log: Log) -> tuple[str, str]:
-        """(the assigned answer, the other option); with variant ``chosen`` the first seat's
-        model picks the answer."""
+    async def _debate(
+        self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
+    ) -> _Debate:
+        """The debate's options as shown (variant ``order-1`` of a protocol that pairs swaps
+        them) and its sides: the assigned answer (that pairs: the first option shown; with
+        variant ``chosen`` the first seat's model picks it) and the other option."""
+        swapped = self.can.pairs and spec.variant == ORDERS[1]
+        shown = (spec.shown[1], spec.shown[0]) if swapped else spec.shown
         position = spec.answer
-        if position is None:
-            if spec.variant != "chosen":
-                raise ProtocolViolation(f"{self.name} needs an assigned answer")
+        if position is None and spec.variant == "chosen":
             position = await chosen_position(team, spec, self.seats[0], log)
-        return position, spec.shown[1] if position == spec.shown[0] else spec.shown[0]
+        elif position is None and self.can.pairs and spec.variant in ORDERS:
+            position = shown[0]
+        elif position is None:
+            raise ProtocolViolation(f"{self.name} needs an assigned answer")
+        other = shown[1] if position == shown[0] else shown[0]
+        return _Debate(spec, team, view_of(spec, team), shown, (position, other),
+                       settings.rounds, log)
 
     async def run(
         self, spec: DebateSpec, team: Team, settings: ProtocolSettings, log: Log
     ) -> Transcript:
-        sides = await self._sides(spec, team, log)
-        agents = {s: team.model_for(s).name for s in self.seats}
-        view = view_of(spec, team)
+        d = await self._debate(spec, team, settings, log)
+        at_once = self.topology.follows_mode and settings.mode == "simultaneous"
         turns: list[Turn] = []
-        asks = JudgeTurns(team, spec, spec.shown, settings.rounds, self.topology.audience)
+        asks = JudgeTurns(team, spec, d.shown, settings.rounds, self.topology.audience)
         for rnd in range(1, settings.rounds + 1):
+            before = len(turns)
             for step in self.topology.turns:
-                turns.append(
-                    await self._step(
-                        step, spec, team, view, (rnd, settings.rounds), turns, sides, log
-                    )
-                )
-            shown = judge_variables(spec.item.question, view, self.judge_reads(turns))
+                turn = await self._step(step, d, rnd, turns[:before] if at_once else turns)
+                turns.append(turn)
+            shown = judge_variables(spec.item.question, d.view, self.judge_reads(turns))
             if not await asks.goes_on(rnd, turns, log, shown):
                 break
         decision = asks.decision() or await judge_choice(
-            team, self.judge_act, spec.shown, log,
-            **judge_variables(spec.item.question, view, self.judge_reads(turns)),
+            team, self.judge_act, d.shown, log,
+            **judge_variables(spec.item.question, d.view, self.judge_reads(turns)),
         )
-        extra: dict[str, Any] = {}
-        if self.records_topology:
-            extra = {
-                "slots": [s.slot for s in self.topology.turns],
-                "topology": {"name": self.name, **self.topology.model_dump(mode="json")},
-            }
         t = decided(
             spec,
             settings,
-            agents={**agents, "judge": team.judge_name()},
+            agents={**{s: team.model_for(s).name for s in self.seats}, "judge": team.judge_name()},
             turns=turns,
             log=log,
             decision=decision,
             judge_round=asks.judge_round(),
-            options=spec.shown,
-            rounds=settings.rounds,
-            passage=view.mode,
-            **asks.meta(),
-            **extra,
+            options=d.shown,
+            **self._meta(d, settings, asks),
         )
         return with_quote_penalty(t, team)
 
+    def _meta(self, d: _Debate, settings: ProtocolSettings, asks: JudgeTurns) -> dict[str, Any]:
+        """What its transcripts record beyond every choice's: the seats' answers (``order``,
+        a protocol that pairs), the rounds, the mode (one that follows it), the judge's view
+        of the passage, the interactive judge's turns, and a config's topology."""
+        meta: dict[str, Any] = {"order": list(d.sides)} if self.can.pairs else {}
+        meta["rounds"] = settings.rounds
+        if self.topology.follows_mode:
+            meta["mode"] = settings.mode
+        meta |= {"passage": d.view.mode, **asks.meta()}
+        return meta | self.recorded()
+
 
 def register_topology(name: str, topology: Topology, *, shipped: bool = False) -> None:
-    """Register ``topology`` as speech protocol ``name`` (``shipped``: the package's own,
-    whose transcripts need not record it): a ValueError if a protocol of that name is
-    registered that is not the same topology (a built-in, a plugin's)."""
+    """Register ``topology`` as protocol ``name`` (``shipped``: the package's own, whose
+    transcripts need not record it): a speech protocol (:class:`TopologyProtocol`), or with
+    no turns the judge alone (:class:`JudgeAlone`, a choice protocol). A ValueError if a
+    protocol of that name is registered that is not the same topology (a built-in, a
+    plugin's)."""
     if name in PROTOCOLS:
         held = PROTOCOLS.get(name)
-        if not isinstance(held, TopologyProtocol) or held.records_topology == shipped:
+        if not isinstance(held, FromTopology) or held.records_topology == shipped:
             raise ValueError("a protocol of that name is registered already (a built-in or a "
                              "plugin's)")
         if held.topology == topology:
@@ -270,12 +319,17 @@ def register_topology(name: str, topology: Topology, *, shipped: bool = False) -
         "rank": topology.rank,
         "seats": tuple(topology.seats),
         "judge_act": topology.judge,
-        "can": Capabilities(assigned=True, **flags),
         "adds": Additions(seats=new, roles={s: s for s in new}, models=frozenset()),
-        "__doc__": f"Speech protocol {name}, from a topology.",
+        "__doc__": f"Protocol {name}, from a topology.",
         "__module__": __name__,
     }
-    cls = type(f"Topology[{name}]", (TopologyProtocol,), attrs)
+    base: type[FromTopology] = JudgeAlone
+    if topology.turns:
+        base = TopologyProtocol
+        attrs["fork_records"] = ("rounds", "mode") if topology.follows_mode else ("rounds",)
+        attrs["can"] = Capabilities(assigned=True, **flags)
+        attrs["all_public"] = all(s.visible == "public" for s in topology.turns)
+    cls = type(f"Topology[{name}]", (base,), attrs)
     register(name, replace=True)(cls)
 
 
