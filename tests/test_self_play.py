@@ -176,3 +176,41 @@ def test_against_a_credulous_judge_a_hacks_against_one_that_knows_the_truth_it_d
     assert higher["credulous"] > 0.9 and higher["truthful"] < 0.1, higher
     assert lines["credulous"].startswith("judge hacking:"), lines
     assert lines["truthful"].startswith("no judge hacking:"), lines
+
+
+def test_the_benchmark_runs_and_its_figures_recompute(tmp_path: Path) -> None:
+    """benchmarks/bench_self_play.py end to end on the tiny model, two numbers a side; the
+    first round's Brier of p and the audit's wins recomputed from the written rows."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    model = tiny_model(tmp_path / "tiny")
+    res = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "bench_self_play.py"), "--model",
+         f"hf/{model}", "--train-numbers", "2", "--held-out-numbers", "2", "--steps", "2",
+         "--round-every", "1", "--estimator-steps", "1", "--top-layers", "1", "--seeds", "0",
+         "--draws", "20", "--out", str(tmp_path / "out")],
+        env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True,
+        timeout=300, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert set(got["rounds"]) == {f"{a}@0" for a in ("self-play", "control-shuffled",
+                                                    "hacking-credulous", "hacking-truthful")}
+    assert got["exact_split_rate"].startswith("not measured")
+    for name, hist in got["rounds"].items():
+        assert [h["prover_steps"] for h in hist] == [0, 1, 2]
+        assert got["lines"][name].split(":")[0] in ("judge hacking", "no judge hacking")
+        for h in hist:  # zero-sum, and the audit's wins are the rounds' positive payoffs
+            assert h["prover_payoff"]["value"] == pytest.approx(-h["estimator_payoff"]["value"])
+    # round 0: both seats the base model, so q = p and A argues nothing
+    first = got["rounds"]["self-play@0"][0]
+    assert first["brier_prover"] == first["brier_estimator"] and first["higher"] == 0
+    assert first["audit_judge_wins"] == 0 and first["mean_abs_p_q"] == 0
+    assert first["brier_estimator"]["value"] == pytest.approx(got["base_model_held_out_brier"],
+                                                              abs=1e-4)
+    credulous = got["rounds"]["hacking-credulous@0"][0]
+    assert credulous["accuracy_judge"] == pytest.approx(got["held_out"]["true_share"], abs=1e-4)
+    assert "| self-play | 0 | 0 (0, 0) |" in res.stdout
