@@ -90,7 +90,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--estimator-steps", type=int, default=3, help="B's steps per A step")
     ap.add_argument("--round-every", type=int, default=5, help="A steps per round")
     ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--learning-rate", type=float, default=3e-3)
+    ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--temperature", type=float, default=0.1,
                     help="tau of A's mixed direction sigma((q_A - p) / tau)")
     ap.add_argument("--top-layers", type=int, default=2)
