@@ -1,6 +1,6 @@
 """Self-play of both seats at the leaf, and judge hacking, on the embedded language model.
 
-    python benchmarks/bench_self_play.py                      # full size, about 40 min
+    python benchmarks/bench_self_play.py                      # full size, about 25 min
     python benchmarks/bench_self_play.py --steps 2 --seeds 0 --arms hacking-credulous
 
 Both seats are the base model (``--model local``: Gemma 3 270M, no adapter) with a fresh
