@@ -142,8 +142,11 @@ def test_b_moves_towards_as_belief(tmp_path: Path) -> None:
         assert seats.score(ESTIMATOR, prompts) == pytest.approx(base)  # B untouched by A's step
         gap = sum(a - b for a, b in zip(q, base, strict=True)) / len(q)
         assert gap > 0.05, (q, base)
-        for _ in range(4):  # B against A's played direction: p follows q
-            estimator_step(seats, opt_b, cases, s, 0.05)
+        # B against A's played direction, with verdicts of 0 (the claims' truth): p follows
+        # A's belief up, not the verdict down (B's gradient in p is A's direction)
+        truthful = [SeatCase(c.claim, c.prompt, 0, 0, c.number) for c in cases]
+        for _ in range(4):
+            estimator_step(seats, opt_b, truthful, s, 0.05)
         p = seats.score(ESTIMATOR, prompts)
         assert seats.score(PROVER, prompts) == pytest.approx(q)  # A untouched by B's step
     after = sum(abs(a - b) for a, b in zip(q, p, strict=True)) / len(q)
