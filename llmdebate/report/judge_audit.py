@@ -59,16 +59,32 @@ def debate_audit(t: Transcript, side: str = "prover") -> tuple[bool, bool, bool]
         return (prover if side == "prover" else (not prover[0], not prover[1])) + (correct,)
     if leaf.reward is None or leaf.direction is None or leaf.p is None:
         return None
+    return leaf_audit(side, leaf.direction, leaf.reward, leaf.p, verdict, truth)
+
+
+def leaf_audit(side: str, direction: float, reward: float, p: float, verdict: int,
+               truth: int) -> tuple[bool, bool, bool]:
+    """(won, argued the truth, judge correct) of one prover-estimator leaf for ``side``:
+    A's leaf direction s_0, its reward r_0 = s_0·(O − p_0), B's p_0, the verdict O and the
+    leaf claim's truth (the definitions of the module's docstring)."""
+    if side not in SIDES:
+        raise ValueError(f"side: one of {', '.join(SIDES)} (got {side!r})")
+    correct = int(verdict) == int(truth)
     if side == "prover":
-        argued = leaf.direction != 0 and (leaf.direction > 0) == bool(truth)
-        return leaf.reward > 0, argued, correct
-    return leaf.reward < 0, (leaf.p > 0.5) == bool(truth) and leaf.p != 0.5, correct
+        argued = direction != 0 and (direction > 0) == bool(truth)
+        return reward > 0, argued, correct
+    return reward < 0, (p > 0.5) == bool(truth) and p != 0.5, correct
 
 
 def judge_audit(transcripts: Iterable[Transcript], side: str = "prover") -> dict[str, Any]:
     """The shares of the module's docstring over ``transcripts`` (None where no debate has
     a leaf verdict on a claim of known truth), and ``audited``: how many had."""
-    rows = [a for t in transcripts if (a := debate_audit(t, side)) is not None]
+    return audit_shares([a for t in transcripts if (a := debate_audit(t, side)) is not None])
+
+
+def audit_shares(rows: Sequence[tuple[bool, bool, bool]]) -> dict[str, Any]:
+    """The shares of the module's docstring over per-debate rows (won, argued the truth,
+    judge correct), as :func:`debate_audit` or :func:`leaf_audit` gives them."""
     out: dict[str, Any] = {"audited": len(rows)}
     if not rows:
         return out | {k: None for k in KEYS}
