@@ -10,7 +10,9 @@ checked; without one, every command runs as written and must exit 0:
     <!-- commands: run exit=2 -->                 run, expecting exit status 2
     <!-- commands: parse — REASON -->             don't run: check the verb, every flag, and for
                                                   run/compare the config with these flags
-                                                  (a scripts/install.sh line: its extras exist)
+                                                  (a scripts/install.sh line: its extras exist;
+                                                  a python benchmarks/X.py line: the script's
+                                                  --help names every flag)
     <!-- commands: fake-server — REASON -->       run as written with OPENAI_BASE_URL and
                                                   ANTHROPIC_BASE_URL on tests/fixtures' fake
                                                   server and dummy keys (for API models)
@@ -245,8 +247,38 @@ def _parse_install(args: tuple[str, ...]) -> None:
     assert asked <= extras, f"scripts/install.sh: no extras {sorted(asked - extras)}"
 
 
+PYTHONS = {"python", "python3", ".venv/bin/python"}
+
+
+def _parse_script(args: tuple[str, ...]) -> None:
+    """A ``python benchmarks/X.py FLAGS`` line: the script exists and its own ``--help``
+    names every flag (and ``nice -n N`` or ``PYTHONPATH=.`` before it is allowed)."""
+    script = args[1] if len(args) > 1 else ""
+    assert script.startswith("benchmarks/") and (REPO / script).is_file(), (
+        f"no script {script!r}")
+    res = subprocess.run(
+        [sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert res.returncode == 0, f"{script} --help exited {res.returncode}: {res.stderr[-2000:]}"
+    named = set(re.findall(r"--[\w-]+", res.stdout))
+    unknown = [w.split("=")[0] for w in args[2:] if w.startswith("--")
+               and w.split("=")[0] not in named]
+    assert not unknown, f"{script}: unknown flags {unknown}"
+
+
+def _unwrapped(args: tuple[str, ...]) -> tuple[str, ...]:
+    """The command without ``nice -n N`` or leading ``NAME=value`` settings."""
+    while args and (("=" in args[0] and not args[0].startswith("-")) or args[0] == "nice"):
+        args = args[3:] if args[0] == "nice" and args[1:2] == ("-n",) else args[1:]
+    return args
+
+
 def parse_check(args: tuple[str, ...]) -> None:
-    if args[0] in LLMDEBATE:
+    args = _unwrapped(args)
+    if args and args[0] in PYTHONS:
+        _parse_script(args)
+    elif args[0] in LLMDEBATE:
         _parse_llmdebate(args[1:])
     elif args[0] == "scripts/install.sh":
         _parse_install(args)
@@ -359,6 +391,9 @@ def test_a_marker_without_reason_is_refused(tmp_path: Path) -> None:
          "--role is required"),
         (("scripts/install.sh", "local,gpu"), "no extras"),
         (("vllm", "serve"), "mark the block skip"),
+        (("nice", "-n", "10", "python", "benchmarks/bench_self_play.py", "--stepz", "2"),
+         r"unknown flags \['--stepz'\]"),
+        (("python", "benchmarks/no_such_bench.py"), "no script"),
     ],
 )
 def test_parse_check_catches_what_a_reader_would_hit(
