@@ -55,14 +55,10 @@ from typing import Any
 from llmdebate.agents.settings import BeliefSettings
 from llmdebate.beliefs import load_table, make_source
 from llmdebate.data.problems import claim_truth
-from llmdebate.prompts import Prompts
 from llmdebate.training.bounded import (
-    claim_texts,
-    estimation_claims,
+    leaf_split,
     leaf_verdicts,
-    table_numbers,
 )
-from llmdebate.training.claims import check_apart
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.debate_reward import (
     LeafCase,
@@ -72,7 +68,6 @@ from llmdebate.training.debate_reward import (
     prover_beliefs,
     settings_record,
 )
-from llmdebate.training.estimate_eval import estimate_prompt
 from llmdebate.training.sft import torch_threads
 from llmdebate.training.update import model_dir
 
@@ -234,20 +229,11 @@ def main() -> None:
         if arm not in ARMS:
             raise SystemExit(f"unknown arm {arm!r}: choose from {', '.join(ARMS)}")
     table = load_table(a.table)
-    apart = table_numbers(table)
-    held_claims = estimation_claims(a.held_out_numbers, 2, exclude=apart)
-    train_claims = estimation_claims(a.train_numbers, 1,
-                                     exclude=apart | {c.n for c in held_claims})
-    check_apart(train_claims, held_claims, set())
-    if apart & ({c.n for c in held_claims} | {c.n for c in train_claims}):
-        raise SystemExit("the table's numbers overlap the estimator's")
-    prompts = Prompts()
-    train_texts = claim_texts(train_claims, 1)
-    held_texts = claim_texts(held_claims, 2)
+    split = leaf_split(table, a.train_numbers, a.held_out_numbers)
+    train_claims, train_texts, held_texts = split.train_claims, split.train_texts, split.held_texts
+    train_prompts, held_prompts = split.train_prompts, split.held_prompts
     verdicts = leaf_verdicts(train_texts)
     held_truth = [int(claim_truth(t, {"problem": "divisors"}) or 0) for t in held_texts]
-    train_prompts = [estimate_prompt(prompts, t) for t in train_texts]
-    held_prompts = [estimate_prompt(prompts, t) for t in held_texts]
     bounded_q = prover_beliefs(held_texts, make_source(arm_settings("bounded", a.table, 0, 0)))
 
     weights = model_dir(a.model)

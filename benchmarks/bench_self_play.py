@@ -45,13 +45,11 @@ from typing import Any
 from llmdebate.beliefs import load_table
 from llmdebate.core.schemas import Verdict
 from llmdebate.data.problems import claim_truth
-from llmdebate.prompts import Prompts
 from llmdebate.report.judge_audit import hacking_line
-from llmdebate.training.bounded import claim_texts, estimation_claims, table_numbers
-from llmdebate.training.claims import check_apart
+from llmdebate.training.bounded import leaf_split
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.debate_reward import LeafTrainer, judge_verdicts, number_of
-from llmdebate.training.estimate_eval import EstimateCase, estimate_prompt
+from llmdebate.training.estimate_eval import EstimateCase
 from llmdebate.training.self_play import ESTIMATOR, SeatCase, SelfPlaySettings, TwoSeats, play
 from llmdebate.training.sft import torch_threads
 from llmdebate.training.update import model_dir
@@ -155,15 +153,8 @@ def main() -> None:
     for arm in arms:
         if arm not in ARMS:
             raise SystemExit(f"--arms: unknown arm {arm!r}: choose from {', '.join(ARMS)}")
-    apart = table_numbers(load_table(a.table))
-    held_claims = estimation_claims(a.held_out_numbers, 2, exclude=apart)
-    train_claims = estimation_claims(a.train_numbers, 1,
-                                     exclude=apart | {c.n for c in held_claims})
-    check_apart(train_claims, held_claims, set())
-    prompts = Prompts()
-    train_texts, held_texts = claim_texts(train_claims, 1), claim_texts(held_claims, 2)
-    train_prompts = [estimate_prompt(prompts, t) for t in train_texts]
-    held_prompts = [estimate_prompt(prompts, t) for t in held_texts]
+    (train_claims, held_claims, train_texts, held_texts, train_prompts,
+     held_prompts) = leaf_split(load_table(a.table), a.train_numbers, a.held_out_numbers)
     oracle_train, oracle_held = _verdicts(train_texts, None), _verdicts(held_texts, None)
     credulous_train = _verdicts(train_texts, Credulous())
     credulous_held = _verdicts(held_texts, Credulous())

@@ -24,7 +24,7 @@ import argparse
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from llmdebate.beliefs import BeliefTable, build_table
 from llmdebate.data.problems import claim_truth
@@ -62,6 +62,38 @@ def estimation_claims(count: int, seed: int, exclude: set[int] | frozenset[int] 
     return draw_claims(count, seed, NUMBERS, [2], debate_like=True,
                        exclude=frozenset(debate | set(exclude)), law="dataset",
                        splits="random")
+
+
+class LeafSplit(NamedTuple):
+    """The leaf claims an estimator trains on and is graded on, apart by numbers."""
+
+    train_claims: list[IntervalClaim]
+    held_claims: list[IntervalClaim]
+    train_texts: list[str]
+    held_texts: list[str]
+    train_prompts: list[str]
+    held_prompts: list[str]
+
+
+def leaf_split(table: BeliefTable, train_numbers: int, held_numbers: int) -> LeafSplit:
+    """Training claims (seed 1) and held-out claims (seed 2) about numbers apart from each
+    other, from ``table``'s and from the debate dataset's, each with the estimator's prompt
+    for it alone (``estimate.j2``)."""
+    from llmdebate.prompts import Prompts
+    from llmdebate.training.claims import check_apart
+    from llmdebate.training.estimate_eval import estimate_prompt
+
+    apart = table_numbers(table)
+    held = estimation_claims(held_numbers, 2, exclude=apart)
+    train = estimation_claims(train_numbers, 1, exclude=apart | {c.n for c in held})
+    check_apart(train, held, set())
+    if apart & ({c.n for c in held} | {c.n for c in train}):
+        raise ValueError("the table's numbers overlap the estimator's")
+    prompts = Prompts()
+    train_texts, held_texts = claim_texts(train, 1), claim_texts(held, 2)
+    return LeafSplit(train, held, train_texts, held_texts,
+                     [estimate_prompt(prompts, t) for t in train_texts],
+                     [estimate_prompt(prompts, t) for t in held_texts])
 
 
 def leaf_verdicts(texts: Sequence[str]) -> list[int]:
