@@ -97,6 +97,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda or cuda:<n>")
     ap.add_argument("--draws", type=int, default=1000, help="bootstrap draws")
     ap.add_argument("--cache-file", type=Path, default=None,
                     help="keep the frozen layers' outputs here (default: in --out)")
@@ -173,8 +174,8 @@ def main() -> None:
                         layers=list(range(max(0, n_layers - a.top_layers), n_layers)))
     held_truth = [c.truth for c in _cases(held_texts, held_prompts, oracle_held)]
     result: dict[str, Any] = {
-        "model": a.model, "start": "base model (no adapter) in both seats", "arms": arms,
-        "seeds": seeds, "expected": {k: EXPECTED[k] for k in arms},
+        "model": a.model, "device": a.device, "start": "base model (no adapter) in both seats",
+        "arms": arms, "seeds": seeds, "expected": {k: EXPECTED[k] for k in arms},
         "train": {"numbers": len({c.n for c in train_claims}), "cases": len(train_texts),
                   "verdict_true_share": round(sum(oracle_train) / len(oracle_train), 4)},
         "held_out": {"numbers": len({c.n for c in held_claims}), "cases": len(held_texts),
@@ -190,7 +191,7 @@ def main() -> None:
 
     with torch_threads(a.threads):
         t1 = time.perf_counter()
-        trainer = LeafTrainer(weights, lora, train_prompts + held_prompts,
+        trainer = LeafTrainer(weights, lora, train_prompts + held_prompts, device=a.device,
                               cache_file=a.cache_file or out / "frozen-layers.pt")
         seats = TwoSeats(trainer, lora)
         seats.reset(ESTIMATOR, 0)

@@ -304,7 +304,7 @@ class LeafTrainer:
         if frozen_cache and self.floor > 0:
             key = f"{model_dir.resolve()}|{self.floor}"
             if cache_file is not None and cache_file.exists():
-                saved = torch.load(str(cache_file), weights_only=True)
+                saved = torch.load(str(cache_file), weights_only=True, map_location=device)
                 if saved.get("key") == key:
                     self.cache.update(saved["cache"])
             missing = [p for p in dict.fromkeys(prompts) if p not in self.cache]
@@ -368,13 +368,14 @@ class LeafTrainer:
                                       self.prefix)
         rows = [self.cache[p] for p in prompts]
         width = max(r.shape[0] for r in rows)
-        x = torch.zeros((len(rows), width, rows[0].shape[1]), dtype=rows[0].dtype)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        pos = torch.zeros((len(rows), width), dtype=torch.long)
+        dev = rows[0].device
+        x = torch.zeros((len(rows), width, rows[0].shape[1]), dtype=rows[0].dtype, device=dev)
+        mask = torch.zeros((len(rows), width), dtype=torch.long, device=dev)
+        pos = torch.zeros((len(rows), width), dtype=torch.long, device=dev)
         for i, r in enumerate(rows):
             x[i, width - r.shape[0] :] = r
             mask[i, width - r.shape[0] :] = 1
-            pos[i, width - r.shape[0] :] = torch.arange(r.shape[0])
+            pos[i, width - r.shape[0] :] = torch.arange(r.shape[0], device=dev)
         with self._top_only():
             out = self.model(inputs_embeds=x.to(self.device), attention_mask=mask.to(self.device),
                              position_ids=pos.to(self.device), logits_to_keep=1)

@@ -184,7 +184,7 @@ def prover_step(seats: TwoSeats, opt: Any, batch: Sequence[SeatCase], s: SelfPla
     prompts = [c.prompt for c in batch]
     p = estimator_p(prompts)
     q = seats.probabilities(PROVER, prompts)
-    verdict = torch.tensor([float(c.verdict) for c in batch])
+    verdict = torch.tensor([float(c.verdict) for c in batch], device=q.device)
     value = prover_expected_payoff(q, p, verdict, s.temperature).mean()
     norm = _ascend(torch, opt, seats.params(PROVER), value, lr)
     return {"prover_objective": float(value.detach()), "mean_q": float(q.detach().mean()),
@@ -198,7 +198,7 @@ def estimator_step(seats: TwoSeats, opt: Any, batch: Sequence[SeatCase],
     prompts = [c.prompt for c in batch]
     q = seats.fixed(PROVER, prompts)
     p = seats.probabilities(ESTIMATOR, prompts)
-    verdict = torch.tensor([float(c.verdict) for c in batch])
+    verdict = torch.tensor([float(c.verdict) for c in batch], device=p.device)
     value = estimator_leaf_payoff(p, verdict, q, s.epsilon).mean()
     norm = _ascend(torch, opt, seats.params(ESTIMATOR), value, lr)
     return {"estimator_objective": float(value.detach()), "mean_p": float(p.detach().mean()),
@@ -301,7 +301,7 @@ def play(seats: TwoSeats, train: Sequence[SeatCase], held: Sequence[SeatCase],
 
     def estimator_p(prompts: Sequence[str]) -> Any:
         if not s.train_estimator:
-            return torch.tensor([base[x] for x in prompts])
+            return torch.tensor([base[x] for x in prompts], device=seats.trainer.device)
         return seats.fixed(ESTIMATOR, prompts)
 
     def record(step: int, steps: list[dict[str, float]], t0: float) -> None:
