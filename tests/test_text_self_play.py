@@ -139,6 +139,30 @@ def test_the_honest_prover_beats_the_dishonest_one(p1: float, b: tuple[float, fl
         assert honest > liar
 
 
+def test_bs_objective_ascends_its_payoff_through_p1_the_bs_and_b_j() -> None:
+    """B's objective is -R_A with A's played directions; a small step along its gradient in
+    (p_1, b) raises it, and its gradient in b_j is A's leaf direction times P(prefix)."""
+    torch = pytest.importorskip("torch")
+    split = exact_split(Prompts(), CLAIM)
+
+    def payoff(x: Any) -> Any:
+        levels = [[x[1]], [x[2], x[3]]]
+        t = game.split_terms(R, 0.8, x[0], split.table, levels, [0.1, 0.6], [0, 1])
+        return -(game.init_term(R, 0.8, x[0]) + t["r_1"] + t["r_0"])
+
+    x = torch.tensor([0.6, 0.3, 0.9, 0.5], dtype=torch.float64, requires_grad=True)
+    before = payoff(x)
+    before.backward()
+    assert x.grad is not None
+    # the leaf: -w·s_0·(O - b_j): d/db_j = w·s_0 with s_0 = -1 on both prefixes
+    # and r_1's: -r·s_1·dE[M]/db_(2|0) = -r·(1 - b_1)
+    assert x.grad[2].item() == pytest.approx(-0.7 - R * 0.7, abs=1e-12)
+    with torch.no_grad():
+        after = payoff(x + 1e-3 * x.grad)
+    assert after.item() > before.item()
+    assert before.item() == pytest.approx(-0.028625, abs=1e-12)
+
+
 def test_group_advantages_are_trls() -> None:
     got = game.group_advantages([1.0, 2.0, 3.0, 4.0])
     std = math.sqrt(((1.5**2) * 2 + (0.5**2) * 2) / 3)
@@ -216,6 +240,18 @@ def test_a_few_steps_raise_the_better_decompositions_log_probability(tmp_path: P
         assert stats["valid"] == 0.5
         assert all(torch.equal(a, b) for a, b in zip(b_before, seats.params(ESTIMATOR),
                                                      strict=True))  # B untouched by A
+        # B's steps on the same plays move B's adapter, not A's
+        from llmdebate.training.text_self_play_steps import estimator_step
+
+        a_before = [p.detach().clone() for p in seats.params(PROVER)]
+        opt_b = torch.optim.AdamW(seats.params(ESTIMATOR), lr=0.002, weight_decay=0.0)
+        b_before = [p.detach().clone() for p in seats.params(ESTIMATOR)]
+        got = [estimator_step(seats, opt_b, plays, s, 0.002) for _ in range(2)]
+        assert not all(torch.equal(a, b) for a, b in zip(b_before, seats.params(ESTIMATOR),
+                                                         strict=True))
+        assert all(g["estimator_grad_norm"] > 0 for g in got)  # B's adapter learns
+        assert all(torch.equal(a, b) for a, b in zip(a_before, seats.params(PROVER),
+                                                     strict=True))
     assert after[0] - before[0] > 0.5, (before, after)
     assert after[0] - after[1] > before[0] - before[1]
 

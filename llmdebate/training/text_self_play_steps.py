@@ -143,6 +143,7 @@ def prover_step(d: Decomposer, opt: Any, batch: Sequence[TextCase], s: TextPlayS
         rows = _returns(seats, valid, s, prover_grad=True, estimator_grad=False,
                         temperature=s.temperature)
         belief = sum((r["r_1"] + r["r_0"] for r in rows), 0.0) / len(rows)
+        seats.trainer.model.set_adapter(PROVER)  # as in estimator_step
         (-belief).backward()
     norm = _ascend(torch, opt, seats.params(PROVER), lr)
     n = len(plays)
@@ -150,6 +151,7 @@ def prover_step(d: Decomposer, opt: Any, batch: Sequence[TextCase], s: TextPlayS
              "valid": sum(bool(p.grade["valid"]) for p in plays) / n,
              "exact_split": sum(bool(p.grade["exact_split"]) for p in plays) / n,
              "judged": len(valid) / n, "belief_objective": game.value(belief),
+             "reply_tokens": math.fsum(len(c.tokens) for _, cs, _ in groups for c in cs) / n,
              "prover_grad_norm": norm}, plays)
 
 
@@ -162,7 +164,10 @@ def estimator_step(seats: TwoSeats, opt: Any, plays: Sequence[Played], s: TextPl
     total = [r["r_init"] + (r["r_1"] + r["r_0"] if r["r_1"] is not None else r["invalid"])
              for r in rows]
     payoff: Any = -sum(total, 0.0) / len(total)
-    payoff.backward()
+    # peft's set_adapter turns off requires_grad of the other adapter, and a leaf that
+    # does not require grad at backward time gets none: B's adapter active again
+    seats.trainer.model.set_adapter(ESTIMATOR)
+    (-payoff).backward()  # the optimiser descends: B ascends its payoff
     norm = _ascend(torch, opt, seats.params(ESTIMATOR), lr)
     return {"estimator_objective": float(payoff.detach()), "estimator_grad_norm": norm}
 
