@@ -117,6 +117,8 @@ def _args() -> argparse.Namespace:
                     help="seconds: stop after the round in which they run out")
     ap.add_argument("--grammar-dir", type=Path,
                     default=Path.home() / ".cache" / "llmdebate" / "grammars")
+    ap.add_argument("--cache-file", type=Path, default=None,
+                    help="keep the frozen layers' outputs here (default: in --out)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     for name in ("train_numbers", "held_out", "steps", "group", "batch", "round_every",
@@ -224,7 +226,7 @@ def main() -> None:
     with torch_threads(a.threads if a.device == "cpu" else None):
         t1 = time.perf_counter()
         trainer = LeafTrainer(weights, lora, cached, device=a.device,
-                              cache_file=out / "frozen-layers.pt")
+                              cache_file=a.cache_file or out / "frozen-layers.pt")
         d = Decomposer(TwoSeats(trainer, lora), GrammarCache(a.grammar_dir), a.device,
                        a.max_tokens, prompts)
         result["seconds"]["load_and_cache"] = round(time.perf_counter() - t1, 1)
