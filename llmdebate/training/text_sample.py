@@ -1,0 +1,135 @@
+"""The prover's decompositions sampled from its own adapter under the decomposition schema,
+and their log-probabilities under the same constrained distribution, for a policy gradient.
+
+Decoding is the local backend's (:mod:`llmdebate.models.hf_backend`): at every step the
+tokens the schema's grammar forbids (xgrammar, through the backend's
+:class:`~llmdebate.models.grammar_cache.GrammarCache`) are set to −inf and the next token is
+drawn from the softmax of what is left (``temperature`` 1: the model's own distribution
+renormalised over the allowed tokens; 0: the most likely allowed token). A reply ends when
+the grammar ends (it accepts an end token) or at ``max_tokens``. Each step's token bitmask is
+kept, so :func:`sequence_logprobs` recomputes, with gradient, the log-probability of every
+sampled token under the masked distribution it was drawn from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llmdebate.models.grammar_cache import GrammarCache
+
+
+@dataclass
+class Completion:
+    """One sampled reply: its tokens (the grammar's end token included), its text, the
+    bitmask of allowed tokens at each step and the log-probability it was drawn with."""
+
+    tokens: list[int]
+    text: str
+    masks: list[Any]
+    logprob: float
+
+
+def end_ids(model: Any, tok: Any) -> set[int]:
+    """The model's end tokens (as the local backend reads them)."""
+    from llmdebate.models.hf_backend import _eos_ids
+
+    return _eos_ids(model, tok)
+
+
+def _unpack(torch: Any, bitmask: Any, vocab: int) -> Any:
+    """A bool row of the allowed tokens from xgrammar's int32 bitmask (bit i of word w:
+    token 32·w + i)."""
+    shifts = torch.arange(32, dtype=torch.int32, device=bitmask.device)
+    bits = (bitmask[..., None] >> shifts) & 1
+    return bits.reshape(*bitmask.shape[:-1], -1)[..., :vocab].bool()
+
+
+def sample(model: Any, tok: Any, grammar: GrammarCache, schema_json: str, prompt: str, n: int,
+           *, temperature: float, max_tokens: int, generator: Any, device: str
+           ) -> list[Completion]:
+    """``n`` replies to ``prompt`` from ``model`` (its active adapter) under the grammar of
+    ``schema_json``, drawn with ``generator`` (a seeded ``torch.Generator`` on the CPU)."""
+    import torch
+    import xgrammar as xgr
+
+    eos = end_ids(model, tok)
+    matchers = [grammar.matcher(tok, model, eos, schema_json) for _ in range(n)]
+    if any(m is None for m in matchers):
+        raise RuntimeError("xgrammar is needed to sample constrained decompositions")
+    ids = list(tok(prompt, add_special_tokens=True)["input_ids"])
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    tokens: list[list[int]] = [[] for _ in range(n)]
+    masks: list[list[Any]] = [[] for _ in range(n)]
+    logps = [0.0] * n
+    done = [False] * n
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([ids] * n, device=device), use_cache=True,
+                        logits_to_keep=1)
+            for _ in range(max_tokens):
+                logits = out.logits[:, -1, :].float().cpu()
+                vocab = logits.shape[-1]
+                bitmask = xgr.allocate_token_bitmask(n, grammar._info.vocab_size)
+                for i, m in enumerate(matchers):
+                    if not done[i]:
+                        m.fill_next_token_bitmask(bitmask, i)
+                allowed = _unpack(torch, bitmask, vocab)
+                masked = logits.masked_fill(~allowed, float("-inf"))
+                logp = torch.log_softmax(masked, dim=-1)
+                step: list[int] = []
+                for i in range(n):
+                    if done[i]:
+                        step.append(pad)
+                        continue
+                    if temperature > 0:
+                        probs = torch.softmax(masked[i] / temperature, dim=-1)
+                        nxt = int(torch.multinomial(probs, 1, generator=generator).item())
+                    else:
+                        nxt = int(masked[i].argmax().item())
+                    tokens[i].append(nxt)
+                    masks[i].append(bitmask[i].clone())
+                    logps[i] += float(logp[i, nxt])
+                    matchers[i].accept_token(nxt)
+                    done[i] = nxt in eos or matchers[i].is_terminated()
+                    step.append(nxt)
+                if all(done):
+                    break
+                out = model(input_ids=torch.tensor([[t] for t in step], device=device),
+                            past_key_values=out.past_key_values, use_cache=True)
+    finally:
+        model.train(was_training)
+    return [Completion(t, tok.decode([x for x in t if x not in eos], skip_special_tokens=True),
+                       m, lp) for t, m, lp in zip(tokens, masks, logps, strict=True)]
+
+
+def sequence_logprobs(model: Any, tok: Any, prompt: str, completions: Sequence[Completion],
+                      device: str) -> Any:
+    """The log-probability of each completion's tokens after ``prompt`` under the masked
+    distribution it was drawn from (its recorded bitmasks; a completion without masks: the
+    model's whole distribution), differentiable in the model's active adapter."""
+    import torch
+
+    ids = list(tok(prompt, add_special_tokens=True)["input_ids"])
+    longest = max(len(c.tokens) for c in completions)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    rows = [ids + c.tokens + [pad] * (longest - len(c.tokens)) for c in completions]
+    mask = [[1] * (len(ids) + len(c.tokens)) + [0] * (longest - len(c.tokens))
+            for c in completions]
+    out = model(input_ids=torch.tensor(rows, device=device),
+                attention_mask=torch.tensor(mask, device=device), logits_to_keep=longest + 1)
+    logits = out.logits[:, :-1, :].float()  # position t predicts completion token t
+    vocab = logits.shape[-1]
+    total = []
+    for i, c in enumerate(completions):
+        row = logits[i, : len(c.tokens)]
+        if c.masks:
+            allowed = _unpack(torch, torch.stack(c.masks).to(row.device), vocab)
+            row = row.masked_fill(~allowed, float("-inf"))
+        lp = torch.log_softmax(row, dim=-1)
+        target = torch.tensor(c.tokens, device=row.device)
+        total.append(lp.gather(1, target[:, None]).sum())
+    return torch.stack(total)
