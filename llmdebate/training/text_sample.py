@@ -106,6 +106,71 @@ def sample(model: Any, tok: Any, grammar: GrammarCache, schema_json: str, prompt
                        m, lp) for t, m, lp in zip(tokens, masks, logps, strict=True)]
 
 
+def greedy(model: Any, tok: Any, grammar: GrammarCache, schemas: Sequence[str],
+           prompts: Sequence[str], *, max_tokens: int, device: str) -> list[Completion]:
+    """The most likely allowed reply to each of ``prompts`` (row i under the grammar of
+    ``schemas[i]``), all rows decoded together: the local backend's batched pass
+    (:func:`llmdebate.models.prefill.prefill`, left padding masked out) and then one token per
+    row per step. No draw is made, so the replies are :func:`sample`'s at temperature 0 (to
+    float rounding of the padded sums)."""
+    import torch
+    import xgrammar as xgr
+
+    from llmdebate.models.prefill import prefill
+
+    eos = end_ids(model, tok)
+    matchers = [grammar.matcher(tok, model, eos, s) for s in schemas]
+    if any(m is None for m in matchers):
+        raise RuntimeError("xgrammar is needed to decode constrained decompositions")
+    n = len(prompts)
+    encoded = [list(tok(p, add_special_tokens=True)["input_ids"]) for p in prompts]
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    tokens: list[list[int]] = [[] for _ in range(n)]
+    masks: list[list[Any]] = [[] for _ in range(n)]
+    logps = [0.0] * n
+    done = [False] * n
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            first = prefill(torch, model, encoded, pad, device, max_tokens)
+            out, mask, positions = first.out, first.mask, first.positions
+            for _ in range(max_tokens):
+                logits = out.logits[:, -1, :].float().cpu()
+                bitmask = xgr.allocate_token_bitmask(n, grammar._info.vocab_size)
+                for i, m in enumerate(matchers):
+                    if not done[i]:
+                        m.fill_next_token_bitmask(bitmask, i)
+                allowed = _unpack(torch, bitmask, logits.shape[-1])
+                masked = logits.masked_fill(~allowed, float("-inf"))
+                logp = torch.log_softmax(masked, dim=-1)
+                step: list[int] = []
+                for i in range(n):
+                    if done[i]:
+                        step.append(pad)
+                        continue
+                    nxt = int(masked[i].argmax().item())
+                    tokens[i].append(nxt)
+                    masks[i].append(bitmask[i].clone())
+                    logps[i] += float(logp[i, nxt])
+                    matchers[i].accept_token(nxt)
+                    done[i] = nxt in eos or matchers[i].is_terminated()
+                    step.append(nxt)
+                if all(done):
+                    break
+                mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long, device=mask.device)],
+                                 dim=1)
+                positions = positions[:, -1:] + 1
+                out = model(input_ids=torch.tensor(step, device=device)[:, None],
+                            attention_mask=mask, position_ids=positions,
+                            past_key_values=out.past_key_values, use_cache=True,
+                            logits_to_keep=1)
+    finally:
+        model.train(was_training)
+    return [Completion(t, tok.decode([x for x in t if x not in eos], skip_special_tokens=True),
+                       m, lp) for t, m, lp in zip(tokens, masks, logps, strict=True)]
+
+
 def sequence_logprobs(model: Any, tok: Any, prompt: str, completions: Sequence[Completion],
                       device: str) -> Any:
     """The log-probability of each completion's tokens after ``prompt`` under the masked

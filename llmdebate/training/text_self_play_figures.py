@@ -74,8 +74,8 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings,
     xs = [c.prompt for c in held]
     q_x, p1 = _scores(d, PROVER, xs), _scores(d, ESTIMATOR, xs)
     plays: list[Played] = []
-    for c in held:
-        plays += play_out(d, c, d.replies(c, 1, 0.0, generator), oracle_verdicts)
+    for c, reply in zip(held, d.greedy(held), strict=True):
+        plays += play_out(d, c, [reply], oracle_verdicts)
     own = [p.split for p in plays]
     exact = [c.exact for c in held]
     b_own = _scores(d, ESTIMATOR, flat([x for x in own if x is not None]))

@@ -16,7 +16,7 @@ from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.prompts import Prompts
 from llmdebate.training import text_game as game
 from llmdebate.training.self_play import ESTIMATOR, PROVER, TwoSeats
-from llmdebate.training.text_sample import Completion, sample, sequence_logprobs
+from llmdebate.training.text_sample import Completion, greedy, sample, sequence_logprobs
 from llmdebate.training.text_self_play import (
     Played,
     TextCase,
@@ -47,6 +47,15 @@ class Decomposer:
         return sample(model, self.seats.trainer.tok, self.grammar, schema, case.decompose, n,
                       temperature=temperature, max_tokens=self.max_tokens,
                       generator=generator, device=self.device)
+
+    def greedy(self, cases: Sequence[TextCase]) -> list[Completion]:
+        """A's most likely allowed decomposition of each case, decoded together."""
+        model = self.seats.trainer.model
+        model.set_adapter(PROVER)
+        schemas = [decomposition_schema(c.claim.width).schema_json for c in cases]
+        return greedy(model, self.seats.trainer.tok, self.grammar, schemas,
+                      [c.decompose for c in cases], max_tokens=self.max_tokens,
+                      device=self.device)
 
     def logprobs(self, case: TextCase, comps: Sequence[Completion]) -> Any:
         model = self.seats.trainer.model
