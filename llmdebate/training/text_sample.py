@@ -13,7 +13,7 @@ sampled token under the masked distribution it was drawn from.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,24 +46,74 @@ def _unpack(torch: Any, bitmask: Any, vocab: int) -> Any:
     return bits.reshape(*bitmask.shape[:-1], -1)[..., :vocab].bool()
 
 
+class _Rows:
+    """The rows being decoded, each under its grammar: its tokens, the bitmask of allowed
+    tokens at each step, the log-probability of what it took and whether it has ended."""
+
+    def __init__(self, grammar: GrammarCache, model: Any, tok: Any,
+                 schemas: Sequence[str]) -> None:
+        self.grammar, self.tok = grammar, tok
+        self.eos = end_ids(model, tok)
+        self.matchers = [grammar.matcher(tok, model, self.eos, s) for s in schemas]
+        if any(m is None for m in self.matchers):
+            raise RuntimeError("xgrammar is needed to decode constrained decompositions")
+        self.pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        n = len(schemas)
+        self.tokens: list[list[int]] = [[] for _ in range(n)]
+        self.masks: list[list[Any]] = [[] for _ in range(n)]
+        self.logps = [0.0] * n
+        self.done = [False] * n
+
+    def step(self, logits: Any, pick: Callable[[Any], int]) -> list[int]:
+        """Each row's next token, ``pick`` of its masked logits (rows in order; an ended row
+        takes the pad token and no pick), recorded with its mask and log-probability."""
+        import torch
+        import xgrammar as xgr
+
+        n = len(self.matchers)
+        bitmask = xgr.allocate_token_bitmask(n, self.grammar._info.vocab_size)
+        for i, m in enumerate(self.matchers):
+            if not self.done[i]:
+                m.fill_next_token_bitmask(bitmask, i)
+        allowed = _unpack(torch, bitmask, logits.shape[-1])
+        masked = logits.masked_fill(~allowed, float("-inf"))
+        logp = torch.log_softmax(masked, dim=-1)
+        step: list[int] = []
+        for i in range(n):
+            if self.done[i]:
+                step.append(self.pad)
+                continue
+            nxt = pick(masked[i])
+            self.tokens[i].append(nxt)
+            self.masks[i].append(bitmask[i].clone())
+            self.logps[i] += float(logp[i, nxt])
+            self.matchers[i].accept_token(nxt)
+            self.done[i] = nxt in self.eos or self.matchers[i].is_terminated()
+            step.append(nxt)
+        return step
+
+    def completions(self) -> list[Completion]:
+        return [Completion(t, self.tok.decode([x for x in t if x not in self.eos],
+                                              skip_special_tokens=True), m, lp)
+                for t, m, lp in zip(self.tokens, self.masks, self.logps, strict=True)]
+
+
 def sample(model: Any, tok: Any, grammar: GrammarCache, schema_json: str, prompt: str, n: int,
            *, temperature: float, max_tokens: int, generator: Any, device: str
            ) -> list[Completion]:
     """``n`` replies to ``prompt`` from ``model`` (its active adapter) under the grammar of
     ``schema_json``, drawn with ``generator`` (a seeded ``torch.Generator`` on the CPU)."""
     import torch
-    import xgrammar as xgr
 
-    eos = end_ids(model, tok)
-    matchers = [grammar.matcher(tok, model, eos, schema_json) for _ in range(n)]
-    if any(m is None for m in matchers):
-        raise RuntimeError("xgrammar is needed to sample constrained decompositions")
+    rows = _Rows(grammar, model, tok, [schema_json] * n)
     ids = list(tok(prompt, add_special_tokens=True)["input_ids"])
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    tokens: list[list[int]] = [[] for _ in range(n)]
-    masks: list[list[Any]] = [[] for _ in range(n)]
-    logps = [0.0] * n
-    done = [False] * n
+
+    def pick(row: Any) -> int:
+        if temperature > 0:
+            probs = torch.softmax(row / temperature, dim=-1)
+            return int(torch.multinomial(probs, 1, generator=generator).item())
+        return int(row.argmax().item())
+
     was_training = model.training
     model.eval()
     try:
@@ -71,39 +121,14 @@ def sample(model: Any, tok: Any, grammar: GrammarCache, schema_json: str, prompt
             out = model(input_ids=torch.tensor([ids] * n, device=device), use_cache=True,
                         logits_to_keep=1)
             for _ in range(max_tokens):
-                logits = out.logits[:, -1, :].float().cpu()
-                vocab = logits.shape[-1]
-                bitmask = xgr.allocate_token_bitmask(n, grammar._info.vocab_size)
-                for i, m in enumerate(matchers):
-                    if not done[i]:
-                        m.fill_next_token_bitmask(bitmask, i)
-                allowed = _unpack(torch, bitmask, vocab)
-                masked = logits.masked_fill(~allowed, float("-inf"))
-                logp = torch.log_softmax(masked, dim=-1)
-                step: list[int] = []
-                for i in range(n):
-                    if done[i]:
-                        step.append(pad)
-                        continue
-                    if temperature > 0:
-                        probs = torch.softmax(masked[i] / temperature, dim=-1)
-                        nxt = int(torch.multinomial(probs, 1, generator=generator).item())
-                    else:
-                        nxt = int(masked[i].argmax().item())
-                    tokens[i].append(nxt)
-                    masks[i].append(bitmask[i].clone())
-                    logps[i] += float(logp[i, nxt])
-                    matchers[i].accept_token(nxt)
-                    done[i] = nxt in eos or matchers[i].is_terminated()
-                    step.append(nxt)
-                if all(done):
+                step = rows.step(out.logits[:, -1, :].float().cpu(), pick)
+                if all(rows.done):
                     break
                 out = model(input_ids=torch.tensor([[t] for t in step], device=device),
                             past_key_values=out.past_key_values, use_cache=True)
     finally:
         model.train(was_training)
-    return [Completion(t, tok.decode([x for x in t if x not in eos], skip_special_tokens=True),
-                       m, lp) for t, m, lp in zip(tokens, masks, logps, strict=True)]
+    return rows.completions()
 
 
 def greedy(model: Any, tok: Any, grammar: GrammarCache, schemas: Sequence[str],
@@ -114,61 +139,31 @@ def greedy(model: Any, tok: Any, grammar: GrammarCache, schemas: Sequence[str],
     row per step. No draw is made, so the replies are :func:`sample`'s at temperature 0 (to
     float rounding of the padded sums)."""
     import torch
-    import xgrammar as xgr
 
     from llmdebate.models.prefill import prefill
 
-    eos = end_ids(model, tok)
-    matchers = [grammar.matcher(tok, model, eos, s) for s in schemas]
-    if any(m is None for m in matchers):
-        raise RuntimeError("xgrammar is needed to decode constrained decompositions")
-    n = len(prompts)
+    rows = _Rows(grammar, model, tok, schemas)
     encoded = [list(tok(p, add_special_tokens=True)["input_ids"]) for p in prompts]
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    tokens: list[list[int]] = [[] for _ in range(n)]
-    masks: list[list[Any]] = [[] for _ in range(n)]
-    logps = [0.0] * n
-    done = [False] * n
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            first = prefill(torch, model, encoded, pad, device, max_tokens)
+            first = prefill(torch, model, encoded, rows.pad, device, max_tokens)
             out, mask, positions = first.out, first.mask, first.positions
             for _ in range(max_tokens):
-                logits = out.logits[:, -1, :].float().cpu()
-                bitmask = xgr.allocate_token_bitmask(n, grammar._info.vocab_size)
-                for i, m in enumerate(matchers):
-                    if not done[i]:
-                        m.fill_next_token_bitmask(bitmask, i)
-                allowed = _unpack(torch, bitmask, logits.shape[-1])
-                masked = logits.masked_fill(~allowed, float("-inf"))
-                logp = torch.log_softmax(masked, dim=-1)
-                step: list[int] = []
-                for i in range(n):
-                    if done[i]:
-                        step.append(pad)
-                        continue
-                    nxt = int(masked[i].argmax().item())
-                    tokens[i].append(nxt)
-                    masks[i].append(bitmask[i].clone())
-                    logps[i] += float(logp[i, nxt])
-                    matchers[i].accept_token(nxt)
-                    done[i] = nxt in eos or matchers[i].is_terminated()
-                    step.append(nxt)
-                if all(done):
+                step = rows.step(out.logits[:, -1, :].float().cpu(),
+                                 lambda row: int(row.argmax().item()))
+                if all(rows.done):
                     break
-                mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long, device=mask.device)],
-                                 dim=1)
-                positions = positions[:, -1:] + 1
+                ones = torch.ones((len(step), 1), dtype=torch.long, device=mask.device)
+                mask, positions = torch.cat([mask, ones], dim=1), positions[:, -1:] + 1
                 out = model(input_ids=torch.tensor(step, device=device)[:, None],
                             attention_mask=mask, position_ids=positions,
                             past_key_values=out.past_key_values, use_cache=True,
                             logits_to_keep=1)
     finally:
         model.train(was_training)
-    return [Completion(t, tok.decode([x for x in t if x not in eos], skip_special_tokens=True),
-                       m, lp) for t, m, lp in zip(tokens, masks, logps, strict=True)]
+    return rows.completions()
 
 
 def sequence_logprobs(model: Any, tok: Any, prompt: str, completions: Sequence[Completion],
