@@ -254,7 +254,6 @@ def _run(a: argparse.Namespace, d: Decomposer, arm: str, seed: int, train: list[
     path.unlink(missing_ok=True)
     result["rounds"][name] = []
     result["settings"] = {k: v for k, v in vars(s).items() if k != "lora"}
-    figures_gen = d.seats.torch.Generator().manual_seed(seed)
 
     def on_log(e: dict[str, Any]) -> None:
         with path.open("a", encoding="utf-8") as f:
@@ -271,7 +270,7 @@ def _run(a: argparse.Namespace, d: Decomposer, arm: str, seed: int, train: list[
     tr = shuffled if arm == "control-shuffled" else train
     verdicts = shuffled_verdicts(shuffled) if arm == "control-shuffled" else oracle_verdicts
     play(d, tr, held, s, seed=seed, verdicts=verdicts,
-         figures=lambda: round_figures(d, held, s, figures_gen), on_log=on_log, stop=over)
+         figures=lambda: round_figures(d, held, s), on_log=on_log, stop=over)
     result["seconds"][name] = round(time.perf_counter() - t1, 1)
     if over():
         result["stopped"] = result["stopped"] or f"time budget during {name}"

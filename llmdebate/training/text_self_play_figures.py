@@ -68,8 +68,8 @@ def prover_return(r: float, q_x: float, p1: float, split: Split | None, b: list[
     return init + float(t["r_1"]) + float(t["r_0"]), t
 
 
-def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings,
-                  generator: Any) -> dict[str, Any]:
+def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
+                  ) -> dict[str, Any]:
     """The figures of one round (module docstring) on ``held``."""
     xs = [c.prompt for c in held]
     q_x, p1 = _scores(d, PROVER, xs), _scores(d, ESTIMATOR, xs)
