@@ -283,6 +283,21 @@ def round_figures(cases: Sequence[SeatCase], q: Sequence[float], p: Sequence[flo
 
 
 # ---------------------------------------------------------------------------- play
+def round_entry(index: int, prover_steps: int, estimator_per_step: int,
+                figures: dict[str, Any], steps: Sequence[dict[str, float]],
+                t0: float) -> dict[str, Any]:
+    """One round's log entry: its index, both seats' step counts, the held-out ``figures``,
+    the mean of each training statistic over ``steps`` (the steps since the round before,
+    as ``train_<name>``) and the seconds since ``t0``."""
+    entry = {"round": index, "prover_steps": prover_steps,
+             "estimator_steps": prover_steps * estimator_per_step, **figures}
+    for k in sorted({k for e in steps for k in e}):
+        got = [e[k] for e in steps if k in e]
+        entry[f"train_{k}"] = math.fsum(got) / len(got)
+    entry["seconds"] = round(time.perf_counter() - t0, 1)
+    return entry
+
+
 def play(seats: TwoSeats, train: Sequence[SeatCase], held: Sequence[SeatCase],
          s: SelfPlaySettings, *, seed: int, base: dict[str, float],
          on_log: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
@@ -310,13 +325,8 @@ def play(seats: TwoSeats, train: Sequence[SeatCase], held: Sequence[SeatCase],
         else:
             q = seats.score(PROVER, held_prompts)
             p = estimator_p(held_prompts).tolist()
-        entry = {"round": len(history), "prover_steps": step,
-                 "estimator_steps": step * s.estimator_steps if s.train_estimator else 0,
-                 **round_figures(held, q, p, s.epsilon, s.draws)}
-        for k in sorted({k for e in steps for k in e}):
-            got = [e[k] for e in steps if k in e]
-            entry[f"train_{k}"] = math.fsum(got) / len(got)
-        entry["seconds"] = round(time.perf_counter() - t0, 1)
+        entry = round_entry(len(history), step, s.estimator_steps if s.train_estimator else 0,
+                            round_figures(held, q, p, s.epsilon, s.draws), steps, t0)
         history.append(entry)
         if on_log is not None:
             on_log(entry)

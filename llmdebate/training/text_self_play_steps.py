@@ -15,7 +15,7 @@ from llmdebate.agents.replies import decomposition_schema
 from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.prompts import Prompts
 from llmdebate.training import text_game as game
-from llmdebate.training.self_play import ESTIMATOR, PROVER, TwoSeats
+from llmdebate.training.self_play import ESTIMATOR, PROVER, TwoSeats, round_entry
 from llmdebate.training.text_sample import Completion, greedy, sample, sequence_logprobs
 from llmdebate.training.text_self_play import (
     Played,
@@ -205,13 +205,8 @@ def play(d: Decomposer, train: Sequence[TextCase], held: Sequence[TextCase],
     t0 = time.perf_counter()
 
     def record(step: int) -> None:
-        entry = {"round": len(history), "prover_steps": step,
-                 "estimator_steps": step * s.estimator_steps if s.train_estimator else 0,
-                 **figures()}
-        for k in sorted({k for e in since for k in e}):
-            got = [e[k] for e in since if k in e]
-            entry[f"train_{k}"] = math.fsum(got) / len(got)
-        entry["seconds"] = round(time.perf_counter() - t0, 1)
+        entry = round_entry(len(history), step, s.estimator_steps if s.train_estimator else 0,
+                            figures(), since, t0)
         history.append(entry)
         since.clear()
         if on_log is not None:
