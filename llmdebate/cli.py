@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -10,22 +11,59 @@ import click
 
 from llmdebate import __version__
 from llmdebate.commands import verbs
-from llmdebate.commands.verbs import VERBS
+from llmdebate.commands.verbs import SUMMARIES, VERBS
 from llmdebate.errors import UserError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class VerbGroup(click.Group):
+    """The verbs of :data:`VERBS`, each built-in's module imported when that verb is asked
+    for (``--help`` lists them from :data:`~llmdebate.commands.verbs.SUMMARIES`); the
+    plugins' verbs are read from their entry points whenever the verbs are listed or one is
+    looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        VERBS.load_plugins()
+        names = set(SUMMARIES) | set(VERBS.registered_names()) | set(self.commands)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        VERBS.load_plugins()
+        entry = VERBS.registered(cmd_name)
+        if entry is None and cmd_name in SUMMARIES:
+            importlib.import_module(f"llmdebate.commands.{cmd_name}")
+            entry = VERBS.registered(cmd_name)
+        if entry is None:
+            return None
+        self.commands[cmd_name] = entry.value
+        return entry.value
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            entry = VERBS.registered(name)
+            if entry is not None:
+                summary = entry.value.get_short_help_str(formatter.width)
+            else:
+                summary = SUMMARIES[name]
+            rows.append((name, summary))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, _shortened(h, limit)) for n, h in rows])
+
+
+def _shortened(text: str, limit: int) -> str:
+    """``text`` cut at a word before ``limit`` characters with ``...``, as click shortens a
+    command's help."""
+    return click.Command("x", help=text).get_short_help_str(limit)
+
+
+@click.group(cls=VerbGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llmdebate")
 def cli() -> None:
     """Prover-estimator debate between language models."""
-
-
-def _register() -> None:
-    for entry in VERBS.entries():
-        cli.add_command(entry.value)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,6 +71,7 @@ class Registry(Generic[T]):
         self._in_plugins = False
         self._loaded = False
         self._loading = False
+        self._plugins_loaded = False
         self._lock = threading.RLock()
 
     # -- adding entries -------------------------------------------------------------------
@@ -140,19 +141,48 @@ class Registry(Generic[T]):
             try:
                 for module in self._builtins:
                     importlib.import_module(module)
-                if self.group:
-                    self._in_plugins = True
-                    for ep in entry_points(group=self.group):
-                        try:
-                            ep.load()
-                        except Exception as exc:  # a broken plugin names itself
-                            raise UserError(
-                                f"{self.kind} plugin {ep.name!r} ({ep.value}) of entry-point "
-                                f"group {self.group!r} failed to load: {exc}"
-                            ) from exc
+                self._plugins_loaded = False  # read them anew: a test may have added one
+                self._load_plugins()
                 self._loaded = True
             finally:
-                self._loading = self._in_plugins = False
+                self._loading = False
+
+    def load_plugins(self) -> None:
+        """Import the entry points of :attr:`group` alone, once, not the built-in modules:
+        what a caller that imports built-ins one at a time (the command line) needs to
+        know every name."""
+        with self._lock:
+            if not self._plugins_loaded:
+                self._load_plugins()
+
+    def _load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        if not self.group:
+            return
+        self._in_plugins = True
+        try:
+            for ep in entry_points(group=self.group):
+                try:
+                    ep.load()
+                except Exception as exc:  # a broken plugin names itself
+                    self._plugins_loaded = False
+                    raise UserError(
+                        f"{self.kind} plugin {ep.name!r} ({ep.value}) of entry-point "
+                        f"group {self.group!r} failed to load: {exc}"
+                    ) from exc
+        finally:
+            self._in_plugins = False
+
+    def registered(self, name: str) -> Entry[T] | None:
+        """The entry called ``name`` if it is registered by now, loading nothing (a caller
+        that imported the module registering it)."""
+        return self._entries.get(name)
+
+    def registered_names(self) -> tuple[str, ...]:
+        """The names registered by now, loading nothing."""
+        return tuple(self._entries)
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, in registration order (built-ins first)."""

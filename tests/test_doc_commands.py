@@ -25,13 +25,17 @@ checked; without one, every command runs as written and must exit 0:
 A block whose opening fence follows ``<!-- file: PATH -->`` is a file: a ``plugin`` block of
 the same page runs with every such file written at its PATH (a package the page describes).
 
-``exit=N`` may follow any mode that runs. Every mode but ``run`` states its reason. The
+An ``inspect`` command runs as Inspect's own command line, with an empty tiktoken cache that
+must stay empty (nothing downloaded) and no failed sample in its output; a word with ``*``
+expands to the files it matches, as a shell's would. ``exit=N`` may follow any mode that
+runs. Every mode but ``run`` states its reason. The
 commands of a block run in order in one fresh folder holding links to the repository's
 configs/ and datasets/, so a block's later commands see what its earlier ones wrote.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shlex
@@ -42,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from llmdebate.agents.factory import SEAT_ROLES
@@ -215,7 +220,7 @@ def _parse_llmdebate(args: tuple[str, ...]) -> None:
     from llmdebate.commands.config_flags import PREFIX, config_from
 
     verb, rest = args[0], list(args[1:])
-    command = cli.commands.get(verb)
+    command = cli.get_command(click.Context(cli), verb)
     assert command is not None, f"unknown verb {verb!r}"
     flags = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
     unknown = [w for w in rest if w.startswith("-") and w[1:2] not in "0123456789."
@@ -312,6 +317,32 @@ def _text(content: Any) -> str:
     return str(content or "")
 
 
+def _globbed(args: tuple[str, ...], folder: Path) -> tuple[str, ...]:
+    """The words as a shell gives them: a pattern that matches files in ``folder`` becomes
+    their names, in order."""
+    out: list[str] = []
+    for word in args:
+        found = sorted(glob.glob(word, root_dir=folder)) if glob.has_magic(word) else []
+        out.extend(found or [word])
+    return tuple(out)
+
+
+def _inspect(args: tuple[str, ...], folder: Path) -> int:
+    """Inspect's own command line, in ``folder``, with an empty tiktoken cache that must stay
+    empty (nothing is downloaded) and no network configured."""
+    program = Path(sys.executable).parent / "inspect"
+    cache = folder / "tiktoken-cache"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
+    env.update(TIKTOKEN_CACHE_DIR=str(cache), NO_COLOR="1")
+    res = subprocess.run([str(program), *args[1:]], cwd=folder, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert not cache.exists(), "Inspect fetched tiktoken's encoding"
+    assert res.returncode == 0 or not res.stderr, res.stderr[-3000:]
+    tail = (res.stdout + res.stderr)[-3000:]
+    assert "no samples completed" not in tail and "Error" not in tail, tail
+    return res.returncode
+
+
 def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("configs", "datasets"):
         (folder / name).symlink_to(REPO / name)
@@ -320,6 +351,11 @@ def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch) -> N
     protocols, seats = set(PROTOCOLS.names()), dict(SEAT_ROLES)
     try:
         for args in block.commands:
+            args = _globbed(args, folder)
+            if args[0] == "inspect":
+                code = _inspect(args, folder)
+                assert code == block.status, f"{block.where}: {shlex.join(args)} exited {code}"
+                continue
             assert args[0] in LLMDEBATE, (
                 f"{block.where}: cannot run {args[0]!r} here: mark the block (parse, "
                 "fake-server or skip) with its reason"

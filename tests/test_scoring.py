@@ -170,6 +170,22 @@ def test_duplicate_debate_ids_are_detected(tmp_path: Path) -> None:
     assert "3 transcripts, 3 scored, 0 mismatches, 0 bad lines, 1 duplicate ids" in out
 
 
+def test_a_file_with_no_complete_transcript_exits_1_with_one_line(tmp_path: Path) -> None:
+    t = run(DebateConfig(depth=1, width=2))
+    failed = [t.model_copy(update={"id": f"f{i}", "status": "failed"}) for i in range(4)]
+    path = write(tmp_path, failed)
+    code, out, err = score_cli(str(path))
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == [
+        f"error: {path}: none of its 4 transcripts completed: nothing was scored"]
+    code, out, _err = score_cli(str(path), "--json")
+    assert code == 1 and json.loads(out)["scored"] == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, _out, err = score_cli(str(empty))
+    assert code == 1 and "no transcript completed" in err
+
+
 def test_a_missing_file_is_the_only_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

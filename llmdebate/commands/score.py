@@ -3,7 +3,8 @@
 Every complete line is scored; each bad line is reported by number (a torn last line, invalid
 JSON with line and column, a line that is not a valid transcript) and so is every repeated
 debate id. Exit status: 0 when everything re-scored exactly, 1 when anything was wrong
-(a mismatch, a bad line, a duplicate id), 2 when the file does not exist.
+(a mismatch, a bad line, a duplicate id) or when no transcript completed (nothing to score:
+one line says so), 2 when the file does not exist.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llmdebate.commands.verbs import VERBS
-from llmdebate.core.schemas import Transcript
-from llmdebate.core.scoring import score_transcript
-from llmdebate.records.transcripts import BadLine, numbered_transcripts
+
+if TYPE_CHECKING:
+    from llmdebate.core.schemas import Transcript
+    from llmdebate.records.transcripts import BadLine
 
 
 @dataclass
@@ -39,6 +41,8 @@ class FileScore:
 
 def score_file(path: Path) -> FileScore:
     """Score every complete line of a transcript file; never stops at a bad line."""
+    from llmdebate.core.scoring import score_transcript
+
     res = FileScore()
     seen: dict[str, int] = {}
 
@@ -65,6 +69,8 @@ def _transcripts(path: Path, note: Callable[[BadLine], None]) -> Iterator[tuple[
         from llmdebate.inspect_ext.logs import log_transcripts
 
         return log_transcripts(path, note)
+    from llmdebate.records.transcripts import numbered_transcripts
+
     return numbered_transcripts(path, note, torn="report")
 
 
@@ -96,9 +102,16 @@ def command(file: str, as_json: bool) -> None:
             click.echo(f"error: {line}", err=True)
         for m in res.mismatches:
             click.echo(m)
+        if res.ok and not res.scored:
+            what = (f"none of its {res.transcripts} transcripts" if res.transcripts
+                    else "no transcript")
+            click.echo(f"error: {file}: {what} completed: nothing was scored", err=True)
+            raise SystemExit(1)
         click.echo(
             f"{file}: {res.transcripts} transcripts, {res.scored} scored, "
             f"{len(res.mismatches)} mismatches, {len(bad)} bad lines, {len(dups)} duplicate ids"
         )
     if not res.ok:
+        raise SystemExit(1)
+    if not res.scored:  # --json: the object says it (scored 0)
         raise SystemExit(1)

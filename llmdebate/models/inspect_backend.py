@@ -57,7 +57,7 @@ SDK_RETRY_PROVIDERS = frozenset({"openai", "openai-api", "anthropic", "together"
 # Inspect providers whose APIs return token logprobs with top alternatives.
 LOGPROB_PROVIDERS = frozenset(
     {"openai", "openai-api", "together", "vllm", "sglang", "hf", "fireworks", "grok",
-     "llama-cpp-python", "mockllm", "azureai", "openrouter", "deepseek"}
+     "llama-cpp-python", "mockllm", "azureai", "openrouter", "deepseek", "llmdebate"}
 )
 NO_LOGPROBS = "use method 'sampling' or 'verbalised' for its probabilities"
 
@@ -86,6 +86,7 @@ class InspectBackend(Backend):
             inspect_model = _inspect_model(name, model_id, base_url, api_key_env, model_args)
         self._model = inspect_model
         self.model_id = model_id or str(inspect_model)
+        offline_token_count(inspect_model)
         self.native = native
         self.timeout = timeout
         self.sent = 0
@@ -228,6 +229,26 @@ def to_inspect(messages: list[ChatMessage]) -> list[Any]:
         "assistant": ChatMessageAssistant,
     }
     return [kinds[m["role"]](content=m["content"]) for m in messages]
+
+
+MOCK_PROVIDER = "mockllm"
+CHARS_PER_TOKEN = 4
+
+
+def offline_token_count(model: InspectModel) -> None:
+    """Inspect's mock model (``mockllm/…``) counts the tokens of a reply that carries no usage
+    with tiktoken's ``o200k_base``, which tiktoken downloads on first use: a mock run offline
+    fails every call on it. The mock's count is a stand-in, so this counts characters (one
+    token in four, as tiktoken's English averages) on that model alone, and nothing is
+    fetched."""
+    api = getattr(model, "api", None)
+    if api is None or not str(model).startswith(f"{MOCK_PROVIDER}/"):
+        return
+
+    async def count_text_tokens(text: str) -> int:
+        return max(1, -(-len(text) // CHARS_PER_TOKEN))
+
+    setattr(api, "count_text_tokens", count_text_tokens)  # noqa: B010 - the instance's own
 
 
 def _inspect_model(
