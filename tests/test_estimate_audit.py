@@ -16,6 +16,7 @@ from llmdebate.core.schemas import (
     RoundRecord,
     Transcript,
 )
+from llmdebate.report.closing import estimator_line
 
 TOP = "91 has a divisor d with 2 <= d < 10."  # true (7)
 SUBS = ["91 has a divisor d with 2 <= d < 6.", "91 has a divisor d with 6 <= d < 10."]  # 0, 1
@@ -54,4 +55,8 @@ def test_the_summary_compares_with_the_base_rate_of_the_same_claims() -> None:
     assert EstimateTally().summary()["graded"] == 0
     lines = graded_lines({"decompositions": {"model_decompositions": 0, "calls": 0},
                           "estimates": g})
-    assert lines == [f"estimates: {g['assessment']}"]
+    assert lines == []  # graded once, by the closing lines' estimator line
+    one = {**g, "brier_base_rate": 0.0}  # every claim alike: no skill, the assessment itself
+    assert estimator_line(one) == (
+        f"estimator Brier over every graded probability (p_d and each b_i, 4 of them): "
+        f"{g['assessment']}")

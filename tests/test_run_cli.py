@@ -57,9 +57,9 @@ def test_run_with_flags_then_score(tmp_path: Path, capsys: pytest.CaptureFixture
     assert ": 6 debates: 6 complete; 6 run now, 0 already done; " in out
     # the closing lines say whether the debate favoured the truth, against the bounds
     assert "prover-estimator: did the debate favour the truth? too few items" in out
-    assert "expected payoff of at least 0.800 (1 − ε)" in out
-    assert "soundness wants an expected payoff of at most 0.000" in out
-    assert "expected = E[R_A]" in out and "paid = R_A of the draws made" in out
+    assert "Lemma A.5 (completeness): E[R_A] ≥ (1 − ε)·r^(d+1), 0.800 in these units" in out
+    assert "Lemma A.4 (soundness): E[R_A] < r^(d+1)·P[A correct] + (2d+1)·δ" in out
+    assert "an unbiased estimate of E[R_A]" in out and "paid = R_A of the draws made" in out
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["debate"]["depth"] == 2 and saved["estimator"]["independent"] is True
     assert saved["dataset"]["limit"] == 3 and saved["max_concurrency"] == 2

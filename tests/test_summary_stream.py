@@ -25,6 +25,7 @@ from llmdebate.experiment.config import PROTOCOL_NAMES
 from llmdebate.experiment.runner import _summary_transcripts, run
 from llmdebate.records.rundir import SUMMARY_FILE, TRANSCRIPTS_FILE, load_transcripts
 from llmdebate.report import metrics
+from llmdebate.report.decided import DecidedTally
 from llmdebate.report.metrics import (
     DEFAULT_BOOTSTRAP,
 )
@@ -128,10 +129,21 @@ def old_run_summary(
         "decompositions": decomposition_summary(transcripts),
         "estimates": estimate_summary(transcripts),
         "beliefs": belief_summary(transcripts),
+        "decided": _decided(transcripts),
         # the comparison metrics have their own independent oracle
         # (tests/test_metrics_recomputed.py); here: the list of transcripts at once
         "metrics": metrics.compute(list(transcripts), seed=seed, n_boot=n_boot, n_bins=n_bins),
     }
+
+
+def _decided(transcripts: Sequence[Transcript]) -> dict[str, Any]:
+    """What decided the debates, folded over the whole list (its figures are checked by hand
+    in tests/test_decided.py)."""
+    tally = DecidedTally()
+    for t in transcripts:
+        r = metrics.record_of(t)
+        tally.add(t, r.side, r.item_id, r.pairing)
+    return tally.summary()
 
 
 # ------------------------------------------------------------------------------ tests

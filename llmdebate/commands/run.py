@@ -124,15 +124,12 @@ def stopped_line(result: Any, config_path: str | None) -> str:
 
 
 def graded_lines(s: dict[str, Any]) -> list[str]:
-    """The summary's gradings against computable truth, where the run has any: the model's
-    decompositions and the model estimator's probabilities."""
-    out = []
-    dec, est = s.get("decompositions") or {}, s.get("estimates") or {}
+    """The model's decompositions graded against computable truth, where the run has any
+    (the estimator's probabilities are graded once, in the closing lines)."""
+    dec = s.get("decompositions") or {}
     if dec.get("model_decompositions") or dec.get("calls"):
-        out.append(f"decompositions: {dec['assessment']}")
-    if est.get("graded"):
-        out.append(f"estimates: {est['assessment']}")
-    return out
+        return [f"decompositions: {dec['assessment']}"]
+    return []
 
 
 RUN_OPTIONS = [

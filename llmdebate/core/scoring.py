@@ -329,6 +329,20 @@ def score_transcript(t: Transcript, scheme: str | None = None) -> Score:
     return s
 
 
+def score_with_leaf_verdict(t: Transcript, value: int) -> Score:
+    """The rewards of ``t`` had its leaf verdict been ``value`` (a judge that rules O =
+    ``value`` with certainty), by :func:`score_transcript` on a copy whose leaf verdict is
+    replaced: every other record (draws, directions, the path) is the debate's own, as the
+    judge acts only after them. A debate without a leaf verdict (stopped early) scores as
+    recorded. Its mismatches name what the replacement changed, nothing else."""
+    leaf = t.rounds[-1] if t.rounds else None
+    if leaf is None or leaf.k != 0 or leaf.verdict is None:
+        return score_transcript(t)
+    verdict = Verdict(value=int(value), probability=float(value), judge="truth")
+    rounds = [*t.rounds[:-1], leaf.model_copy(update={"verdict": verdict})]
+    return score_transcript(t.model_copy(update={"rounds": rounds}))
+
+
 def _check_judge_scores(s: Score, t: Transcript) -> None:
     """The scores a complete debate recorded for its judge: a person's verdict (and the stated
     cost of a stepped reveal), or an interactive judge who asked and stopped."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmdebate.intervals import MIN_ITEMS, is_too_few, too_few_to_tell
+from llmdebate.report.decided_lines import Notes, completeness_line, decided_lines, soundness_line
 
 LEVEL_TAIL = 0.025
 """Each tail of the 95% interval: the exact binomial bound of n wins in n is LEVEL_TAIL^(1/n)."""
@@ -51,13 +52,6 @@ def _without_interval(value: float, n: int) -> str:
     return f"not established: every one of the {n} scored {value:.3f}, no spread to resample"
 
 
-def _against(mean: float | None, bound: float, above: bool) -> str:
-    if mean is None:
-        return ""
-    ok = mean >= bound if above else mean <= bound
-    return " — meets it" if ok else " — misses it"
-
-
 def _setting(summary: dict[str, Any], key: str) -> str | None:
     value = (summary.get("settings") or {}).get(key)
     return str(value) if value is not None else None
@@ -68,15 +62,17 @@ def payoff_lines(proto: str, e: dict[str, Any], summary: dict[str, Any] | None =
     and paid, defined) against the completeness bound and the soundness threshold where the
     protocol has them."""
     summary = summary or {}
+    notes = Notes()
     pairs = e.get("pairs") or {}
     n = int(pairs.get("n", 0))
-    out = _pair_lines(proto, pairs, n) if n else _no_pairs(proto, summary)
+    out = _pair_lines(proto, pairs, n, notes) if n else _no_pairs(proto, summary)
     pay = e.get("payoff") or {}
     if not pay:
         return out
     if not n:
         out.append(_unpaired(pay))
-    return out + _payoff_lines(pay, _setting(summary, "judge.ruling"))
+    decided = (summary.get("decided") or {}).get(proto)
+    return out + _payoff_lines(pay, _setting(summary, "judge.ruling"), notes, decided)
 
 
 def _no_pairs(proto: str, summary: dict[str, Any]) -> list[str]:
@@ -116,7 +112,7 @@ def _unpaired(pay: dict[str, Any]) -> str:
     return f"  unpaired, over different items: {said}; items differ, so this is no test"
 
 
-def _pair_lines(proto: str, pairs: dict[str, Any], n: int) -> list[str]:
+def _pair_lines(proto: str, pairs: dict[str, Any], n: int, notes: Notes) -> list[str]:
     value = pairs.get("discrimination")
     ties = int(pairs.get("ties") or 0)
     wins = round(value * n) if value is not None else 0
@@ -130,11 +126,14 @@ def _pair_lines(proto: str, pairs: dict[str, Any], n: int) -> list[str]:
         said += (f"; an interval needs at least {MIN_ITEMS} items: debate at least "
                  f"{MIN_ITEMS} items (dataset.limit)")
     out = [f"{proto}: did the debate favour the truth? {said}"]
+    if pairs.get("discrimination_note") and pairs["discrimination_note"] in said:
+        notes.mark(pairs["discrimination_note"])
     if value is not None:
+        ci = notes.ci(pairs.get("discrimination_ci95"), pairs.get("discrimination_note"))
         out.append(
             f"  honest beats dishonest: in {wins} of {n} pairs (same item, same seats) the prover "
-            f"of the true answer earned more than the prover of the false one ({value:.3f}; "
-            f"{_ci(pairs.get('discrimination_ci95'), pairs.get('discrimination_note'))}); "
+            f"of the true answer earned more than the prover of the false one ({value:.3f}"
+            f"{ci.replace(' (', '; ', 1)[:-1] if ci else ''}); "
             f"{ties} ties (a tie is not a win), {n - wins - ties} earned less"
         )
     return out
@@ -153,42 +152,45 @@ def _definitions(ruling: str | None) -> list[str]:
     )
     return [
         "  payoffs, means over debates in units of r^(d+1), r = ε(1−ρ)/4 (docs/metrics.md):",
-        "    expected = E[R_A] over the protocol's draws ẑ, z_i and the judge that ruled "
-        f"({judge}); paid = R_A of the draws made; the lemmas bound the expectation, so each "
-        "bound is checked on it",
+        "    expected = the sum over rounds of E[r_k | the drawn path] (each round's own draws "
+        f"ẑ or z_i and the judge that ruled: {judge}), an unbiased estimate of E[R_A], not "
+        "E[R_A] itself; paid = R_A of the draws made; the lemmas bound E[R_A], so their lines "
+        "below use the expected mean",
     ]
 
 
-def _side(who: str, s: dict[str, Any]) -> tuple[str, float | None]:
-    """One prover's expected and paid mean payoffs; the expected mean (what the bounds are
-    checked against), None where the debates recorded no expectation."""
+def _side(who: str, s: dict[str, Any], notes: Notes) -> tuple[str, float | None]:
+    """One prover's expected and paid mean payoffs; the expected mean (what the lemmas'
+    lines use), None where the debates recorded no expectation."""
     if s.get("mean_normalized") is None:
         return f"  {who}: no complete debate", None
     exp = s.get("mean_expected_normalized")
-    paid = (f"paid {s['mean_normalized']:.3f} "
-            f"({_ci(s.get('mean_normalized_ci95'), s.get('mean_normalized_note'))})")
+    paid = (f"paid {s['mean_normalized']:.3f}"
+            f"{notes.ci(s.get('mean_normalized_ci95'), s.get('mean_normalized_note'))}")
     if exp is None:
         return (f"  {who}, {s['n']} debates: expected not recorded (debate.expected_rewards "
                 f"false), {paid}"), None
-    eci = _ci(s.get("mean_expected_normalized_ci95"), s.get("mean_expected_normalized_note"))
-    expected = f"expected {exp:.3f} ({eci})"
-    return f"  {who}, {s['n']} debates: {expected}, {paid}", float(exp)
+    eci = notes.ci(s.get("mean_expected_normalized_ci95"),
+                   s.get("mean_expected_normalized_note"))
+    return f"  {who}, {s['n']} debates: expected {exp:.3f}{eci}, {paid}", float(exp)
 
 
-def _payoff_lines(pay: dict[str, Any], ruling: str | None) -> list[str]:
+def _payoff_lines(
+    pay: dict[str, Any], ruling: str | None, notes: Notes, decided: dict[str, Any] | None
+) -> list[str]:
+    """Both provers' payoffs; where the protocol has the lemmas' bounds, their definitions,
+    what decided the debates and the lemmas' lines with every term."""
+    honest, h_mean = _side("honest prover (argues the true answer)", pay["honest"], notes)
+    dishonest, d_mean = _side("dishonest prover (argues the false answer)", pay["dishonest"],
+                              notes)
     bound = pay.get("completeness_bound")
-    honest, h_mean = _side("honest prover (argues the true answer)", pay["honest"])
-    dishonest, d_mean = _side("dishonest prover (argues the false answer)", pay["dishonest"])
     if bound is None:
         return [honest, dishonest]
-    threshold = pay.get("soundness_threshold") or 0.0
-    if h_mean is not None:
-        honest += (f"; Lemma A.5 wants an expected payoff of at least {bound:.3f} (1 − ε)"
-                   + _against(h_mean, bound, above=True))
-    if d_mean is not None:
-        dishonest += (f"; soundness wants an expected payoff of at most {threshold:.3f} plus "
-                      "the estimator's error" + _against(d_mean, threshold, above=False))
-    return [*_definitions(ruling), honest, dishonest]
+    out = [*_definitions(ruling), honest, dishonest, *decided_lines(decided)]
+    if decided:
+        lemmas = [completeness_line(h_mean, bound, decided), soundness_line(d_mean, decided)]
+        out += [line for line in lemmas if line]
+    return out
 
 
 def skill(est: dict[str, Any]) -> float | None:
@@ -204,16 +206,19 @@ def estimator_line(est: dict[str, Any]) -> str | None:
     """The estimator's grade (summary ``estimates``) and what it means for the payoffs."""
     s = skill(est)
     if s is None:
-        return None
-    head = (f"estimator: Brier {est['brier']:.4f} against {est['brier_base_rate']:.4f} for the "
-            f"base rate over {est['graded']} graded probabilities (skill {s:+.3f})")
+        if not est.get("graded"):
+            return None
+        return (f"estimator Brier over every graded probability (p_d and each b_i, "
+                f"{est['graded']} of them): {est['assessment']}")
+    head = (f"estimator Brier over every graded probability (p_d and each b_i, "
+            f"{est['graded']} of them; the report's calibration is of p_d alone): "
+            f"{est['brier']:.4f} against {est['brier_base_rate']:.4f} for the base rate "
+            f"(skill {s:+.3f})")
     if s >= SKILL_BETTER:
-        return (head + ": better than the base rate, so it tells true claims from false in "
-                "part, and soundness (Lemma A.4) bounds the dishonest prover up to its error")
+        return head + ": better than the base rate, so it tells true claims from false in part"
     grade = "no better than" if s <= 0 else "hardly better than"
     return (head + f": {grade} the base rate, so it does not tell true claims from false: the "
-            "payoffs above pit the provers against a near-constant guess, and soundness "
-            "(Lemma A.4) bounds the dishonest prover only up to that guess's error")
+            "payoffs above pit the provers against a near-constant guess")
 
 
 def beliefs_line(beliefs: dict[str, Any] | None) -> str | None:
@@ -227,10 +232,23 @@ def beliefs_line(beliefs: dict[str, Any] | None) -> str | None:
     if p.get("graded") and p.get("brier") is not None:
         head += (f"; against the truth, Brier {p['brier']:.4f} against "
                  f"{p['brier_base_rate']:.4f} for the base rate over {p['graded']}")
+    head += _directions(p.get("directions") or {})
     if p.get("noise"):
         return (head + ": noise (under half the mass), so its directions and recursion choices "
                 "follow no belief of its own")
-    return head + ": beliefs (at least half the mass on True/False)"
+    return (head + ": answers in the True/False format (at least half the mass), which makes "
+            "them beliefs, not right ones")
+
+
+def _directions(d: dict[str, Any]) -> str:
+    """Where the prover's directions point, from its beliefs (``beliefs.prover.directions``)."""
+    if not d.get("rounds"):
+        return ""
+    said = (f"; directions below the top: {d['nonzero']} of {d['rounds']} nonzero, "
+            f"{d['toward_truth']} of those toward the truth")
+    if d.get("as_oracle") is not None:
+        said += f", {d['as_oracle']} of {d['rounds']} as the honest oracle's"
+    return said
 
 
 def closing_lines(summary: dict[str, Any]) -> list[str]:
@@ -254,7 +272,9 @@ def closing_lines(summary: dict[str, Any]) -> list[str]:
             + verdict(r["value"], r["ci95"], r["items"], r.get("interval_note"))
         )
     leaf = summary.get("leaf_claim_accuracy") or {}
-    if leaf.get("n"):
+    said = sum(int((d.get("leaf") or {}).get("graded") or 0)
+               for d in (summary.get("decided") or {}).values())
+    if leaf.get("n") and leaf["n"] != said:  # leaves the judge's verdict lines do not cover
         out.append(
             f"leaf-claim accuracy: the judge ruled {leaf['accuracy']:.3f} of {leaf['n']} leaf "
             "claims right"

@@ -559,5 +559,6 @@ def summary_of(
         "decompositions": run.decompositions.summary(),
         "estimates": run.estimates.summary(),
         "beliefs": run.beliefs.summary(),
+        "decided": run.decided.summary(),
         "metrics": metrics_of(run, seed=seed, n_boot=n_boot, n_bins=n_bins),
     }

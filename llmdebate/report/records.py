@@ -24,6 +24,7 @@ from llmdebate.core import scoring
 from llmdebate.core.schemas import Transcript
 from llmdebate.protocols.families import calibration_point, expected_payoff
 from llmdebate.protocols.registry import protocol_of
+from llmdebate.report.decided import DecidedTally
 
 
 def item_id(t: Transcript) -> str:
@@ -195,9 +196,12 @@ class RunTally:
         self.decompositions = DecompositionTally()
         self.estimates = EstimateTally()
         self.beliefs = BeliefTally()
+        self.decided = DecidedTally()
 
     def add(self, t: Transcript) -> None:
-        self.records.append(record_of(t))
+        rec = record_of(t)
+        self.records.append(rec)
+        self.decided.add(t, rec.side, rec.item_id, rec.pairing)
         c = self.costs[t.protocol]
         c.debates += 1
         c.failed += t.status == "failed"
