@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.formal.exact import exact_naive
@@ -118,7 +118,7 @@ def test_replicas_repeat_instances_in_order(prob: TreeProblem) -> None:
     assert np.allclose(per_member(np.arange(rep.n, dtype=float), 3)[0], (prob.n - 1) / 2)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.floats(-8, 8), min_size=18, max_size=18), st.floats(0.01, 0.99))
 def test_policies_are_distributions(params: list[float], p: float) -> None:
     prob = majority(TINY)

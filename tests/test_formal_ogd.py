@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.formal.ogd import algorithm1_estimator, project_simplex
@@ -11,7 +11,7 @@ from llmdebate.formal.problems import make_problem
 from llmdebate.formal.strategies import make_prover
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.floats(-3, 3), min_size=2, max_size=8))
 def test_projection_is_the_closest_simplex_point(v: list[float]) -> None:
     x = np.array([v])

@@ -4,7 +4,7 @@ paired on shared items, and a mixed-effects logistic regression from statsmodels
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.report.inference import (
@@ -26,7 +26,7 @@ def test_identical_scores_get_no_empty_interval() -> None:
     assert ci is None and note is not None and "every one of the 30" in note
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=MIN_ITEMS, max_size=40))
 def test_an_interval_is_seeded_and_holds_the_mean_of_a_resample(xs: list[float]) -> None:
     ci, note = interval(xs, seed=3, n_boot=200)
@@ -93,7 +93,7 @@ def test_the_mixed_effects_regression_is_not_fitted_when_every_judgment_agrees()
     assert mixed_logit([1.0] * 8, rows, judges, items) is None
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=MIN_ITEMS, max_size=40))
 def test_one_value_per_item_clustered_is_the_plain_bootstrap_to_the_bit(xs: list[float]) -> None:
     assert interval(xs, seed=4, n_boot=100, clusters=[f"i{k}" for k in range(len(xs))]) == (

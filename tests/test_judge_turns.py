@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -33,6 +33,7 @@ def test_score_values() -> None:
     assert interactive_judge_score(0.3, 0, 0.2) == pytest.approx(log_score(0.3, 1))
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.01, 0.99), st.floats(0.0, 0.5), st.integers(0, 20), st.floats(0.001, 1.0))
 def test_score_is_monotone(p: float, dp: float, turns: int, cost: float) -> None:
     q = min(1.0, p + dp)

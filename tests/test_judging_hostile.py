@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from judging_study import RLO, assign, free_port, make_run, rlo_dataset, start_server, write_judges
 from rich.console import Console
@@ -293,6 +293,7 @@ def test_overrides_in_debates_are_isolated_on_pages_and_terminal(
 CONTROLS = st.sampled_from(sorted(EMBEDDINGS | ISOLATES | {PDF, PDI, "\n", "a", "ب"}))
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(CONTROLS, max_size=40).map("".join))
 def test_balanced_text_opens_and_closes_in_pairs(text: str) -> None:
     out = balanced(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.agents.settings import ProverSettings
@@ -76,7 +76,7 @@ def test_with_the_passage_shown_copies_are_plain_text() -> None:
     assert view.records(" ".join(WORDS[:20]), QuoteBudget(max_words=5)) == []
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(start=st.integers(0, len(WORDS) - 12), n=st.integers(8, 12), upper=st.booleans())
 def test_any_disguised_copy_of_at_least_30_characters_counts(
     start: int, n: int, upper: bool

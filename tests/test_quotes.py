@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.qa.quotes import (
@@ -78,7 +78,7 @@ def passage_and_quote(draw: st.DrawFn) -> tuple[str, str, str]:
     return passage, original, restyle(original, draw)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(passage_and_quote(), st.booleans())
 def test_a_substring_verifies_whatever_its_style(case: tuple[str, str, str], sens: bool) -> None:
     passage, original, quote = case
@@ -92,7 +92,7 @@ def test_a_substring_verifies_whatever_its_style(case: tuple[str, str, str], sen
     assert normalise(passage[span[0] : span[1]], options) == normalise(original, options)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(passage_and_quote(), st.sampled_from("XYZ#@7"), st.data())
 def test_a_foreign_character_never_verifies(
     case: tuple[str, str, str], foreign: str, data: st.DataObject
@@ -104,7 +104,7 @@ def test_a_foreign_character_never_verifies(
     assert Passage(passage).find(changed) is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_changed_letter_verifies_only_where_the_text_is(data: st.DataObject) -> None:
     i = data.draw(st.integers(0, len(PASSAGE) - 20))

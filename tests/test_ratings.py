@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.errors import MissingExtraError
@@ -124,7 +124,7 @@ games_st = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(games_st, st.permutations(["m1", "m2", "m3", "m4"]))
 def test_bt_is_invariant_to_relabelling(
     games: list[tuple[str, str, float]], perm: list[str]

@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.agents.llm import ask_structured, reply_budget
@@ -97,6 +97,7 @@ def test_the_longest_replies_of_the_acts() -> None:
     assert reply_tokens(direction_schema()) >= len('{\n  "direction": "higher"\n}')
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 10_000), st.sampled_from(["compact", "spaced", "inside", "indented"]))
 def test_every_valid_index_reply_fits_its_budget(n: int, style: str) -> None:
     schema = index_schema(n)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core import scoring
@@ -173,6 +173,7 @@ def test_the_reward_ranks_the_honest_act_above_the_dishonest_one(
 eps_rho = st.tuples(st.floats(0.01, 0.49), st.floats(0.0, 0.95))
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps_rho, st.integers(0, 6), st.integers(0, 1))
 def test_a_calibrated_binary_first_estimate_beats_the_miscalibrated_one(
     params: tuple[float, float], depth: int, g: int
@@ -201,6 +202,7 @@ def test_a_calibrated_binary_first_estimate_beats_the_miscalibrated_one(
     assert calibrated[1] < miscalibrated[1]  # the old r_init row taught the opposite
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps_rho, st.integers(0, 6), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_the_leaf_direction_towards_the_judge_beats_the_other(
     params: tuple[float, float], depth: int, p0: float, judge: float

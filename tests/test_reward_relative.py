@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core import scoring
@@ -139,6 +139,7 @@ def test_centring_keeps_the_difference_beside_a_leaf_term_of_one(
 levels = st.sampled_from(["r_init", "r_6", "r_3", "r_1", "r_0", "after_4", "after_1"])
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.01, 0.49), st.floats(0.0, 0.95), st.integers(6, 6), levels,
        st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=8), st.floats(-1.0, 1.0),
        st.floats(0.01, 3.0))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core import scoring
@@ -59,6 +59,7 @@ options = st.builds(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(decisions(), options)
 def test_an_invalid_reply_is_below_every_valid_reply_of_the_same_decision(
     decision: tuple[str, float, float, int], opts: scoring.RewardOptions

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core.rules import (
@@ -101,7 +101,7 @@ def _ref(node: object, z: tuple[int, ...]) -> bool:
 
 
 @given(_expr(4))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_parser_agrees_with_reference_evaluator(pair: tuple[str, object]) -> None:
     text, tree = pair
     r = compile_rule(rule("expr", expr=text), 4)
@@ -126,7 +126,7 @@ def _brute_probability(r, probs: CondProbs, q: int) -> float:  # type: ignore[no
 
 
 @given(st.integers(1, 5), st.integers(0, 10_000), st.sampled_from(["and", "or", "majority"]))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_exact_probability_matches_brute_force(q: int, seed: int, kind: str) -> None:
     r = compile_rule(rule(kind), q)
     probs = _random_probs(q, seed)
@@ -168,7 +168,7 @@ def _brute_stability(r, probs: CondProbs, q: int, eps: float) -> tuple[float, fl
     st.sampled_from(["and", "or", "majority", "xor"]),
     st.floats(0.01, 0.49),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_stability_programme_matches_brute_force(q: int, seed: int, kind: str, eps: float) -> None:
     cr = (
         rule("expr", expr=f"(y1 & !y{q}) | (!y1 & y{q})" if q > 1 else "!y1")

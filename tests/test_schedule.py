@@ -7,7 +7,7 @@ from itertools import permutations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.tournament.ratings import Match, persuasiveness, win_probability
@@ -75,7 +75,7 @@ def _check_round(rnd: list[Pairing], models: list[str], per_pair: int) -> None:
         )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.floats(-3, 3), min_size=2, max_size=9),
     st.integers(0, 2**31),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from core_agents import ToyEstimator, ToyJudge, ToyProver
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.cli import cli, main
@@ -50,7 +50,7 @@ def test_formulas_on_a_hand_computed_case() -> None:
     st.integers(1, 4),
     st.integers(0, 2**31),
 )
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_direction_zero_everywhere_gives_r_init(
     eps: float, rho: float, depth: int, width: int, seed: int
 ) -> None:
@@ -227,7 +227,7 @@ def test_the_schema_and_scoring_agree_on_r() -> None:
     st.integers(0, 2**31),
     st.booleans(),
 )
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_every_debate_rescores_to_the_last_bit_after_a_json_round_trip(
     eps: float, rho: float, depth: int, width: int, seed: int, expected: bool
 ) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core import scoring
@@ -43,6 +43,7 @@ except ImportError:  # pytest run from inside tests/
 EVERY = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.sampled_from([0, 1]),
        st.floats(0.01, 1.0))
 def test_the_provers_expected_payoff_is_the_mixture_of_its_two_plays(

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.models import GenerateConfig, get_model
@@ -114,7 +114,7 @@ async def test_plain_waiters_share_the_queue_in_arrival_order() -> None:
     assert (await a, await c) == ("x", "y") and slots.used == 0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     limit=st.integers(1, 4),
     script=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 50)), min_size=1, max_size=40),

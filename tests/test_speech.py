@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.qa.quotes import extract_quotes
@@ -39,7 +39,7 @@ def reply_shapes(thinking: str, argument: str) -> list[str]:
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain, plain.filter(lambda s: s.strip()))
 def test_no_scratchpad_text_reaches_the_argument(thinking: str, argument: str) -> None:
     thinking = f"{thinking} {SECRET} {thinking}"

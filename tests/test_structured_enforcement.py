@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core.schemas import ModelCallRecord
@@ -148,6 +148,7 @@ def test_openai_strict_response_format_is_documented_as_enforced() -> None:
     assert other.backend.known_enforcement() is None  # any other field: a probe finds out
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 24), st.text(max_size=20))
 def test_only_the_admitted_reply_or_its_prefix_shows_enforcement(cut: int, text: str) -> None:
     schema = probe_schema("http://h/v1/completions m json_schema")

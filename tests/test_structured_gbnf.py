@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import xgrammar
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xgrammar.testing import _is_grammar_accept_string
 
@@ -120,7 +120,7 @@ DECOMPOSITIONS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DECOMPOSITIONS, st.booleans(), st.booleans())
 def test_decomposition_grammar_matches_the_schema(
     reply: dict[str, Any], compact: bool, ascii_only: bool
@@ -131,7 +131,7 @@ def test_decomposition_grammar_matches_the_schema(
     assert accepts("decomposition", text) == conforms(reply, schema), text
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.one_of(
         st.fixed_dictionaries({"index": st.integers(-3, 8)}),

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.agents.audit import audit_decomposition, decomposition_summary, exact_split
@@ -85,6 +85,7 @@ def test_structured_small_replies_parse() -> None:
         parse_probability('{"probability": "high"}')
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lo=st.integers(2, 50),
     span=st.integers(1, 60),

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -143,7 +143,7 @@ def test_trusted_records_equal_validated_ones_and_refuse_bad_fields() -> None:
         ModelCallRecord.trusted(role="prover")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.tuples(

@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.data import load_items
@@ -100,7 +100,7 @@ def jobs_and_config() -> tuple[list[Job], ExperimentConfig]:
     return make_jobs(load_items(DIVISORS, limit=10), config), config
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     workers=st.integers(1, 4),
     concurrency=st.integers(1, 8),
