@@ -42,14 +42,16 @@ def fork_run(
     *,
     act: str = "direction",
     speaker: str | None = None,
+    step: int | None = None,
     swap: dict[str, str] | None = None,
     debates: tuple[str, ...] = (),
     protocols: tuple[str, ...] = (),
 ) -> tuple[list[Transcript], list[str]]:
     """Every debate of ``run_dir`` that did not fail (or those ``debates`` names, of
     ``protocols`` where given), forked at
-    round ``at`` (``act`` within a recursive debate's round, ``speaker`` within a speech
-    round) with ``swap``'s models; (the forks, a line for every debate whose fork failed)."""
+    round ``at`` (``act`` within a recursive debate's round, ``speaker`` or ``step`` within
+    a speech round) with ``swap``'s models; (the forks, a line for every debate whose fork
+    failed)."""
     ts = [t for t in load_transcripts(run_dir) if t.status != "failed"]
     if debates:
         unknown = sorted(set(debates) - {t.id for t in ts})
@@ -64,7 +66,9 @@ def fork_run(
     failed: list[str] = []
     for t in ts:
         try:
-            forked.append(run_sync(fork(t, team, at, act=act, speaker=speaker, swapped=swapped)))
+            forked.append(run_sync(fork(
+                t, team, at, act=act, speaker=speaker, step=step, swapped=swapped
+            )))
         except UserError:
             raise
         except Exception as exc:  # this debate's fork failed: one line, the others go on
@@ -83,6 +87,9 @@ def fork_run(
 @click.option("--speaker", default=None,
               help="Speech debates: the seat of round --at the fork starts at (default: the "
               "whole round is played again).")
+@click.option("--step", type=click.IntRange(min=1), default=None,
+              help="Speech debates: the speech of round --at the fork starts at, counted from "
+              "1 in speaking order (a seat that speaks twice a round has two steps).")
 @click.option("--swap", "swap_pairs", multiple=True, metavar="ROLE=MODEL",
               help="Another model for a role or seat from the fork point on (repeatable).")
 @click.option("--debate", "debates", multiple=True, metavar="ID",
@@ -92,12 +99,14 @@ def fork_run(
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the forked transcripts go (default: RUN_DIR/forks.jsonl).")
 def command(
-    run_dir: Path, at: int, act: str, speaker: str | None, swap_pairs: tuple[str, ...],
+    run_dir: Path, at: int, act: str, speaker: str | None, step: int | None,
+    swap_pairs: tuple[str, ...],
     debates: tuple[str, ...], protocols: tuple[str, ...], out: Path | None,
 ) -> None:
     """Play RUN_DIR's debates again from round --at, replaying what came before."""
     forked, failed = fork_run(
-        run_dir, at, act=act, speaker=speaker, swap=swaps(swap_pairs), debates=debates,
+        run_dir, at, act=act, speaker=speaker, step=step, swap=swaps(swap_pairs),
+        debates=debates,
         protocols=protocols,
     )
     path = out or run_dir / "forks.jsonl"

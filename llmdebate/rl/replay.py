@@ -391,6 +391,7 @@ async def fork(
     swapped: tuple[str, ...] = (),
     inject: Injection | None = None,
     speaker: str | None = None,
+    step: int | None = None,
 ) -> Transcript:
     """Replay ``t`` with every decision before the fork point as recorded and ``team``'s
     agents from there on, through the protocol's own run with a :class:`ReplayTeam`.
@@ -400,7 +401,9 @@ async def fork(
     decisions of a round in order: direction, decompose, estimate/value, recurse; evidence,
     verdict at the leaf). A protocol with speeches (two-sided debate, consultancy): speeches
     of rounds before ``at`` (1 <= at <= rounds + 1) are replayed, and within round ``at``
-    those of the speakers before ``speaker`` (None: the whole round is live). Any other
+    those before the first speech of ``speaker``, or before its speech number ``step`` (from
+    1, in speaking order; neither: the whole round is live). Every recorded turn replays as
+    itself, in step order, a seat that speaks more than once a round included. Any other
     protocol (direct judge): only the judge plays (``at`` is ignored). Which applies is read
     from the protocol's family (:class:`~llmdebate.protocols.families.RecursiveProtocol`,
     :class:`~llmdebate.protocols.families.SpeechProtocol`).
@@ -422,7 +425,7 @@ async def fork(
             raise UserError(f"fork act must be one of {', '.join(ORDER)} (got {act!r})")
         point = ForkPoint(at, act)
     elif isinstance(protocol, SpeechProtocol):
-        point = speech_point(t, at, speaker)
+        point = speech_point(t, at, speaker, step)
     else:  # only the judge plays
         point = None
     spec = spec_of(t)

@@ -21,7 +21,7 @@ probability (``index``) behind a naive prover's values or the challenger's choic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmdebate.agents.naive import most_likely_consistent, subclaim_probabilities
@@ -48,36 +48,71 @@ def settings_of(t: Transcript) -> ProtocolSettings:
 # ------------------------------------------------------------------ speech protocols
 @dataclass(frozen=True)
 class SpeechPoint:
-    """Speeches before round ``at`` (and, within it, before ``speaker``) are replayed;
-    ``speakers``: the protocol's seats in speaking order."""
+    """Speeches before round ``at`` (and, within it, before its speech number ``step``,
+    counted from 0 in speaking order) are replayed; ``speakers``: the protocol's seats;
+    ``order``: who spoke each recorded round's speeches, in step order (a seat may speak
+    more than once in a round)."""
 
     at: int
-    speaker: str | None = None
+    step: int | None = None
     speakers: tuple[str, ...] = SPEAKERS
+    order: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
-    def replayed(self, role: str, rnd: int) -> bool:
-        if rnd != self.at or self.speaker is None:
+    def place(self, role: str, rnd: int, n: int) -> int | None:
+        """The step of the ``n``-th speech (from 0) of ``role`` in round ``rnd`` as
+        recorded; None: the recording has no such speech."""
+        steps = [i for i, r in enumerate(self.order.get(rnd, ())) if r == role]
+        return steps[n] if n < len(steps) else None
+
+    def replayed(self, role: str, rnd: int, n: int = 0) -> bool:
+        """Whether the ``n``-th speech of ``role`` in round ``rnd`` is the recorded one."""
+        if rnd != self.at or self.step is None:
             return rnd < self.at
-        return self.speakers.index(role) < self.speakers.index(self.speaker)
+        step = self.place(role, rnd, n)
+        return step is not None and step < self.step
+
+    def first_live(self, role: str, rnd: int) -> int:
+        """How many speeches of ``role`` in round ``rnd`` are replayed before its first live
+        one."""
+        if rnd < self.at:
+            return len([r for r in self.order.get(rnd, ()) if r == role])
+        if rnd > self.at or self.step is None:
+            return 0
+        return len([r for r in self.order.get(rnd, ())[: self.step] if r == role])
 
 
 class ReplayModel:
     """The prover's model, answering the replayed speeches from the transcript's turns (and
-    the injected one with the injection); every other call goes to the live model."""
+    the injected one with the injection); every other call goes to the live model.
+
+    The speeches of a seat in a round are counted as it is asked for them: its ``n``-th
+    speech of round ``r`` is its ``n``-th recorded turn of round ``r``, so a seat that speaks
+    more than once a round replays each of its turns in step order."""
 
     def __init__(self, live: Any, t: Transcript, point: SpeechPoint, inject: Any) -> None:
         self.live, self.t, self.point, self.inject = live, t, point, inject
+        self.asked: dict[tuple[str, int], int] = {}
+        """(seat, round) -> its speeches asked for so far."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.live, name)
 
-    def replays(self, role: str, rnd: int) -> bool:
-        """Whether the speech of ``role`` in round ``rnd`` is answered here (replayed or
-        injected), not by the live model: the protocol then asks it once, best of n or not."""
+    def _injects(self, role: str, rnd: int, n: int) -> bool:
+        """Whether the ``n``-th speech of ``role`` in round ``rnd`` is the injected one: its
+        first live speech of the round (or the one the injection's ``index`` numbers)."""
         inj = self.inject
-        return self.point.replayed(role, rnd) or (
-            inj is not None and inj.matches(role, "speech", rnd)
-        )
+        if inj is None or not inj.matches(role, "speech", rnd):
+            return False
+        if self.point.replayed(role, rnd, n):
+            return False
+        want = inj.index if inj.index is not None else self.point.first_live(role, rnd)
+        return bool(n == want)
+
+    def replays(self, role: str, rnd: int) -> bool:
+        """Whether the next speech of ``role`` in round ``rnd`` is answered here (replayed or
+        injected), not by the live model: the protocol then asks it once, best of n or not."""
+        n = self.asked.get((role, rnd), 0)
+        return self.point.replayed(role, rnd, n) or self._injects(role, rnd, n)
 
     async def generate(
         self,
@@ -95,16 +130,17 @@ class ReplayModel:
                 return answered
         rnd = speech_round(act)
         if rnd is not None and role in self.point.speakers:
-            if self.point.replayed(role, rnd):
-                return self._recorded(role, act, rnd, log)
-            inj = self.inject
-            if inj is not None and inj.matches(role, "speech", rnd):
+            n = self.asked.get((role, rnd), 0)
+            self.asked[(role, rnd)] = n + 1
+            if self.point.replayed(role, rnd, n):
+                return self._recorded(role, act, rnd, n, log)
+            if self._injects(role, rnd, n):
                 if log is not None:
                     log.append(ModelCallRecord(
                         role=role, act=act, model=self.live.name, messages=messages,
-                        completion=inj.completion, notes={"injected": True},
+                        completion=self.inject.completion, notes={"injected": True},
                     ))
-                return ModelOutput(text=inj.completion, model=self.live.name)
+                return ModelOutput(text=self.inject.completion, model=self.live.name)
         out: ModelOutput = await self.live.generate(
             messages, config, sample_index=sample_index, role=role, act=act, log=log
         )
@@ -126,31 +162,50 @@ class ReplayModel:
         )
 
     def _recorded(
-        self, role: str, act: str, rnd: int, log: list[ModelCallRecord] | None
+        self, role: str, act: str, rnd: int, n: int, log: list[ModelCallRecord] | None
     ) -> ModelOutput:
-        turn = next((x for x in self.t.turns if x.role == role and x.round == rnd), None)
-        if turn is None:
-            raise UserError(f"{self.t.id}: no recorded speech of {role} in round {rnd}")
-        own = [c for c in self.t.calls if c.role == role and c.act == act and c.error is None]
+        """The ``n``-th recorded speech of ``role`` in round ``rnd``, its calls copied into
+        ``log`` (best of n: every candidate and the judge's scoring of each)."""
+        turns = [x for x in self.t.turns if x.role == role and x.round == rnd]
+        if n >= len(turns):
+            raise UserError(
+                f"{self.t.id}: no recorded speech {n + 1} of {role} in round {rnd} "
+                f"({len(turns)} recorded)"
+            )
+        turn = turns[n]
+        groups = speech_calls(self.t.calls, role, act, rnd)
+        mine = groups[n] if n < len(groups) else []
+        own = [c for c in mine if c.role == role and c.act == act]
         played = [c for c in own if c.notes.get("best_of", {}).get("chosen")]
         call = played[0] if played else (own[0] if own else None)
-        if call is not None and log is not None:
-            if played:  # best of n: every candidate and the judge's scoring of each
-                mine = {id(c) for c in own}
-                log.extend(
-                    c.model_copy(deep=True) for c in self.t.calls if id(c) in mine or (
-                        c.decision == "scoring" and c.round == rnd
-                        and c.notes.get("scoring", {}).get("speaker") == role
-                    )
-                )
-            else:
-                log.append(call.model_copy(deep=True))
+        if log is not None:
+            log.extend(c.model_copy(deep=True) for c in (mine if played else own[:1]))
         return ModelOutput(
             text=turn.text,
             model=call.model if call is not None else self.live.name,
             tokens_in=call.tokens_in if call is not None else 0,
             tokens_out=call.tokens_out if call is not None else 0,
         )
+
+
+def speech_calls(
+    calls: list[ModelCallRecord], role: str, act: str, rnd: int
+) -> list[list[ModelCallRecord]]:
+    """The recorded calls of each speech ``role`` made with ``act`` in round ``rnd``, in
+    speaking order: one call a speech; with best of n, every candidate's call (candidate 0
+    starts a speech) and the judge's scoring of the candidates that follows them."""
+    out: list[list[ModelCallRecord]] = []
+    for c in calls:
+        if c.role == role and c.act == act and c.error is None:
+            mark = c.notes.get("best_of")
+            if not out or mark is None or int(mark.get("candidate", 0)) == 0:
+                out.append([])
+            out[-1].append(c)
+        elif out and c.decision == "scoring" and c.round == rnd and (
+            c.notes.get("scoring", {}).get("speaker") == role
+        ):
+            out[-1].append(c)
+    return out
 
 
 # ------------------------------------------------------------------ naive recursive debate
@@ -254,13 +309,36 @@ def replayed_calls(t: Transcript, point: Any) -> list[ModelCallRecord]:
     ]
 
 
-def speech_point(t: Transcript, at: int, speaker: str | None) -> SpeechPoint:
+def speech_point(
+    t: Transcript, at: int, speaker: str | None, step: int | None = None
+) -> SpeechPoint:
+    """The fork point of a speech debate: round ``at``, from the first speech of ``speaker``
+    in it or from its speech number ``step`` (from 1, in speaking order; neither: the whole
+    round is live)."""
     rounds = settings_of(t).rounds
     if not 1 <= at <= rounds + 1:
         raise UserError(f"fork round of a {t.protocol} debate must be in 1..{rounds + 1} "
                         f"(got {at}; {rounds + 1}: only the judge plays again)")
-    speakers = protocol_of(t).seats or SPEAKERS
-    if speaker is not None and speaker not in speakers:
-        raise UserError(f"fork speaker must be one of {', '.join(speakers)} (got {speaker!r})")
-    return SpeechPoint(at, speaker, tuple(speakers))
-
+    speakers = tuple(protocol_of(t).seats or SPEAKERS)
+    order: dict[int, tuple[str, ...]] = {}
+    for x in t.turns:
+        if x.role in speakers:
+            order[x.round] = (*order.get(x.round, ()), x.role)
+    here = order.get(at, ())
+    if speaker is not None and step is not None:
+        raise UserError("fork: give the speaker or the step within the round, not both")
+    if speaker is not None:
+        if speaker not in speakers:
+            raise UserError(
+                f"fork speaker must be one of {', '.join(speakers)} (got {speaker!r})"
+            )
+        first = here.index(speaker) if speaker in here else len(here)
+        return SpeechPoint(at, first, speakers, order)
+    if step is not None:
+        if not 1 <= step <= max(len(here), 1):
+            raise UserError(
+                f"fork step of round {at} of {t.id} must be in 1..{max(len(here), 1)} "
+                f"(got {step}; its recorded speeches: {', '.join(here) or 'none'})"
+            )
+        return SpeechPoint(at, step - 1, speakers, order)
+    return SpeechPoint(at, None, speakers, order)
