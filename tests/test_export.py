@@ -201,3 +201,18 @@ def test_a_transcript_that_does_not_rescore_is_refused(pe_run: Path, tmp_path: P
     (bad / TRANSCRIPTS_FILE).write_text(json.dumps(data) + "\n")
     with pytest.raises(Exception, match="not marked with their decision"):
         export_run(bad, tmp_path / "x.jsonl", role="prover")
+
+
+def test_an_empty_preference_export_names_the_option_that_makes_its_rows(
+    pe_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "pref.jsonl"
+    code = main(["export", str(pe_run), "--role", "prover", "--format", "trl-preference",
+                 "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "no trl-preference rows for the prover" in err
+    assert "--prover-best-of N" in err and not out.exists()
+    assert main(["export", str(pe_run), "--role", "judge", "--format", "trl-preference",
+                 "--out", str(out)]) == 2
+    assert "no decision of the judge was made by a model" in capsys.readouterr().err

@@ -138,3 +138,31 @@ def test_batch_prompts_on_a_chat_role_is_what_chat_does_or_one_line() -> None:
     with pytest.raises(ConfigError, match=r"estimator\.options\.batch_prompts: batch_prompts "
                        r"applies only with endpoint: completions"):
         validate({"estimator": {"model": "openai/x", "options": {"batch_prompts": True}}})
+
+
+ROSTER = """\
+protocols: [two-sided]
+dataset: {{path: {dataset}, limit: 1}}
+judge: {{kind: oracle}}
+tournament:
+  roster:
+    a: {{model: local}}
+    b:
+      model: {model}
+      options: {{adapter: divisors-prover, temperature: 1.0}}
+"""
+
+
+@pytest.mark.parametrize("model", ["local", "hf/some/dir"])
+def test_an_option_a_local_model_does_not_take_is_refused_naming_those_it_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(ROSTER.format(dataset=REPO / "datasets" / "divisors.jsonl", model=model))
+    code = main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert re.search(
+        rf"c\.yaml:9:\d+: tournament\.roster\.b\.options\.temperature: {model} takes no option "
+        r"'temperature'; its options: act_adapters, adapter, .*device.*threads", err), err
+    assert not (tmp_path / "r").exists()

@@ -70,6 +70,13 @@ def check_options(model: str, options: dict[str, Any]) -> None:
             raise _option_error(
                 key, options[key], f"only {takers} models take {key} (this is {model})"
             )
+        if composed is not None and key not in own and composed.model_config.get(
+            "extra"
+        ) == "forbid":
+            raise _option_error(
+                key, options[key],
+                f"{model} takes no option {key!r}; its options: {', '.join(sorted(own))}",
+            )
     if composed is not None:
         composed.model_validate(options)
     chat = backend == "openai" and options.get("endpoint") != "completions"

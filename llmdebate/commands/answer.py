@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from llmdebate.commands.verbs import VERBS
-from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
-from llmdebate.protocols.interactive import person_asks
-from llmdebate.records.rundir import read_run_config
-from llmdebate.rl.replay import fork, team_for
-from llmdebate.rl.rewards import run_sync
+
+if TYPE_CHECKING:
+    from llmdebate.core.schemas import Transcript
 
 
 def answer_questions(run_dir: Path, db_url: str | None = None) -> tuple[int, list[str]]:
@@ -33,6 +32,10 @@ def answer_questions(run_dir: Path, db_url: str | None = None) -> tuple[int, lis
     from llmdebate.judging.asking import append_asked, continuation_id, unanswered
     from llmdebate.judging.complete import waiting_by_id
     from llmdebate.judging.db import connect
+    from llmdebate.protocols.interactive import person_asks
+    from llmdebate.records.rundir import read_run_config
+    from llmdebate.rl.replay import fork, team_for
+    from llmdebate.rl.rewards import run_sync
 
     sessions = connect(run_dir, db_url)
     waiting = waiting_by_id(run_dir)

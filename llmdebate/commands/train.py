@@ -16,9 +16,6 @@ from typing import Any
 import click
 
 from llmdebate.commands.verbs import VERBS
-from llmdebate.report.judge_audit import hacking_line
-from llmdebate.training import load_train_config, train
-from llmdebate.training.metrics import AUDIT_PREFIX
 
 
 @VERBS.register("train")
@@ -32,6 +29,10 @@ from llmdebate.training.metrics import AUDIT_PREFIX
 @click.option("--quiet", is_flag=True, help="No progress output.")
 def command(config_path: str, out_dir: str | None, iterations: int | None, quiet: bool) -> None:
     """Train the prover and the estimator on their own debates."""
+    from llmdebate.report.judge_audit import hacking_line
+    from llmdebate.training import load_train_config, train
+    from llmdebate.training.metrics import AUDIT_PREFIX
+
     overrides = {"iterations": iterations} if iterations is not None else {}
     cfg = load_train_config(config_path, overrides)
     if out_dir is None:

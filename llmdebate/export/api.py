@@ -145,12 +145,25 @@ def export_run(
     records = build(pairs, fmt, config, text=text, baseline=baseline,
                     include_audit=include_audit)
     if not records:
-        raise UserError(
-            f"{run_dir}: no {fmt} rows for the {role} ({len(transcripts)} debates; a player "
-            "whose decisions no model made, or no sibling samples for preferences)"
-        )
+        raise UserError(no_rows(run_dir, fmt, role, len(transcripts), bool(pairs)))
     write_rows(records, out, container)
     return Export(out, container, len(records), len({r.debate_id for r, _ in pairs}))
+
+
+NO_ROWS_HINTS = {
+    "trl-preference": "a preference pairs sibling samples (one decision in one state, "
+    "different replies), and this run made one sample of each decision: run with "
+    "--prover-best-of N (N >= 2; prover.best_of in a config) for best-of-n candidates to pair",
+}
+"""What produces the rows of a format that a run may lack, by format name."""
+
+
+def no_rows(run_dir: Path, fmt: str, role: str, debates: int, decisions: bool) -> str:
+    """The one line of an export that has no row: why, and what would make the rows."""
+    head = f"{run_dir}: no {fmt} rows for the {role} ({debates} debates)"
+    if fmt in NO_ROWS_HINTS and decisions:
+        return f"{head}: {NO_ROWS_HINTS[fmt]}"
+    return f"{head}: no decision of the {role} was made by a model"
 
 
 def carrier_sums(rows: list[Row]) -> dict[tuple[str, str], tuple[float, float]]:

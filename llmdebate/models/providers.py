@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from llmdebate.errors import MissingExtraError, UserError
 from llmdebate.models.backends import BACKENDS, BackendSpec, construct
@@ -53,6 +53,10 @@ class OpenAICompletionsOptions(_Options):
     batch_prompts: bool | None = None
     """Send concurrent prompts as one request (default true; llama-cpp-python: false); the
     completions endpoint only (a chat request holds one conversation: false changes nothing)."""
+    max_batch: int | None = Field(default=None, ge=1)
+    """With batch_prompts: the most prompts in one request (default 32)."""
+    batch_wait_s: float | None = Field(default=None, ge=0.0)
+    """With batch_prompts: seconds to gather prompts into one request (default 0.002)."""
 
 
 CHAT_ONE_PROMPT = (
@@ -80,6 +84,11 @@ class InspectOptions(_Options):
 
 
 class LocalOptions(_Options):
+    """Options of the local backends (``local``, ``hf/``): these alone (a sampling setting such
+    as temperature is the role's, not the model's)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
     structured: Literal["xgrammar", "none"] | None = None
     """xgrammar: constrained decoding; none: unconstrained."""
     adapter: str | None = None
@@ -88,6 +97,18 @@ class LocalOptions(_Options):
     """Another adapter for some acts (``belief``, ``decompose``, ``evidence``, ...), or null
     for the base model: e.g. ``{belief: null}``. The roles on one model share one copy of
     the weights; the adapters are switched per call."""
+    device: str | None = None
+    """cpu (the default), cuda or cuda:<n>."""
+    threads: int | None = Field(default=None, ge=1)
+    """torch's CPU threads, process-wide (default $LLMDEBATE_TORCH_THREADS or 1)."""
+    max_batch: int | None = Field(default=None, ge=1)
+    """The most prompts in one forward pass (default 32)."""
+    batch_wait_s: float | None = Field(default=None, ge=0.0)
+    """Seconds without a new request that close a batch (default 0.05)."""
+    batch_window_s: float | None = Field(default=None, ge=0.0)
+    """Seconds after its first request that close a batch (default 0.5)."""
+    hold_s: float | None = Field(default=None, ge=0.0)
+    """The longest wait of a batch of generations while short calls are pending (default 30)."""
 
 
 def _installed(package: str, extra: str) -> None:
