@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,7 @@ from llmdebate.core.schemas import (
     Verdict,
 )
 from llmdebate.core.scoring import score_transcript, score_with_leaf_verdict
+from llmdebate.report.build import write_outputs
 from llmdebate.report.closing import closing_lines
 from llmdebate.report.decided import claim_form
 from llmdebate.report.metrics import run_summary
@@ -200,3 +202,18 @@ def test_claim_forms_write_numbers_as_n() -> None:
     assert claim_form(" 2647 has no divisor d with 2 <= d < 52. ") == (
         "N has no divisor d with N <= d < N.")
     assert claim_form("p = 0.25 of 3") == "p = N of N"
+
+
+def test_the_report_says_what_decided_it_with_the_closing_lines_own_words(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("matplotlib")
+    ts = _run(Says())
+    write_outputs({"name": "known", "seed": 0}, ts, tmp_path, n_boot=100)
+    md = (tmp_path / "comparison.md").read_text()
+    page = (tmp_path / "report.html").read_text()
+    assert "## What decided the prover-estimator debates, and the lemmas' bounds" in md
+    assert "  - the judge's leaf verdicts: True on 4 of 4, False on 0 of 4" in md
+    assert "- Lemma A.4 (soundness)" in md and "is within it" in md
+    assert "True on 4 of 4" in page and "Lemma A.5 (completeness)" in page
+    assert "Brier of p_d on the top claims" in md

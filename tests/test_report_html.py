@@ -86,5 +86,9 @@ def test_claim_tree_shows_probabilities_draws_path_and_rewards() -> None:
     assert "All of these are true: Fact" in page  # the facts decomposition, escaped
     assert "b = 0.3" in page and "sampled z =" in page and "u = " in page
     assert "← recursion (chosen)" in page and 'class="path"' in page
-    assert "prover direction s =" in page and "reward r_1 =" in page and "judge verdict O =" in page
+    assert "prover direction s =" in page and "judge verdict O =" in page
+    # one unit on the page: every reward and payoff of a debate in units of r^(d+1)
+    assert "reward r_1 / r^(d+1) =" in page and "E[r_1 | path] / r^(d+1) =" in page
+    assert "r_init / r^(d+1) =" in page and "prover payoff R_A / r^(d+1) =" in page
+    assert "reward r_1 =" not in page and "prover payoff R_A =" not in page
     assert "[gold: true]" in page and "[gold: false]" in page

@@ -18,7 +18,9 @@ from llmdebate.core.schemas import Transcript
 from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.report import html as report_html
 from llmdebate.report import metrics, plots, tables
+from llmdebate.report.decided_lines import protocol_lines
 from llmdebate.report.merge import merged_runs
+from llmdebate.report.records import tally
 from llmdebate.report.sections import RunView, parts
 
 WEAK_MODELS = ("local",)
@@ -133,7 +135,9 @@ def write_outputs(
     """
     seed = int(info.get("seed", 0))
     name = str(info.get("name", run_dir.name))
-    m = metrics.compute(transcripts, seed=seed, n_boot=n_boot, n_bins=n_bins)
+    run = tally(transcripts)
+    m = metrics.metrics_of(run, seed=seed, n_boot=n_boot, n_bins=n_bins)
+    m["decided"] = run.decided.summary()
     facts = _facts(transcripts)
     m["run"] = {"name": name, "models": role_models(info), **facts}
     if formal:
@@ -146,8 +150,9 @@ def write_outputs(
         extra_html += part.html
     m["plots_not_drawn"] = plots.not_drawn(m)
     (run_dir / "comparison.json").write_text(json.dumps(m, indent=2) + "\n")
+    decided = decided_section(m)
     (run_dir / "comparison.md").write_text(
-        tables.comparison_markdown(m, f"Comparison: {name}") + extra_md
+        tables.comparison_markdown(m, f"Comparison: {name}") + decided[0] + extra_md
     )
     pngs = plots.all_plots(m)
     for part in sections:
@@ -170,10 +175,35 @@ def write_outputs(
         title=f"Report: {name}",
         caveat=caveat(info),
         notes=notes,
-        extra=extra_html,
+        extra=decided[1] + extra_html,
     )
     (run_dir / "report.html").write_text(page, encoding="utf-8")
     return m
+
+
+DECIDED_TITLE = "What decided the prover-estimator debates, and the lemmas' bounds"
+
+
+def decided_section(m: dict[str, Any]) -> tuple[str, str]:
+    """(Markdown, HTML) of what decided each protocol's debates and its lemmas' lines (the
+    closing lines' own, docs/metrics.md); empty where no protocol has them."""
+    md, page = "", ""
+    for proto, d in (m.get("decided") or {}).items():
+        pay = (m["protocols"].get(proto) or {}).get("payoff") or {}
+        lines = [(_level(x), x.strip()) for x in protocol_lines(pay, d)]
+        if not lines:
+            continue
+        md += f"\n## {DECIDED_TITLE}: {proto}\n\n" + "".join(
+            f"{'  ' * k}- {x}\n" for k, x in lines)
+        page += (f"<h2>{html.escape(DECIDED_TITLE)}: {html.escape(proto)}</h2><ul>"
+                 + "".join(f'<li class="lvl{k}">{html.escape(x)}</li>' for k, x in lines)
+                 + "</ul>")
+    return md, page
+
+
+def _level(line: str) -> int:
+    """A closing line's depth: two spaces per level, under the protocol's first line."""
+    return max(0, (len(line) - len(line.lstrip(" "))) // 2 - 1)
 
 
 def _facts(transcripts: Sequence[Transcript]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmdebate.intervals import MIN_ITEMS, is_too_few, too_few_to_tell
-from llmdebate.report.decided_lines import Notes, completeness_line, decided_lines, soundness_line
+from llmdebate.report.decided_lines import Notes, protocol_lines
 
 LEVEL_TAIL = 0.025
 """Each tail of the 95% interval: the exact binomial bound of n wins in n is LEVEL_TAIL^(1/n)."""
@@ -159,20 +159,19 @@ def _definitions(ruling: str | None) -> list[str]:
     ]
 
 
-def _side(who: str, s: dict[str, Any], notes: Notes) -> tuple[str, float | None]:
-    """One prover's expected and paid mean payoffs; the expected mean (what the lemmas'
-    lines use), None where the debates recorded no expectation."""
+def _side(who: str, s: dict[str, Any], notes: Notes) -> str:
+    """One prover's expected and paid mean payoffs."""
     if s.get("mean_normalized") is None:
-        return f"  {who}: no complete debate", None
+        return f"  {who}: no complete debate"
     exp = s.get("mean_expected_normalized")
     paid = (f"paid {s['mean_normalized']:.3f}"
             f"{notes.ci(s.get('mean_normalized_ci95'), s.get('mean_normalized_note'))}")
     if exp is None:
         return (f"  {who}, {s['n']} debates: expected not recorded (debate.expected_rewards "
-                f"false), {paid}"), None
+                f"false), {paid}")
     eci = notes.ci(s.get("mean_expected_normalized_ci95"),
                    s.get("mean_expected_normalized_note"))
-    return f"  {who}, {s['n']} debates: expected {exp:.3f}{eci}, {paid}", float(exp)
+    return f"  {who}, {s['n']} debates: expected {exp:.3f}{eci}, {paid}"
 
 
 def _payoff_lines(
@@ -180,17 +179,12 @@ def _payoff_lines(
 ) -> list[str]:
     """Both provers' payoffs; where the protocol has the lemmas' bounds, their definitions,
     what decided the debates and the lemmas' lines with every term."""
-    honest, h_mean = _side("honest prover (argues the true answer)", pay["honest"], notes)
-    dishonest, d_mean = _side("dishonest prover (argues the false answer)", pay["dishonest"],
-                              notes)
+    honest = _side("honest prover (argues the true answer)", pay["honest"], notes)
+    dishonest = _side("dishonest prover (argues the false answer)", pay["dishonest"], notes)
     bound = pay.get("completeness_bound")
     if bound is None:
         return [honest, dishonest]
-    out = [*_definitions(ruling), honest, dishonest, *decided_lines(decided)]
-    if decided:
-        lemmas = [completeness_line(h_mean, bound, decided), soundness_line(d_mean, decided)]
-        out += [line for line in lemmas if line]
-    return out
+    return [*_definitions(ruling), honest, dishonest, *protocol_lines(pay, decided)]
 
 
 def skill(est: dict[str, Any]) -> float | None:

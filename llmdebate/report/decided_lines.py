@@ -205,3 +205,15 @@ def soundness_line(mean: float | None, d: dict[str, Any]) -> str | None:
         return head + f"; the dishonest prover's mean expected payoff {num(mean)} is within it"
     return head + (f"; the dishonest prover's mean expected payoff {num(mean)} is above it, "
                    "and δ may exceed δ̂: not decided")
+
+
+def protocol_lines(pay: dict[str, Any], d: dict[str, Any] | None) -> list[str]:
+    """What decided a protocol's debates, then its lemmas' lines (``pay``: its payoff
+    entry of the metrics, ``d``: its "decided" entry)."""
+    if not d:
+        return []
+    honest = (pay.get("honest") or {}).get("mean_expected_normalized")
+    dishonest = (pay.get("dishonest") or {}).get("mean_expected_normalized")
+    lemmas = [completeness_line(honest, pay.get("completeness_bound"), d),
+              soundness_line(dishonest, d)]
+    return decided_lines(d) + [line for line in lemmas if line]

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from llmdebate.core import scoring
 from llmdebate.core.schemas import Claim, RoundRecord, Transcript
 from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.registry import protocol_of
@@ -35,6 +36,7 @@ details{margin:.25em 0 .25em .6em}summary{cursor:pointer}
 pre{white-space:pre-wrap;background:#f8f8f8;padding:.4em;margin:.2em 0;font-size:.85em}
 .turn{margin:.4em 0;padding:.3em .6em;border-left:3px solid #999}
 .muted{color:#777;font-size:.85em}
+.lvl1{margin-left:1.5em}.lvl2{margin-left:3em}
 """
 
 
@@ -70,7 +72,15 @@ def _claim(c: Claim) -> str:
     return f'<span class="claim">{e(c.text)}</span>{truth}'
 
 
-def _round_body(rd: RoundRecord) -> str:
+def _unit(t: Transcript) -> tuple[float, str]:
+    """The page's one unit of payoff: r^(d+1) for discounted rewards (named), else as is."""
+    if scoring.reward_scheme(t) == scoring.DISCOUNTED:
+        return scoring.normalizer(t.config), " / r^(d+1)"
+    return 1.0, ""
+
+
+def _round_body(rd: RoundRecord, unit: tuple[float, str] = (1.0, "")) -> str:
+    scale, per = unit
     bits = [f'<span class="k">round k = {rd.k}</span>']
     if rd.p is not None:
         bits.append(f"estimator p = {_num(rd.p)}")
@@ -85,9 +95,9 @@ def _round_body(rd: RoundRecord) -> str:
     if rd.expected_m is not None:
         bits.append(f"E[M_D] = {_num(rd.expected_m)}")
     if rd.reward is not None:
-        bits.append(f"reward r_{rd.k} = {_num(rd.reward)}")
+        bits.append(f"reward r_{rd.k}{per} = {_num(rd.reward / scale)}")
     if rd.expected_reward is not None:
-        bits.append(f"expected reward = {_num(rd.expected_reward)}")
+        bits.append(f"E[r_{rd.k} | path]{per} = {_num(rd.expected_reward / scale)}")
     out = "<div>" + " · ".join(bits) + "</div>"
     if rd.decomposition is not None and rd.decomposition.rationale:
         out += f'<div class="muted">rationale: {e(rd.decomposition.rationale)}</div>'
@@ -109,7 +119,7 @@ def claim_tree(t: Transcript) -> str:
 
     def node(i: int) -> str:
         rd = t.rounds[i]
-        html_ = _round_body(rd)
+        html_ = _round_body(rd, _unit(t))
         dec = rd.decomposition
         if dec is None:
             return html_
@@ -149,7 +159,8 @@ def _init(t: Transcript) -> str:
     return (
         f"<div>initialisation: prover answer a = {i.answer}, "
         f"estimator p_d = {_num(i.estimate.value)} ({e(i.estimate.method)}), "
-        f"u = {_num(i.u)}, ẑ = {i.zhat}, r_init = {_num(i.reward)}</div>"
+        f"u = {_num(i.u)}, ẑ = {i.zhat}, r_init / r^(d+1) = "
+        f"{_num(i.reward / scoring.normalizer(t.config))}</div>"
     )
 
 
@@ -190,8 +201,13 @@ def _outcome(t: Transcript) -> str:
         ok = str(t.meta["decision"]).lower() == str(t.meta.get("gold", "")).lower()
         cls = "win" if ok else "lose"
         bits.append(f'judge chose <span class="{cls}">{e(t.meta["decision"])}</span>')
-    if t.total is not None:
-        bits.append(f"prover payoff R_A = {_num(t.total)}")
+    paid = scoring.normalized_total(t)
+    if paid is not None:
+        per = _unit(t)[1]
+        bits.append(f"prover payoff R_A{per} = {paid:.3f}")
+        expected = scoring.normalized_total(t, expected=True)
+        if expected is not None:
+            bits.append(f"expected{per} = {expected:.3f}")
     if t.prover_won is not None:
         bits.append("prover won" if t.prover_won else "prover lost")
     if t.stopped_early:
@@ -282,7 +298,9 @@ def render(
         table(tables.PAIR_HEAD, tables.pair_rows(metrics)),
         table(tables.PAYOFF_HEAD, tables.payoff_rows(metrics)),
         "<h2>Estimator calibration</h2>",
-        f"<p>n = {cal['n']}, Brier = {_num(cal['brier'], 3)}, ECE = {_num(cal['ece'], 3)}, "
+        f"<p>n = {cal['n']} top claims, Brier of p_d on the top claims = "
+        f"{_num(cal['brier'], 3)} (the closing lines' estimator Brier also grades each b_i), "
+        f"ECE = {_num(cal['ece'], 3)}, "
         f"accuracy of p_d &gt; 0.5 = {_num(cal['accuracy'], 3)}</p>",
         "<h2>Calls, tokens and cost per protocol</h2>",
         table(tables.COST_HEAD, tables.cost_rows(metrics)),

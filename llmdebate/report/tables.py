@@ -173,7 +173,9 @@ def comparison_markdown(m: dict[str, Any], title: str = "Protocol comparison") -
         "",
         "## Estimator calibration (prover-estimator, p_d against gold)",
         "",
-        f"n = {cal['n']}, Brier = {_f(cal['brier'])}, ECE = {_f(cal['ece'])}, "
+        f"n = {cal['n']} top claims, Brier of p_d on the top claims = {_f(cal['brier'])} (the "
+        "closing lines' estimator Brier also grades each b_i), ECE = "
+        f"{_f(cal['ece'])}, "
         f"accuracy of p_d > 0.5 = {_f(cal['accuracy'])}",
         "",
         "## Calls, tokens and cost per protocol",
