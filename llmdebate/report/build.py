@@ -160,14 +160,7 @@ def write_outputs(
     (run_dir / "plots").mkdir(exist_ok=True)
     for plot, png in pngs.items():
         (run_dir / "plots" / f"{plot}.png").write_bytes(png)
-    notes = _notes(info, facts)
-    if facts["debates_complete"] < facts["debates"]:
-        notes = (
-            f'<div class="caveat"><b>Not all debates are complete:</b> '
-            f"{facts['debates_complete']} of {facts['debates']} are; the tables cover only "
-            "those. Failed debates are listed with their reasons below; re-run the same "
-            "command to resume.</div>"
-        ) + notes
+    notes = status_note(facts, judged, str(run_dir)) + _notes(info, facts)
     page = report_html.render(
         m,
         transcripts,
@@ -211,8 +204,52 @@ def _facts(transcripts: Sequence[Transcript]) -> dict[str, Any]:
         "items": len({metrics.item_id(t) for t in transcripts}),
         "debates": len(transcripts),
         "debates_complete": sum(t.status == "complete" for t in transcripts),
+        "debates_awaiting": sum(t.status == "awaiting_verdict" for t in transcripts),
         "debates_failed": sum(t.status == "failed" for t in transcripts),
     }
+
+
+def judged_by_kind(judged: Sequence[Transcript]) -> dict[str, tuple[int, int]]:
+    """Per kind of judge (human, llm, oracle): (judgments, debates judged)."""
+    out: dict[str, tuple[int, set[str]]] = {}
+    for t in judged:
+        kind = str((t.meta.get("judgment") or {}).get("kind", "human"))
+        n, ids = out.get(kind, (0, set()))
+        ids.add(t.id.split("#", 1)[0])
+        out[kind] = (n + 1, ids)
+    return {k: (n, len(ids)) for k, (n, ids) in sorted(out.items())}
+
+
+def status_note(facts: dict[str, Any], judged: Sequence[Transcript], run_dir: str) -> str:
+    """What the tables cover when not every debate is complete: debates awaiting a verdict
+    are waiting, not failed (what has been judged, and what to do next); failed ones are
+    resumed by running the same command again."""
+    done, n = facts["debates_complete"], facts["debates"]
+    waiting, failed = facts["debates_awaiting"], facts["debates_failed"]
+    if done == n:
+        return ""
+    parts = [f"<b>{done} of {n} debates are complete</b>; the main tables cover only those."]
+    if waiting:
+        parts.append(
+            f"{waiting} await a verdict (not failed): judge them with <code>llmdebate assign"
+            "</code> and <code>llmdebate serve</code> (people), <code>llmdebate judge "
+            f"{html.escape(run_dir)} --judge-id ID</code> (a terminal), <code>--model SPEC"
+            "</code> or "
+            f"<code>--oracle</code>, then run <code>llmdebate report {html.escape(run_dir)}"
+            "</code> again.")
+        kinds = judged_by_kind(judged)
+        if kinds:
+            rows = [[k, str(j), str(d), str(waiting)] for k, (j, d) in kinds.items()]
+            parts.append("What has been judged so far (judged.jsonl; the judges section below "
+                         "tabulates it):" + report_html.table(
+                             ["judge kind", "judgments", "debates judged",
+                              "debates awaiting a verdict"], rows))
+        else:
+            parts.append("No judgment has been made yet.")
+    if failed:
+        parts.append(f"{failed} failed: listed with their reasons below; run the same "
+                     "<code>llmdebate run</code> command again to resume them.")
+    return f'<div class="caveat">{" ".join(parts)}</div>'
 
 
 def _notes(info: dict[str, Any], facts: dict[str, Any]) -> str:
@@ -242,8 +279,9 @@ def _notes(info: dict[str, Any], facts: dict[str, Any]) -> str:
         ["two-sided / consultancy rounds", f"{info.get('rounds')} ({info.get('mode')})"],
         ["seed", str(info.get("seed"))],
         [
-            "debates complete / failed / in all",
-            f"{facts['debates_complete']} / {facts['debates_failed']} / {facts['debates']}",
+            "debates complete / awaiting a verdict / failed / in all",
+            f"{facts['debates_complete']} / {facts['debates_awaiting']} / "
+            f"{facts['debates_failed']} / {facts['debates']}",
         ],
     ]
     return "<h2>Setup</h2>" + report_html.table(["setting", "value"], rows)
