@@ -276,3 +276,14 @@ def test_prover_search_beyond_the_exact_limit_is_a_seeded_restriction(
     assert capped["search"]["dp_normalized"] <= capped["normalized_payoff"] + 1e-9
     again = run_attack(spec, tmp_path / "d.json")
     assert again["normalized_payoff"] == capped["normalized_payoff"]  # seeded
+
+
+def test_the_text_output_names_the_file_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["attack", "--budget", "16", "--population", "4", "--instances", "4"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == f"wrote the estimator's strategy: {tmp_path / 'attack.json'}"
+    assert (tmp_path / "attack.json").is_file()
+    assert "{" not in out

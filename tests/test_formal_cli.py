@@ -146,3 +146,25 @@ def test_formal_exact_flag_and_variant(capsys: pytest.CaptureFixture[str]) -> No
     )
     res = json.loads(out)
     assert code == 0 and res["variant"] == "commit-marginal" and res["expected_payoff"] == 0.0
+
+
+def test_formal_text_is_rounded_and_aligned(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "formal", "--problem", "majority", "--estimator", "adversarial",
+                       "--depth", "2", "--width", "3")
+    assert code == 0
+    lines = out.splitlines()
+    values = dict(line.split(None, 1) for line in lines)
+    assert values["normalized_payoff"] == "19252.3"  # 19252.309599999993 in --json
+    assert values["completeness_bound"] == "1.25e-05"
+    starts = {len(line) - len(line.split(None, 1)[1]) for line in lines}
+    assert len(starts) == 1  # every value in one column
+
+
+def test_text_lines_nest_dicts_and_name_none() -> None:
+    from llmdebate.commands.formal import text_lines
+
+    lines = text_lines({"a": 0.30081733749999995, "exact": {"breaks": False, "margins": [0.1,
+                        1e-06]}, "long_name": None})
+    assert lines == ["a          0.300817", "exact:", "  breaks   no",
+                     "  margins  0.1, 1e-06", "long_name  none"]
+    assert not any("{" in line or "'" in line for line in lines)

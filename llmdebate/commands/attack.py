@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from llmdebate.commands.formal import text_lines
 from llmdebate.commands.verbs import VERBS
 from llmdebate.core.schemas import VARIANTS
 from llmdebate.formal.attack import ANSWERS, TARGETS, AttackSpec, run_attack
@@ -132,5 +133,7 @@ def command(
     if as_json:
         click.echo(json.dumps(res))
         return
-    for key, val in res.items():
-        click.echo(f"{key:>24}: {val}")
+    for line in text_lines(res):
+        click.echo(line)
+    kind = "estimator" if spec.target == "completeness" else "prover"
+    click.echo(f"wrote the {kind}'s strategy: {Path(out).resolve()}")

@@ -154,5 +154,35 @@ def command(
     if as_json:
         click.echo(json.dumps(res))
         return
+    for line in text_lines(res):
+        click.echo(line)
+
+
+SIGNIFICANT = 6
+"""Significant digits of a figure in the text output (``--json`` has them all)."""
+
+
+def plain(value: Any) -> str:
+    """A value of the text output: a float to :data:`SIGNIFICANT` digits, a list joined,
+    None as ``none``."""
+    if isinstance(value, bool) or value is None:
+        return {None: "none", True: "yes", False: "no"}[value]
+    if isinstance(value, float):
+        return f"{value:.{SIGNIFICANT}g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(plain(v) for v in value) or "none"
+    return str(value)
+
+
+def text_lines(res: dict[str, Any], indent: str = "") -> list[str]:
+    """``res`` as aligned ``key  value`` lines; a nested dict as its key, then its own
+    lines indented under it."""
+    width = max((len(k) for k in res), default=0)
+    out: list[str] = []
     for key, val in res.items():
-        click.echo(f"{key:>20}: {val}")
+        if isinstance(val, dict) and val:
+            out.append(f"{indent}{key}:")
+            out.extend(text_lines(val, indent + "  "))
+        else:
+            out.append(f"{indent}{key:<{width}}  {plain(val)}")
+    return out
