@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm import tqdm
 
 from llmdebate.agents.factory import Team, build_models
 from llmdebate.core.schemas import Transcript
@@ -60,6 +59,7 @@ from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
 from llmdebate.experiment.loading import differences, dump, validate
 from llmdebate.experiment.plan import Plan
+from llmdebate.experiment.progress import Progress
 from llmdebate.experiment.runtime import (
     begin_enforcement,
     enforcement_summary,
@@ -230,34 +230,6 @@ async def drive(
 
     with TranscriptWriter(out) as writer:
         await executor.run(jobs, on_finished)
-
-
-class Progress:
-    """A progress bar of debates with the failures and model calls so far."""
-
-    def __init__(self, total: int, initial: int, enabled: bool) -> None:
-        self.finished = 0
-        self.failed = 0
-        self.calls = 0
-        self.bar = tqdm(
-            total=total,
-            initial=initial,
-            desc="debates",
-            unit="debate",
-            file=sys.stderr,
-            disable=not enabled,
-            dynamic_ncols=True,
-        )
-
-    def __call__(self, f: Finished) -> None:
-        self.finished += 1
-        self.failed += f.status == "failed"
-        self.calls += f.calls
-        self.bar.set_postfix(failed=self.failed, calls=self.calls, refresh=False)
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
 
 
 def run(
@@ -447,7 +419,7 @@ def _execute_plan(
     round: drawn from the transcripts written so far), in one event loop, until none is
     added or the run stops."""
     have = {j.spec.debate_id for j in jobs}
-    bar = Progress(len(jobs), len(jobs) - len(todo), progress)
+    bar = Progress(len(jobs), len(jobs) - len(todo), progress, models.values())
 
     def more() -> list[Job]:
         added = [j for j in plan.jobs(out) if j.spec.debate_id not in have]
@@ -513,9 +485,12 @@ async def _batches(
     bar: Progress,
     more: Callable[[], list[Job]] | None,
 ) -> None:
-    while todo:
-        await drive(ex, todo, out, max_consecutive_failures=max_consecutive_failures, on_done=bar)
-        todo = more() if more is not None else []
+    async with bar.ticking():  # the calls and tokens move between debates too
+        while todo:
+            await drive(
+                ex, todo, out, max_consecutive_failures=max_consecutive_failures, on_done=bar
+            )
+            todo = more() if more is not None else []
 
 
 def write_summary(
