@@ -153,6 +153,13 @@ RUN_OPTIONS = [
     click.option("--no-cache", is_flag=True, help="Same as --use-cache false."),
     click.option("--quiet", is_flag=True, help="No progress output."),
     click.option(
+        "--allow-large",
+        is_flag=True,
+        help="Run although the debates would make more than 100 model calls each, or 10,000 "
+        "together (estimated from the protocols, depth, width and rounds); without it such a "
+        "run is refused with the estimate.",
+    ),
+    click.option(
         "--allow-server-change",
         is_flag=True,
         help="Resume although a role's server URL differs from the one the run started with.",
@@ -208,6 +215,7 @@ def run_from_flags(
         ray_address=fields.pop("ray_address", None),
         workers=fields.pop("workers", None),
     )
+    allow_large = bool(fields.pop("allow_large", False))
     overrides = dict(extra or {})
     if limit is not None:
         overrides["dataset.limit"] = limit
@@ -221,6 +229,7 @@ def run_from_flags(
         progress=not quiet,
         allow_server_change=allow_server_change,
         executor=executor,
+        allow_large=allow_large,
     )
     s = result.summary
     if result.stopped and result.stop_exit_code in (CTRL_C_EXIT, SIGTERM_EXIT):

@@ -48,6 +48,7 @@ from llmdebate.data import Item
 from llmdebate.errors import UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.debate import Finished, RunStopped
+from llmdebate.experiment.estimate import refuse_large
 from llmdebate.experiment.executors import (
     Executor,
     ExecutorOptions,
@@ -241,11 +242,14 @@ def run(
     progress: bool = True,
     allow_server_change: bool = False,
     executor: ExecutorOptions | None = None,
+    allow_large: bool = True,
 ) -> RunResult:
     """Run (or resume) every debate of ``config`` in ``run_dir``; write the summary.
 
     ``executor`` says where the debates run (default: this process); ``models`` (prebuilt
     models, e.g. scripted ones) work only in an executor that runs debates in this process.
+    ``allow_large`` false: a run whose debates would make very many model calls is refused
+    with the estimate (:mod:`llmdebate.experiment.estimate`).
     """
     start = time.perf_counter()
     executor = executor or ExecutorOptions()
@@ -261,6 +265,8 @@ def run(
         config = config.model_copy(update={"use_cache": False})
     plan = Plan(items, config)
     jobs = plan.jobs()
+    if not allow_large:  # refused with its estimate before any model is loaded
+        refuse_large(jobs, config)
     own_models = models is None
     models = models if models is not None else _build_models(config)
     servers = servers_of(models)
