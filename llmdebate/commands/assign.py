@@ -88,6 +88,9 @@ def command(
             "question once and reads a story in full or blind, never both, and each debate "
             f"needs {per_item}; add judges and run assign again"
         )
+        need, most = judges_needed(run_dir, per_item)
+        click.echo(f"this study needs at least {need} judges ({most} debates of one item, "
+                   f"{per_item} judges each)")
     lines = [f"{jid}\t{base_url.rstrip('/')}/login/{tok}" for jid, tok in res.tokens.items()]
     if not lines:
         return
@@ -100,3 +103,17 @@ def command(
         click.echo("new links (shown once; 'lead' opens the progress page):")
         for line in lines:
             click.echo(line)
+
+
+def judges_needed(run_dir: Path, per_item: int) -> tuple[int, int]:
+    """(the judges the study of RUN_DIR's waiting debates needs at least, the most debates
+    waiting on one item): a judge sees an item once, so each debate of an item needs
+    ``per_item`` judges of its own."""
+    from collections import Counter
+
+    from llmdebate.judging.assign import waiting_debates
+    from llmdebate.report.metrics import item_id
+
+    per = Counter(item_id(t) for t in waiting_debates(run_dir))
+    most = max(per.values(), default=0)
+    return most * per_item, most
