@@ -33,6 +33,8 @@ from jinja2 import (
     StrictUndefined,
     TemplateError,
     TemplateNotFound,
+    meta,
+    nodes,
 )
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -118,6 +120,39 @@ class Prompts:
 
         self._compiled: dict[str, _Compiled] = {}
 
+    def folders(self) -> list[Path]:
+        """Where templates are looked for, in order: the run's folder, the shipped one, the
+        protocol packages' folders."""
+        own = [self.folder] if self.folder is not None else []
+        return [*own, self.default_folder, *PACKAGE_FOLDERS]
+
+    def _error(self, act: str, exc: TemplateError) -> PromptError:
+        """A template that cannot be used, in one line; one not found names every folder
+        looked in."""
+        if isinstance(exc, TemplateNotFound):
+            looked = ", ".join(str(f) for f in self.folders())
+            return PromptError(f"prompt template {act}.j2: {exc.name} not found (looked in "
+                               f"{looked})")
+        return PromptError(f"prompt template {act}.j2: {exc}")
+
+    def variables(self, act: str) -> frozenset[str]:
+        """The names template ``act`` reads without setting them (a name it only tests with
+        ``is defined`` left out: it may go without); a missing or broken template is a
+        :class:`PromptError`."""
+        loader = self.env.loader
+        assert loader is not None
+        try:
+            source, _, _ = loader.get_source(self.env, f"{act}.j2")
+            tree = self.env.parse(source)
+        except TemplateError as exc:
+            raise self._error(act, exc) from None
+        guarded = {
+            t.node.name for t in tree.find_all(nodes.Test)
+            if t.name in ("defined", "undefined") and isinstance(t.node, nodes.Name)
+        }
+        used = meta.find_undeclared_variables(tree)
+        return frozenset(used - guarded - set(self.env.globals))
+
     def _template(self, act: str) -> _Compiled:
         compiled = self._compiled.get(act)
         if compiled is not None:
@@ -125,7 +160,7 @@ class Prompts:
         try:
             tmpl = self.env.get_template(f"{act}.j2")
         except TemplateError as exc:
-            raise PromptError(f"prompt template {act}.j2: {exc}") from None
+            raise self._error(act, exc) from None
         compiled = self._compiled[act] = _Compiled(tmpl)
         return compiled
 

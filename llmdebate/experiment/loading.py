@@ -19,6 +19,10 @@ from llmdebate.agents.settings import ModelSettings
 from llmdebate.errors import ConfigError, FieldError
 from llmdebate.experiment.config import RESUMABLE_FIELDS, ExperimentConfig
 from llmdebate.models.backends import BACKENDS
+from llmdebate.prompts import Prompts
+from llmdebate.protocols.registry import PROTOCOLS
+from llmdebate.protocols.topology import FromTopology, template_problems
+from llmdebate.records.paths import anchored, missing_path_message, resolve_path
 
 
 def flag_name(dotted: str) -> str:
@@ -198,10 +202,76 @@ def load(
     rebind_models(data, overrides or {}, notes.append)
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
-    config = validate(data, file=Path(path) if path is not None else None, overrides=overrides)
+    file = Path(path) if path is not None else None
+    config = validate(data, file=file, overrides=overrides)
+    config = anchor_paths(config, file, overrides or {})
+    check_templates(config, file, overrides)
     for note in notes:  # said once the config is valid: an error stays the only line
         say(note)
     return config
+
+
+PATH_FIELDS = ("prompts_dir", "dataset.path")
+"""The fields of a config that name a file or folder to read."""
+
+
+def where(file: Path | None, dotted: str, overrides: dict[str, Any] | None = None) -> str:
+    """Where a field was set, for a one-line error: its flag, or ``file:line:column: field``
+    (``field`` alone with no file)."""
+    if dotted in (overrides or {}):
+        return flag_name(dotted)
+    if file is None:
+        return dotted
+    mark = _key_marks(file).get(dotted)
+    return f"{file}:{mark[0]}:{mark[1]}: {dotted}" if mark else f"{file}: {dotted}"
+
+
+def anchor_paths(
+    config: ExperimentConfig, file: Path | None, overrides: dict[str, Any]
+) -> ExperimentConfig:
+    """``config`` with the relative paths of :data:`PATH_FIELDS` made absolute where they
+    exist: one written in ``file`` is read against ``file``'s folder first, then the current
+    folder and the repository (a flag's against the current folder). A ``prompts_dir``
+    found nowhere is one :class:`ConfigError` naming every folder tried."""
+    folder = file.parent if file is not None else None
+    found: dict[str, str] = {}
+    given = {"prompts_dir": config.prompts_dir, "dataset.path": config.dataset.path}
+    for dotted, value in given.items():
+        if not value or value.startswith("hf:"):
+            continue
+        base = None if dotted in overrides else folder
+        path = anchored(value, base)
+        if path is not None:
+            found[dotted] = str(path)
+        elif dotted == "prompts_dir":
+            raise ConfigError(
+                f"{where(file, dotted, overrides)}: "
+                f"{missing_path_message(value, 'folder', base)}"
+            )
+    update: dict[str, Any] = {}
+    if "prompts_dir" in found:
+        update["prompts_dir"] = found["prompts_dir"]
+    if "dataset.path" in found:
+        update["dataset"] = config.dataset.model_copy(update={"path": found["dataset.path"]})
+    return config.model_copy(update=update)
+
+
+def check_templates(
+    config: ExperimentConfig, file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> None:
+    """Every template the run's topologies render exists, parses and reads only what it is
+    given (:func:`~llmdebate.protocols.topology.template_problems`), else one
+    :class:`ConfigError` naming the field (``file:line:column: topologies.<name>.turns.1.act``;
+    a shipped topology's template that the run's ``prompts_dir`` breaks: ``prompts_dir``)."""
+    prompts = Prompts(resolve_path(config.prompts_dir) if config.prompts_dir else None)
+    for name in config.protocols:
+        protocol = PROTOCOLS.get(name) if name in PROTOCOLS else None
+        if not isinstance(protocol, FromTopology):
+            continue
+        for field, problem in template_problems(protocol.topology, prompts):
+            dotted = f"topologies.{name}.{field}" if name in config.topologies else "prompts_dir"
+            raise ConfigError(f"{where(file, dotted, overrides)}: {problem}")
 
 
 def dump(config: ExperimentConfig) -> dict[str, Any]:

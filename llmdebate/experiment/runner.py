@@ -58,7 +58,7 @@ from llmdebate.experiment.executors import (
 from llmdebate.experiment.interrupts import interrupted, main_task, sigterm_cancels, terminated
 from llmdebate.experiment.items import load_run_items
 from llmdebate.experiment.jobs import Job
-from llmdebate.experiment.loading import differences, dump, validate
+from llmdebate.experiment.loading import check_templates, differences, dump, validate
 from llmdebate.experiment.plan import Plan
 from llmdebate.experiment.progress import Progress
 from llmdebate.experiment.runtime import (
@@ -260,6 +260,7 @@ def run(
         Path(config.runs_dir) / (run_id or default_run_id(config))
     )
     prompts = Prompts(resolve_path(config.prompts_dir) if config.prompts_dir else None)
+    check_templates(config)  # a topology's template that cannot render stops it here
     items = _items(config)
     if any(is_protected(it) for it in items):  # no on-disk cache of protected text
         config = config.model_copy(update={"use_cache": False})

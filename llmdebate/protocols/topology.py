@@ -69,6 +69,7 @@ from pydantic import ValidationError
 from llmdebate.agents.factory import SEAT_ROLES, Team
 from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.errors import ProtocolViolation
+from llmdebate.prompts import PromptError, Prompts
 from llmdebate.protocols.common import (
     VIEW_VARIANTS,
     decided,
@@ -91,7 +92,7 @@ ORDERS = ("order-0", "order-1")
 """The variants of a protocol that pairs: the options shown in the item's order, swapped."""
 
 __all__ = ["JUDGE", "Step", "Topology", "TopologyProtocol", "adopt", "load_shipped",
-           "register_topology"]
+           "register_topology", "template_problems"]
 
 
 def _written(steps: list[Step], turns: list[Turn]) -> list[Step | None]:
@@ -295,6 +296,40 @@ class TopologyProtocol(FromTopology, SpeechProtocol):
             meta["mode"] = settings.mode
         meta |= {"passage": d.view.mode, **asks.meta()}
         return meta | self.recorded()
+
+
+SPEECH_VARIABLES = frozenset({
+    "question", "context", "options", "position", "round", "rounds", "transcript",
+    "max_words", "min_words", "quote_words", "scratchpad", "assigned", "other",
+    "opponent_position",
+})
+"""What the template of a step is given (:func:`~llmdebate.protocols.speeches.speech_prompt`
+and the step's ``assigned``, ``other`` and ``opponent_position``)."""
+JUDGE_VARIABLES = frozenset({
+    "question", "context", "hidden", "quoted", "options", "first", "transcript",
+})
+"""What the judge's template is given (:func:`~llmdebate.protocols.common.judge_variables`
+and :func:`~llmdebate.protocols.common.model_choice`); the judge alone reads no
+``transcript``."""
+
+
+def template_problems(topology: Topology, prompts: Prompts) -> list[tuple[str, str]]:
+    """What keeps ``topology``'s templates from rendering, found before any debate: (the
+    field naming the template, ``turns.1.act`` or ``judge``; what is wrong) for a template
+    that ``prompts`` lacks, does not parse, or reads a variable it is not given."""
+    judged = JUDGE_VARIABLES if topology.turns else JUDGE_VARIABLES - {"transcript"}
+    wanted = [(f"turns.{i}.act", s.act, SPEECH_VARIABLES) for i, s in enumerate(topology.turns)]
+    out: list[tuple[str, str]] = []
+    for field, act, given in [*wanted, ("judge", topology.judge, judged)]:
+        try:
+            unknown = sorted(prompts.variables(act) - given)
+        except PromptError as exc:
+            out.append((field, str(exc)))
+            continue
+        if unknown:
+            out.append((field, f"template {act}.j2 reads {', '.join(unknown)}, which it is not "
+                        f"given (it is given: {', '.join(sorted(given))})"))
+    return out
 
 
 def register_topology(name: str, topology: Topology, *, shipped: bool = False) -> None:

@@ -2,7 +2,9 @@
 
 A relative path is looked up in the current folder first, then in the repository root (the
 folder holding the ``llmdebate`` package: a clone, or an editable install), so that
-``datasets/samples/truthfulqa.jsonl`` or ``prompts/`` work from any working directory.
+``datasets/samples/truthfulqa.jsonl`` or ``prompts/`` work from any working directory. A
+path written in a file (a config's ``prompts_dir``, a run's recorded config) is looked up in
+that file's folder before both (:func:`anchored`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,24 @@ from llmdebate.errors import UserError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def candidate_paths(path: str | Path) -> list[Path]:
-    """Every place a path is looked for, in order: itself if absolute, else the current
-    folder then the repository root."""
+def candidate_paths(path: str | Path, folder: Path | None = None) -> list[Path]:
+    """Every place a path is looked for, in order: itself if absolute, else ``folder`` (the
+    folder of the file that names it), the current folder, then the repository root."""
     p = Path(path).expanduser()
     if p.is_absolute():
         return [p]
-    return [Path.cwd() / p, REPO_ROOT / p]
+    first = [folder / p] if folder is not None else []
+    return list(dict.fromkeys([*first, Path.cwd() / p, REPO_ROOT / p]))
+
+
+def anchored(path: str | Path, folder: Path | None) -> Path | None:
+    """The absolute path of the first of :func:`candidate_paths` that exists (a relative
+    path written in a file under ``folder`` is read against that folder first); None: it
+    exists nowhere."""
+    for candidate in candidate_paths(path, folder):
+        if candidate.exists():
+            return candidate.resolve()
+    return None
 
 
 def resolve_path(path: str | Path) -> Path:
@@ -36,9 +49,11 @@ def resolve_path(path: str | Path) -> Path:
     return alt if alt.exists() else p
 
 
-def missing_path_message(path: str | Path, what: str = "file") -> str:
+def missing_path_message(
+    path: str | Path, what: str = "file", folder: Path | None = None
+) -> str:
     """``path: no such <what> (looked in A and B)``, one line."""
-    tried = candidate_paths(path)
+    tried = candidate_paths(path, folder)
     where = " and ".join(str(t) for t in dict.fromkeys(tried))
     return f"{path}: no such {what} (looked in {where})"
 

@@ -31,6 +31,7 @@ from llmdebate.core.schemas import Transcript
 from llmdebate.errors import TranscriptError, UserError
 from llmdebate.records.jsonl import iter_json_lines
 from llmdebate.records.line_index import index_of
+from llmdebate.records.paths import anchored
 from llmdebate.records.transcripts import iter_transcripts, transcript_line, transcript_of
 
 CONFIG_FILE = "config.yaml"
@@ -131,14 +132,29 @@ def _status(raw: bytes) -> str:
         return "?"
 
 
+RECORDED_PATHS = (("prompts_dir",), ("dataset", "path"))
+"""The fields of a recorded config that name a file or folder to read."""
+
+
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """The mapping saved in ``config.yaml`` (with its ``servers`` section)."""
+    """The mapping saved in ``config.yaml`` (with its ``servers`` section); a relative path
+    it records (:data:`RECORDED_PATHS`) is read against the run folder first, then the
+    current folder and the repository, and given as the absolute path found."""
     path = run_dir / CONFIG_FILE
     if not path.is_file():
         raise UserError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
         raise UserError(f"{path}: the top level must be a mapping")
+    for *parents, key in RECORDED_PATHS:
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        value = node.get(key) if isinstance(node, dict) else None
+        if isinstance(value, str) and value and not value.startswith("hf:"):
+            found = anchored(value, run_dir)
+            if found is not None:
+                node[key] = str(found)
     return data
 
 
