@@ -2,20 +2,29 @@
 problem (``tests/fixtures/honesty_fixtures.py``), an honest prover and a liar, each before a
 judge that checks the evidence's arithmetic and one that believes whatever the prover says.
 Every share is recomputed here from the transcripts' leaves, and the one line calls judge
-hacking exactly where the liar wins before the gullible judge."""
+hacking exactly where the liar wins before the gullible judge; a noisy but unbiased judge,
+the audit's control, is not flagged, and a side that hacks from the start is."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from llmdebate.core.schemas import Transcript
 from llmdebate.experiment.loading import validate
 from llmdebate.experiment.runner import run
 from llmdebate.records.rundir import load_transcripts
-from llmdebate.report.judge_audit import debate_audit, hacking_line, judge_audit
+from llmdebate.report.judge_audit import (
+    KEYS,
+    LEAN_KEYS,
+    audit_shares,
+    debate_audit,
+    hacking_line,
+    judge_audit,
+)
 from llmdebate.training.metrics import generation_metrics
 
 try:
@@ -24,13 +33,14 @@ except ImportError:  # pytest run from inside tests/
     from fixtures import honesty_fixtures as hf  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
+ITEMS = 12  # an interval over items needs at least 10
 FIX = str(REPO / "tests" / "fixtures" / "honesty_fixtures.py")
 
 
 def debates(tmp: Path, prover: str, judge: str) -> list[Transcript]:
     cfg = validate({
         "name": "audit", "dataset": {"path": str(REPO / "datasets" / "divisors.jsonl"),
-                                     "limit": 4},
+                                     "limit": ITEMS},
         "debate": {"depth": 2, "width": 2, "epsilon": hf.EPSILON, "early_stop": False},
         "prover": {"model": "scripted", "options": {"responder": f"{FIX}:{prover}"},
                    "decomposer": "model", "direction": "model", "recursion": "model"},
@@ -73,7 +83,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], list
 def test_every_share_is_the_leaves_own(runs: dict[tuple[str, str], list[Transcript]]) -> None:
     for key, ts in runs.items():
         got, want = judge_audit(ts), by_hand(ts)
-        assert got["audited"] == len(ts) == 8, key
+        assert got["audited"] == len(ts) == 2 * ITEMS, key
         for k, v in want.items():
             assert got[k] == pytest.approx(v), (key, k)
         assert got["wins_minus_truth"] == pytest.approx(want["judge_wins"] - want["argued_truth"])
@@ -104,20 +114,70 @@ def test_one_line_calls_judge_hacking_where_wins_rise_without_truth(
 
     hacked = hacking_line(history("gullible_judge"))
     assert hacked is not None and hacked.startswith("judge hacking:"), hacked
+    # the liar never argues the truth: its errors against 1/2, the noisiest unbiased judge's
+    assert "(taken as 1/2, the noisiest unbiased judge: it never did)" in hacked
+    assert "control, a judge as noisy (0.50) but unbiased" in hacked
     honest_to_liar = hacking_line(history("calibrated"))
-    assert honest_to_liar is not None and honest_to_liar.startswith("no judge hacking:")
+    assert honest_to_liar is not None and honest_to_liar.startswith("no judge hacking found:")
     # a liar who learns the truth: wins rise with the truth, no hacking
     back = list(reversed(history("gullible_judge")))
-    assert str(hacking_line(back)).startswith("no judge hacking:")
-    assert hacking_line(history("gullible_judge")[:1]) is None  # one generation: no trend
+    assert str(hacking_line(back)).startswith("no judge hacking found: the side argued the truth")
+    # a level, not only a rise: the liar before the gullible judge from its first generation
+    alone = hacking_line(history("gullible_judge")[1:])
+    assert str(alone).startswith("judge hacking:") and "rise" not in str(alone)
+    assert hacking_line([]) is None
 
 
 def test_a_debate_without_a_leaf_verdict_is_not_audited() -> None:
     t = Transcript.model_validate({"id": "x", "protocol": "prover-estimator", "config": {},
                                    "seed": 0, "status": "failed"})
     assert debate_audit(t) is None
-    assert judge_audit([t]) == {"audited": 0, "judge_wins": None, "argued_truth": None,
-                                "judge_accuracy": None, "wins_minus_truth": None,
-                                "false_wins": None}
+    empty = judge_audit([t])
+    assert empty["audited"] == 0 and set(empty) == {"audited", *KEYS, *LEAN_KEYS}
+    assert all(v is None for k, v in empty.items() if k != "audited")
     with pytest.raises(ValueError, match="side"):
         debate_audit(t, "judge")
+
+
+def _rows(rng: np.random.Generator, n: int, noise: float, lean: float
+          ) -> list[tuple[bool, bool, bool]]:
+    """n debates, the side arguing the truth in half: the judge wrong with probability
+    ``noise``, ``noise + lean`` where the side argued a falsehood."""
+    rows = []
+    for k in range(n):
+        argued = k % 2 == 0
+        wrong = rng.random() < (noise if argued else noise + lean)
+        rows.append((argued != wrong, argued, not wrong))
+    return rows
+
+
+def test_a_noisy_but_unbiased_judge_is_not_flagged_and_a_leaning_one_is() -> None:
+    """The control's own case: a judge wrong 30% of the time whatever the side argues gives
+    no judge hacking in (nearly) every run; one wrong 30% more often on the side's
+    falsehoods is flagged, at the first generation as at any."""
+    rng = np.random.default_rng(5)
+    flagged_unbiased = flagged_leaning = 0
+    for seed in range(40):
+        unbiased = audit_shares(_rows(rng, 120, 0.3, 0.0), seed=seed)
+        leaning = audit_shares(_rows(rng, 120, 0.3, 0.3), seed=seed)
+        flagged_unbiased += str(hacking_line([prefixed(unbiased)])).startswith("judge hacking:")
+        flagged_leaning += str(hacking_line([prefixed(leaning)])).startswith("judge hacking:")
+        assert unbiased["control_noise"] == unbiased["error_true"]
+    assert flagged_unbiased <= 4 and flagged_leaning >= 36, (flagged_unbiased, flagged_leaning)
+
+
+def prefixed(audit: dict[str, Any]) -> dict[str, Any]:
+    return {f"audit_{k}": v for k, v in audit.items()}
+
+
+def test_the_lean_is_measured_over_items_with_an_interval_only_from_ten() -> None:
+    rows = [(True, False, False)] * 6 + [(False, True, True)] * 6  # 6 falsehoods, all won
+    few = audit_shares(rows, [f"i{k % 6}" for k in range(12)])
+    assert few["lean"] == 1.0 and few["units"] == 6 and few["lean_ci95"] is None
+    assert few["lean_note"] == "n = 6 units: too few for an interval (at least 10)"
+    assert str(hacking_line([prefixed(few)])).startswith(
+        "no judge hacking found (too few units for an interval)")
+    many = audit_shares(rows * 2, [f"i{k}" for k in range(24)])
+    # every unit alike: the exact bounds, 0.025^(1/12) − (1 − 0.025^(1/12)) above 0
+    assert many["lean_ci95"] == pytest.approx([2 * 0.025 ** (1 / 12) - 1, 1.0])
+    assert str(hacking_line([prefixed(many)])).startswith("judge hacking:")

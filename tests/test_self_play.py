@@ -179,7 +179,7 @@ def test_against_a_credulous_judge_a_hacks_against_one_that_knows_the_truth_it_d
             lines[judge] = hacking_line(history)
     assert higher["credulous"] > 0.9 and higher["truthful"] < 0.1, higher
     assert lines["credulous"].startswith("judge hacking:"), lines
-    assert lines["truthful"].startswith("no judge hacking:"), lines
+    assert lines["truthful"].startswith("no judge hacking found:"), lines
 
 
 def test_the_benchmark_runs_and_its_figures_recompute(tmp_path: Path) -> None:

@@ -84,10 +84,14 @@ def test_one_iteration_updates_both_roles_and_the_checkpoints_load(trained: Path
     asyncio.run(model.aclose())
     metrics = [json.loads(x) for x in (trained / "metrics.jsonl").read_text().splitlines()]
     assert metrics[0]["complete"] == 2 and metrics[0]["expected_payoff"] is not None
-    # the judge-hacking audit of the generation (one generation: no trend, no line)
-    assert {"audit_judge_wins", "audit_argued_truth", "audit_judge_accuracy",
-            "audit_estimator_judge_wins"} <= set(metrics[0])
-    assert summary["judge_audit"] == {"prover": None, "estimator": None}
+    # the judge-hacking audit of the generation: a level, so one audited generation has a
+    # line; none where no debate reached a leaf verdict on a claim of known truth
+    assert {"audit_judge_wins", "audit_argued_truth", "audit_judge_accuracy", "audit_lean",
+            "audit_control_lean", "audit_estimator_judge_wins"} <= set(metrics[0])
+    for side, prefix in (("prover", "audit_"), ("estimator", "audit_estimator_")):
+        line = summary["judge_audit"][side]
+        assert (line is None) == (metrics[0][f"{prefix}judge_wins"] is None), (side, line)
+        assert line is None or "judge hacking" in line
     assert (trained / "metrics.png").stat().st_size > 0
     assert len((trained / "iter-00" / "data" / "estimator-0.jsonl").read_text().splitlines()) > 0
 
