@@ -18,7 +18,17 @@ B steps on −R_A. The arms:
 * ``self-play``: both seats learn, the oracle leaf judge;
 * ``control-shuffled``: the same, the leaf judge's verdicts on the training claims those of
   another claim's exact split (a seeded permutation of the training claims);
-* ``frozen-estimator``: A learns against the base model as B.
+* ``frozen-estimator``: A learns against the base model as B;
+* ``from-adapter``: self-play with the shipped decomposing adapter
+  (``llmdebate/adapters/divisors-prover``) merged into the base weights of both seats first
+  (does learning keep its exact splits, or drift to inexact ones that pay more?);
+* ``step-claim``: self-play with each split's step as a claim (docs/protocol.md, "The step as
+  a claim"): B gives it a probability, E[r_1] uses E[M'], the recursion may choose it.
+
+``--decoder batched`` (the default) decodes every claim's group in one batch
+(llmdebate/training/text_decode.py); ``one-row`` is the reference decoder. ``--precision``
+keeps the frozen weights in float32 (the default), bfloat16 or int8
+(llmdebate/training/precision.py).
 
 Claims: as the leaf benchmarks draw them (training numbers seed 1, held-out numbers seed 2,
 apart from each other, from the bounded table's numbers and from the debate dataset's; the
@@ -51,6 +61,7 @@ from llmdebate.training.config import LoraSettings
 from llmdebate.training.debate_reward import LeafTrainer
 from llmdebate.training.decompose_eval import decompose_prompt
 from llmdebate.training.estimate_eval import estimate_prompt
+from llmdebate.training.precision import PRECISIONS, Head
 from llmdebate.training.self_play import TwoSeats
 from llmdebate.training.sft import torch_threads
 from llmdebate.training.text_self_play import (
@@ -67,7 +78,8 @@ from llmdebate.training.text_self_play_steps import Decomposer, play
 from llmdebate.training.update import model_dir
 
 PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-ARMS = ("self-play", "control-shuffled", "frozen-estimator")
+ARMS = ("self-play", "control-shuffled", "frozen-estimator", "from-adapter", "step-claim")
+ADAPTER = Path(__file__).resolve().parents[1] / "llmdebate" / "adapters" / "divisors-prover"
 EXPECTED = {
     "self-play": "A's greedy splits stay valid (the grammar) and almost never exact (the base "
                  "model's greedy exact-split rate is 0/40, and exactness is paid only through "
@@ -84,6 +96,16 @@ EXPECTED = {
                         "Brier of p_1 equal round 0's in every round (to float rounding); "
                         "A's payoff against it rises with A's steps where A learns anything "
                         "(the leaf term dominates); the exact-split rate near 0",
+    "from-adapter": "round 0: A's greedy splits mostly exact (the adapter's held-out exact "
+                    "rate); nothing in the reward pays exactness beyond r = 0.025 times B's "
+                    "consistency, so if A learns at all its exact-split rate falls and its "
+                    "payoff on inexact splits exceeds what the exact ones earn; a rate that "
+                    "stays at round 0's says the reward does not reach the split in this "
+                    "many steps",
+    "step-claim": "as self-play, and B learns to give inexact steps a low probability "
+                  "(b_step on A's own inexact splits falls below its exact ones'); A's "
+                  "payoff from inexact splits then falls below self-play's, and its "
+                  "exact-split rate is no lower than self-play's",
 }
 
 
@@ -109,7 +131,9 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--top-layers", type=int, default=2)
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--shuffle-seed", type=int, default=7)
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--arms", default="self-play,control-shuffled,frozen-estimator",
+                    help=f"comma-separated, of {', '.join(ARMS)} (from-adapter and "
+                         "step-claim each run alone)")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
     ap.add_argument("--draws", type=int, default=1000, help="bootstrap draws")
@@ -119,6 +143,8 @@ def _args() -> argparse.Namespace:
                     default=Path.home() / ".cache" / "llmdebate" / "grammars")
     ap.add_argument("--cache-file", type=Path, default=None,
                     help="keep the frozen layers' outputs here (default: in --out)")
+    ap.add_argument("--decoder", default="batched", choices=["batched", "one-row"])
+    ap.add_argument("--precision", default="float32", choices=list(PRECISIONS))
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     for name in ("train_numbers", "held_out", "steps", "group", "batch", "round_every",
@@ -130,20 +156,42 @@ def _args() -> argparse.Namespace:
     for arm in a.arms.split(","):
         if arm and arm not in ARMS:
             ap.error(f"--arms: unknown arm {arm!r}: choose from {', '.join(ARMS)}")
+    chosen = [x for x in a.arms.split(",") if x]
+    for alone in ("step-claim", "from-adapter"):
+        if alone in chosen and chosen != [alone]:
+            ap.error(f"--arms: {alone} runs alone (got {a.arms!r})")
     if a.device not in ("cpu", "cuda") and not a.device.startswith("cuda:"):
         ap.error(f"--device: cpu or cuda (got {a.device!r})")
     return a
 
 
-def cases(claims: list[IntervalClaim], prompts: Prompts, shuffle_seed: int | None
-          ) -> list[TextCase]:
-    """The claims as cases; with ``shuffle_seed`` each reads another case's verdicts."""
+def cases(claims: list[IntervalClaim], prompts: Prompts, shuffle_seed: int | None,
+          step: bool = False) -> list[TextCase]:
+    """The claims as cases; with ``shuffle_seed`` each reads another case's verdicts;
+    ``step``: the exact splits with their step as a claim."""
     order = list(range(len(claims)))
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(order)
     return [TextCase(c, estimate_prompt(prompts, c.text), decompose_prompt(prompts, c),
-                     int(truth(c.text) or 0), c.n, exact_split(prompts, c), order[i])
+                     int(truth(c.text) or 0), c.n, exact_split(prompts, c, step), order[i])
             for i, c in enumerate(claims)]
+
+
+def merged_weights(weights: Path, out: Path) -> Path:
+    """The base weights with the shipped decomposing adapter merged in, saved in ``out``
+    (once: kept there for later runs)."""
+    folder = out / "merged-divisors-prover"
+    if (folder / "config.json").exists():
+        return folder
+    import peft
+    import torch
+    import transformers
+
+    base = transformers.AutoModelForCausalLM.from_pretrained(str(weights), dtype=torch.float32)
+    merged = peft.PeftModel.from_pretrained(base, str(ADAPTER)).merge_and_unload()
+    merged.save_pretrained(str(folder))
+    transformers.AutoTokenizer.from_pretrained(str(weights)).save_pretrained(str(folder))
+    return folder
 
 
 def _ci(f: dict[str, Any] | None, digits: int = 3) -> str:
@@ -158,9 +206,11 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def markdown(result: dict[str, Any]) -> str:
     lines = ["| arm | seed | round (A, B steps) | A payoff R_A [95 %] | B payoff | honest − "
-             "dishonest [95 %] | exact − own split | valid, exact, rule right, judged | leaf "
-             "accuracy b_j, q_A, judge | Brier p_1 [95 %] | Brier b_j | Brier q_A(x) | "
-             "consistency | s |", "|" + "---|" * 14]
+             "dishonest [95 %] | exact − own split | greedy: valid, exact, rule right, judged "
+             "| sampled: exact, rule right | R_A on inexact greedy splits (n) | sampled "
+             "inexact return | leaf accuracy b_j, q_A, judge | recursion to B's worst | "
+             "Brier p_1 [95 %] | Brier b_j | Brier q_A(x) | consistency: exact, own | b_step "
+             "own | s |", "|" + "---|" * 19]
     for name, hist in result["rounds"].items():
         arm, _, seed = name.partition("@")
         for h in hist:
@@ -169,10 +219,16 @@ def markdown(result: dict[str, Any]) -> str:
                 f" | {_ci(h['prover_payoff'])} | {h['estimator_payoff']['value']:.3f} | "
                 f"{_ci(h['honest_minus_dishonest'])} | {_ci(h['exact_minus_own'])} | "
                 f"{h['valid']:.2f}, {h['exact_split']:.2f}, {h['rule_right']:.2f}, "
-                f"{h['judged']:.2f} | {_f(h['leaf_accuracy_estimator'], 2)}, "
+                f"{h['judged']:.2f} | {_f(h.get('train_exact_split'), 2)}, "
+                f"{_f(h.get('train_rule_right'), 2)} | {_f(h.get('inexact_payoff'))} "
+                f"({h.get('inexact_judged', 0)}) | {_f(h.get('train_inexact_return'))} | "
+                f"{_f(h['leaf_accuracy_estimator'], 2)}, "
                 f"{_f(h['leaf_accuracy_prover'], 2)}, {_f(h['leaf_accuracy_judge'], 2)} | "
+                f"{_f(h.get('recursion_to_worst'), 2)} | "
                 f"{_ci(h['brier_p1'], 4)} | {_f(h['brier_leaf_b'], 4)} | "
-                f"{_ci(h['brier_q'], 4)} | {h['consistency']:.3f} | {h['seconds']} |")
+                f"{_ci(h['brier_q'], 4)} | {h['consistency']:.3f}, "
+                f"{_f(h.get('consistency_own'))} | {_f(h.get('b_step_own'))} | "
+                f"{h['seconds']} |")
     return "\n".join(lines)
 
 
@@ -200,10 +256,14 @@ def main() -> None:
     seeds = [int(x) for x in a.seeds.split(",") if x]
     prompts = Prompts()
     train_claims, held_claims = _split(a)
-    train, held = cases(train_claims, prompts, None), cases(held_claims, prompts, None)
+    step = arms == ["step-claim"]
+    train, held = (cases(train_claims, prompts, None, step),
+                   cases(held_claims, prompts, None, step))
     shuffled = cases(train_claims, prompts, a.shuffle_seed)
     weights = model_dir(a.model)
     lora = _lora(weights, a)
+    if arms == ["from-adapter"]:
+        weights = merged_weights(weights, out)
     result: dict[str, Any] = {
         "model": a.model, "device": a.device, "start": "base model (no adapter) in both seats",
         "arms": arms, "seeds": seeds, "expected": {k: EXPECTED[k] for k in arms},
@@ -226,9 +286,11 @@ def main() -> None:
     with torch_threads(a.threads if a.device == "cpu" else None):
         t1 = time.perf_counter()
         trainer = LeafTrainer(weights, lora, cached, device=a.device,
-                              cache_file=a.cache_file or out / "frozen-layers.pt")
+                              cache_file=a.cache_file or out / "frozen-layers.pt",
+                              precision=a.precision)
         d = Decomposer(TwoSeats(trainer, lora), GrammarCache(a.grammar_dir), a.device,
-                       a.max_tokens, prompts)
+                       a.max_tokens, prompts, a.decoder, Head(trainer.model, a.precision),
+                       step)
         result["seconds"]["load_and_cache"] = round(time.perf_counter() - t1, 1)
         for seed in seeds:
             for arm in arms:
@@ -248,7 +310,8 @@ def _run(a: argparse.Namespace, d: Decomposer, arm: str, seed: int, train: list[
         prover_steps=a.steps, estimator_steps=a.estimator_steps, batch_size=a.batch,
         group=a.group, learning_rate=a.learning_rate, temperature=a.temperature,
         max_tokens=a.max_tokens, round_every=a.round_every,
-        train_estimator=arm != "frozen-estimator", lora=lora, draws=a.draws)
+        train_estimator=arm != "frozen-estimator", lora=lora, draws=a.draws,
+        step_claim=arm == "step-claim")
     name = f"{arm}@{seed}"
     path = out / f"{arm}-seed{seed}.jsonl"
     path.unlink(missing_ok=True)

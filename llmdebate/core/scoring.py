@@ -66,6 +66,15 @@ def expected_round_reward(r: float, k: int, direction: Any, expected_m: Any, p: 
     return round_reward(r, k, direction, expected_m, p)
 
 
+def checked_step_m(b_step: Any, expected_m: Any, p: Any) -> Any:
+    """E[M'] of a decomposition whose step is itself a claim σ ("the claim holds exactly
+    when the rule over these subclaims does"), B's probability of it ``b_step``: with
+    probability b_step the step holds and M' = M_D(z); otherwise the decomposition says
+    nothing about the claim and M' is a fresh draw from p_k. So E[M'] = b_step · E[M_D] +
+    (1 − b_step) · p_k, and E[r_k] = r^k · s_k · b_step · (E[M_D] − p_k)."""
+    return b_step * expected_m + (1 - b_step) * p
+
+
 def total(rewards: Iterable[T]) -> T:
     """R_A: the rewards summed in protocol order (r_init, r_d, ..., r_0)."""
     acc: Any = 0.0

@@ -33,6 +33,7 @@ import json
 import math
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,8 +45,10 @@ from llmdebate.core import scoring
 from llmdebate.core.roles import DebateContext
 from llmdebate.core.schemas import Claim, DebateConfig, Evidence
 from llmdebate.elicit.prompts import FALSE_VARIANTS, TRUE_VARIANTS
+from llmdebate.models.prefill import shared_length
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.estimate_eval import EstimateCase
+from llmdebate.training.precision import Precision, lower_frozen
 from llmdebate.training.sft import save_adapter, torch_threads
 from llmdebate.training.update import _need, peft_lora
 
@@ -285,9 +288,15 @@ class LeafTrainer:
     of the cost. Otherwise the whole model runs at each step, the prompts' shared beginning
     once (:func:`answer_probability`)."""
 
+    EXTRA = 1024
+    """Prompts beyond those the trainer was built with whose frozen layers' outputs are kept
+    (the most recently used; about 0.4 MB each on Gemma 3 270M): the replies' prompts of a
+    text self-play step are scored several times within the step."""
+
     def __init__(self, model_dir: Path, lora: LoraSettings, prompts: Sequence[str], *,
                  device: str = "cpu", frozen_cache: bool = True,
-                 shared_prefix: bool = True, cache_file: Path | None = None) -> None:
+                 shared_prefix: bool = True, cache_file: Path | None = None,
+                 precision: Precision = "float32") -> None:
         torch, transformers, peft = _need("torch"), _need("transformers"), _need("peft")
         self.torch = torch
         self.device = device
@@ -296,13 +305,18 @@ class LeafTrainer:
                                                                  dtype=torch.float32)
         self.model = peft.get_peft_model(base, peft_lora(lora)).to(device)
         self.model.peft_config["default"].base_model_name_or_path = model_dir.name
+        self.precision = precision
+        lower_frozen(self.model, precision)
         self.ids = answer_token_ids(self.tok)
         self.layers = _decoder_layers(self.model)
         self.floor = min(lora.layers) if lora.layers else 0
         self.cache: dict[str, Any] = {}
+        self.extra: OrderedDict[str, Any] = OrderedDict()
+        self._cache: Any = None
         self.prefix = shared_prefix_ids(self.tok, list(prompts)) if shared_prefix else []
-        if frozen_cache and self.floor > 0:
-            key = f"{model_dir.resolve()}|{self.floor}"
+        self.frozen = frozen_cache and self.floor > 0
+        if self.frozen:
+            key = f"{model_dir.resolve()}|{self.floor}|{precision}"
             if cache_file is not None and cache_file.exists():
                 saved = torch.load(str(cache_file), weights_only=True, map_location=device)
                 if saved.get("key") == key:
@@ -314,10 +328,14 @@ class LeafTrainer:
                     torch.save({"key": key, "cache": self.cache}, str(cache_file))
 
     # -- the frozen layers' outputs ---------------------------------------------------
-    def _fill_cache(self, prompts: list[str], batch: int = 16) -> None:
+    def _fill_cache(self, prompts: list[str], batch: int = 16,
+                    into: dict[str, Any] | None = None) -> None:
         """The hidden states entering layer ``floor`` for each prompt (the forward pass stops
-        there: a hook on that layer takes its input and ends the pass)."""
+        there: a hook on that layer takes its input and ends the pass), kept in ``into``
+        (default: the cache of the prompts the trainer was built with)."""
         torch = self.torch
+        into = self.cache if into is None else into
+        was_training = self.model.training
         self.model.eval()
         got: list[Any] = []
 
@@ -326,22 +344,76 @@ class LeafTrainer:
             raise _Reached
 
         handle = self.layers[self.floor].register_forward_pre_hook(take, with_kwargs=True)
+        encoded = {p: list(self.tok(p, add_special_tokens=True)["input_ids"]) for p in prompts}
         try:
             with torch.no_grad():
-                for i in range(0, len(prompts), batch):
-                    part = prompts[i : i + batch]
-                    enc = [list(self.tok(p, add_special_tokens=True)["input_ids"]) for p in part]
-                    x, mask, pos = _left_padded(torch, enc, self.tok)
+                for part in _sharing(sorted(prompts, key=encoded.__getitem__), encoded, batch):
+                    enc = [encoded[p] for p in part]
+                    shared = shared_length(enc)
                     got.clear()
-                    with contextlib.suppress(_Reached):
-                        self.model(input_ids=x.to(self.device),
-                                   attention_mask=mask.to(self.device),
-                                   position_ids=pos.to(self.device), logits_to_keep=1)
+                    if shared >= SHARED_TOKENS:
+                        self._pass(enc[0][:shared], None, None)
+                        head, cache = got[0][0], self._cache
+                        cache.batch_repeat_interleave(len(enc))
+                        got.clear()
+                        self._pass([e[shared:] for e in enc], cache, shared)
+                        h = got[0]
+                        for j, (p, e) in enumerate(zip(part, enc, strict=True)):
+                            tail = h[j, h.shape[1] - (len(e) - shared) :, :]
+                            into[p] = torch.cat([head, tail]).detach().clone()
+                        continue
+                    self._pass(enc, None, None)
                     h = got[0]
                     for j, (p, e) in enumerate(zip(part, enc, strict=True)):
-                        self.cache[p] = h[j, h.shape[1] - len(e) :, :].detach().clone()
+                        into[p] = h[j, h.shape[1] - len(e) :, :].detach().clone()
         finally:
             handle.remove()
+            self.model.train(was_training)
+            self._cache = None
+
+    def _pass(self, rows: Any, cache: Any, shared: int | None) -> None:
+        """A forward pass up to layer ``floor`` (the hook ends it): over ``rows`` (a list of
+        token lists, left-padded; or one list, alone, its keys and values kept in
+        ``self._cache``), after ``shared`` tokens whose keys and values ``cache`` holds."""
+        torch = self.torch
+        from transformers import DynamicCache
+
+        if shared is None and rows and isinstance(rows[0], int):
+            ids = torch.tensor([rows], device=self.device)
+            self._cache = DynamicCache(config=self.model.config)
+            with contextlib.suppress(_Reached):
+                self.model(input_ids=ids, past_key_values=self._cache, use_cache=True,
+                           logits_to_keep=1)
+            return
+        x, mask, pos = _left_padded(torch, rows, self.tok)
+        if shared is not None:
+            mask = torch.cat([torch.ones((len(rows), shared), dtype=mask.dtype), mask], dim=1)
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
+        with contextlib.suppress(_Reached):
+            self.model(input_ids=x.to(self.device), attention_mask=mask.to(self.device),
+                       position_ids=pos.to(self.device), past_key_values=cache,
+                       use_cache=cache is not None, logits_to_keep=1)
+
+    def frozen_states(self, prompts: Sequence[str]) -> list[Any] | None:
+        """The frozen layers' outputs of each prompt, computed for those not yet kept (and
+        kept among the :attr:`EXTRA` most recent); None when they are not cached."""
+        if not self.frozen:
+            return None
+        missing = [p for p in dict.fromkeys(prompts) if p not in self.cache and p not in self.extra]
+        if missing and self.EXTRA == 0:  # none kept: the whole model for these
+            return None
+        if missing:
+            self._fill_cache(missing, into=self.extra)
+        out = []
+        for p in prompts:
+            if p in self.cache:
+                out.append(self.cache[p])
+            else:
+                self.extra.move_to_end(p)
+                out.append(self.extra[p])
+        while len(self.extra) > self.EXTRA:
+            self.extra.popitem(last=False)
+        return out
 
     @contextlib.contextmanager
     def _skipped(self, which: Iterable[int]) -> Iterator[None]:
@@ -355,7 +427,9 @@ class LeafTrainer:
             for i, layer in saved.items():
                 self.layers[i] = layer
 
-    def _top_only(self) -> Any:
+    def top_only(self) -> Any:
+        """A context in which the layers below the lowest adapted one pass their input
+        through (their outputs are what :meth:`frozen_states` keeps)."""
         return self._skipped(range(self.floor))
 
     def probabilities(self, prompts: Sequence[str], cached: bool = True) -> Any:
@@ -363,10 +437,10 @@ class LeafTrainer:
         (differentiable: call under ``torch.no_grad()`` to score); ``cached=False``: through
         the whole model even where the frozen layers' outputs are cached."""
         torch = self.torch
-        if not cached or not all(p in self.cache for p in prompts):
+        rows = self.frozen_states(prompts) if cached else None
+        if rows is None:
             return answer_probability(self.model, self.tok, prompts, self.ids, self.device,
                                       self.prefix)
-        rows = [self.cache[p] for p in prompts]
         width = max(r.shape[0] for r in rows)
         dev = rows[0].device
         x = torch.zeros((len(rows), width, rows[0].shape[1]), dtype=rows[0].dtype, device=dev)
@@ -376,7 +450,7 @@ class LeafTrainer:
             x[i, width - r.shape[0] :] = r
             mask[i, width - r.shape[0] :] = 1
             pos[i, width - r.shape[0] :] = torch.arange(r.shape[0], device=dev)
-        with self._top_only():
+        with self.top_only():
             out = self.model(inputs_embeds=x.to(self.device), attention_mask=mask.to(self.device),
                              position_ids=pos.to(self.device), logits_to_keep=1)
         probs = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
@@ -453,6 +527,26 @@ class LeafTrainer:
 
     def save(self, out: Path) -> None:
         save_adapter(self.model, out)
+
+
+SHARED_TOKENS = 32
+"""Prompts sharing at least this many first tokens have them computed once when their
+frozen layers' outputs are filled (the estimator's conditional prompts on one split share
+all but their last lines)."""
+
+
+def _sharing(prompts: list[str], encoded: dict[str, list[int]], batch: int
+             ) -> list[list[str]]:
+    """``prompts`` (sorted by their tokens) in consecutive groups of at most ``batch``, a
+    group growing while its members share at least :data:`SHARED_TOKENS` first tokens."""
+    out: list[list[str]] = []
+    for p in prompts:
+        if out and len(out[-1]) < batch and shared_length(
+                [encoded[q] for q in (out[-1][0], p)]) >= SHARED_TOKENS:
+            out[-1].append(p)
+        else:
+            out.append([p])
+    return out
 
 
 def _left_padded(torch: Any, enc: list[list[int]], tok: Any) -> tuple[Any, Any, Any]:

@@ -115,6 +115,9 @@ class TwoSeats:
         self.trainer = trainer
         self.torch = trainer.torch
         trainer.model.add_adapter(ESTIMATOR, peft_lora(lora))
+        for name, p in trainer.model.named_parameters():  # peft gives a new adapter the
+            if "lora_" in name and p.dtype != self.torch.float32:  # base layer's dtype
+                p.data = p.data.float()
 
     def _use(self, seat: str) -> None:
         self.trainer.model.set_adapter(seat)

@@ -90,20 +90,29 @@ def init_term(r: float, q_x: Any, p1: Any) -> Any:
 def split_terms(r: float, q_x: Any, p1: Any, table: Sequence[int],
                 levels: Sequence[Sequence[Any]], beliefs: Sequence[Any],
                 verdicts: Sequence[int], *, epsilon: float = 0.0,
-                temperature: float | None = None) -> dict[str, Any]:
+                temperature: float | None = None, step: Any = None) -> dict[str, Any]:
     """E[r_1] and E[r_0] of a valid split (its rule's ``table``, B's conditional ``levels``,
     A's ``beliefs`` q_A(y_i) and the leaf judge's ``verdicts`` O_i on its subclaims), with the
-    leaf claim's figures: ``leaf`` a list of (P(prefix), j, b_j) per prefix."""
+    leaf claim's figures: ``leaf`` a list of (P(prefix), j, b_j) per prefix.
+
+    ``step``: B's probability b_σ of the split's step claim σ (docs/protocol.md, "The step
+    as a claim"); then ``beliefs`` and ``verdicts`` have one more entry, A's q_A(σ) and the
+    judge's O_σ, E[r_1] is :func:`scoring.checked_step_m`'s and the recursion may choose σ
+    (index q) as the leaf, at every prefix, with b_σ."""
     m = expected_m(table, levels)
-    r1 = scoring.expected_round_reward(r, DEPTH, direction(q_x, p1, epsilon, temperature), m, p1)
+    m_used = m if step is None else scoring.checked_step_m(step, m, p1)
+    r1 = scoring.expected_round_reward(r, DEPTH, direction(q_x, p1, epsilon, temperature),
+                                       m_used, p1)
     r0: Any = 0.0
     leaf = []
     for w, bs in paths(levels):
+        if step is not None:
+            bs = [*bs, step]
         j = recursion(bs, beliefs)
         s0 = direction(beliefs[j], bs[j], epsilon, temperature)
         r0 = r0 + w * scoring.leaf_reward(1.0, s0, verdicts[j], bs[j])
         leaf.append((w, j, bs[j]))
-    return {"m": m, "r_1": r1, "r_0": r0, "leaf": leaf}
+    return {"m": m, "m_used": m_used, "r_1": r1, "r_0": r0, "leaf": leaf}
 
 
 def invalid_return(r: float) -> float:

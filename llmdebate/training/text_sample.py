@@ -23,12 +23,15 @@ from llmdebate.models.grammar_cache import GrammarCache
 @dataclass
 class Completion:
     """One sampled reply: its tokens (the grammar's end token included), its text, the
-    bitmask of allowed tokens at each step and the log-probability it was drawn with."""
+    bitmask of allowed tokens at each step, the log-probability it was drawn with and, from
+    the batched decoder, the hidden states entering the lowest adapted layer at every
+    position of its prompt and reply but the last (``frozen``; None: not kept)."""
 
     tokens: list[int]
     text: str
     masks: list[Any]
     logprob: float
+    frozen: Any = None
 
 
 def end_ids(model: Any, tok: Any) -> set[int]:

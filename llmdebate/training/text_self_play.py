@@ -47,12 +47,18 @@ from llmdebate.training.self_play import TwoSeats
 @dataclass(frozen=True)
 class Split:
     """A decomposition as the game reads it: subclaims, its rule's M_D table, B's prompts in
-    the order of the conditional table's levels, A's prompts (each subclaim alone)."""
+    the order of the conditional table's levels, A's prompts (each subclaim alone). With the
+    step as a claim (``step``, its text σ): B's prompt on σ (``step_prompt``, asked once,
+    not conditioned on the subclaims' outcomes), A's prompt on σ last among
+    ``prover_prompts``, and the oracle's verdict on σ (``step_truth``: the split is exact)."""
 
     subclaims: list[str]
     table: list[int]
     estimator_prompts: list[list[str]]
     prover_prompts: list[str]
+    step: str | None = None
+    step_prompt: str | None = None
+    step_truth: int | None = None
 
 
 def truth(text: str) -> int | None:
@@ -60,8 +66,10 @@ def truth(text: str) -> int | None:
     return claim_truth(text, {"problem": "divisors"})
 
 
-def split_of(prompts: Prompts, claim: IntervalClaim, dec: Decomposition) -> Split:
-    """The game's view of ``dec``, a decomposition of ``claim``."""
+def split_of(prompts: Prompts, claim: IntervalClaim, dec: Decomposition,
+             step_truth: int | None = None) -> Split:
+    """The game's view of ``dec``, a decomposition of ``claim``; with ``step_truth`` (the
+    oracle's verdict on the step: the split is exact), its step as a claim too."""
     subs = [s.text for s in dec.subclaims]
     rule = compile_rule(dec.rule, len(subs))
     said = rule_text(dec.rule, len(subs))
@@ -72,30 +80,36 @@ def split_of(prompts: Prompts, claim: IntervalClaim, dec: Decomposition) -> Spli
             prefix = [(t >> (i - 1 - k)) & 1 for k in range(i)]
             row.append(estimate_prompt(prompts, subs[i], claim, subs, said, i + 1, prefix))
         levels.append(row)
-    return Split(subs, [int(v) for v in rule.table], levels,
-                 [estimate_prompt(prompts, s) for s in subs])
+    mine = [estimate_prompt(prompts, s) for s in subs]
+    if step_truth is None:
+        return Split(subs, [int(v) for v in rule.table], levels, mine)
+    step = prompts.text("step_claim", parent=claim.text, rule=said, subclaims=subs)
+    b_prompt = estimate_prompt(prompts, step)
+    return Split(subs, [int(v) for v in rule.table], levels, [*mine, b_prompt], step,
+                 b_prompt, step_truth)
 
 
-def parsed(prompts: Prompts, claim: IntervalClaim, reply: str) -> tuple[dict[str, Any],
-                                                                        Split | None]:
-    """The reply's grade (:func:`grade`) and its split, None where it is invalid."""
+def parsed(prompts: Prompts, claim: IntervalClaim, reply: str, step: bool = False
+           ) -> tuple[dict[str, Any], Split | None]:
+    """The reply's grade (:func:`grade`) and its split, None where it is invalid; ``step``:
+    with its step as a claim."""
     g = grade(claim, reply)
     if not g["valid"]:
         return g, None
     dec = parse_decomposition(reply, Claim(id="c", text=claim.text), claim.width,
                               check_repeats=False)
-    return g, split_of(prompts, claim, dec)
+    return g, split_of(prompts, claim, dec, int(bool(g["exact_split"])) if step else None)
 
 
-def exact_split(prompts: Prompts, claim: IntervalClaim) -> Split:
-    """The problem code's exact split of ``claim``."""
+def exact_split(prompts: Prompts, claim: IntervalClaim, step: bool = False) -> Split:
+    """The problem code's exact split of ``claim`` (``step``: with its step as a claim)."""
     from llmdebate.data.problems import formal_decomposition
 
     dec = formal_decomposition(Claim(id="c", text=claim.text), {"problem": "divisors"},
                                claim.width)
     if dec is None:  # pragma: no cover - every IntervalClaim parses
         raise ReplyError(f"no exact split of {claim.text!r}")
-    return split_of(prompts, claim, dec)
+    return split_of(prompts, claim, dec, 1 if step else None)
 
 
 @dataclass(frozen=True)
@@ -133,6 +147,9 @@ class TextPlaySettings:
     """r = ε(1 − ρ)/4 of the debate (the default configuration's ε = 0.2, ρ = 0.5)."""
     max_tokens: int = 380
     """The decomposition's token budget (the prover's, ``decompose_tokens(2)``)."""
+    step_claim: bool = False
+    """The step as a claim (docs/protocol.md, "The step as a claim"): B gives the split's
+    step σ a probability, E[r_1] uses E[M'] and the recursion may choose σ as the leaf."""
     round_every: int = 2
     train_estimator: bool = True
     lora: LoraSettings = field(default_factory=LoraSettings)
@@ -155,9 +172,13 @@ Verdicts = Callable[[TextCase, Split], list[int] | None]
 
 
 def oracle_verdicts(case: TextCase, split: Split) -> list[int] | None:
-    """The oracle leaf judge on each subclaim (None when one is not a claim it can rule on)."""
+    """The oracle leaf judge on each subclaim (None when one is not a claim it can rule on),
+    and on the step claim last where the split has one."""
     got = [truth(s) for s in split.subclaims]
-    return None if any(v is None for v in got) else [int(v) for v in got if v is not None]
+    if any(v is None for v in got):
+        return None
+    out = [int(v) for v in got if v is not None]
+    return out if split.step_truth is None else [*out, split.step_truth]
 
 
 def shuffled_verdicts(cases: Sequence[TextCase]) -> Verdicts:
@@ -169,7 +190,9 @@ def shuffled_verdicts(cases: Sequence[TextCase]) -> Verdicts:
         if oracle_verdicts(case, split) is None:
             return None
         other = cases[case.judge].exact.subclaims
-        return [int(truth(other[i % len(other)]) or 0) for i in range(len(split.subclaims))]
+        out = [int(truth(other[i % len(other)]) or 0) for i in range(len(split.subclaims))]
+        # the step's verdict is about the split, not the claim's truth: kept
+        return out if split.step_truth is None else [*out, split.step_truth]
 
     return judge
 
@@ -181,14 +204,20 @@ def seat_values(seats: TwoSeats, seat: str, prompts: Sequence[str], grad: bool) 
     return seats.probabilities(seat, prompts) if grad else seats.fixed(seat, prompts)
 
 
-def levels_of(values: Any, split: Split, start: int) -> tuple[list[list[Any]], int]:
-    """B's conditional table of ``split`` from a flat tensor of its prompts' values."""
+def levels_of(values: Any, split: Split, start: int) -> tuple[list[list[Any]], Any, int]:
+    """B's conditional table of ``split`` and its b_σ on the step claim (None: no step
+    claim) from a flat tensor of its prompts' values (:func:`flat`'s order)."""
     out = []
     for row in split.estimator_prompts:
         out.append([values[start + t] for t in range(len(row))])
         start += len(row)
-    return out, start
+    if split.step_prompt is None:
+        return out, None, start
+    return out, values[start], start + 1
 
 
 def flat(splits: Sequence[Split]) -> list[str]:
-    return [p for s in splits for row in s.estimator_prompts for p in row]
+    """B's prompts of each split: its conditional table's, then its step claim's."""
+    return [p for s in splits
+            for p in [*(x for row in s.estimator_prompts for x in row),
+                      *([s.step_prompt] if s.step_prompt else [])]]

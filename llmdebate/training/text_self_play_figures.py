@@ -21,7 +21,14 @@ A's greedy constrained decomposition (temperature 0) and the leaf judge's verdic
   and O_j lie on (equal) the truth's side of 1/2; over judged claims;
 * ``brier_p1`` (p_1 against x's truth), ``brier_leaf_b`` (b_j on the leaf claim, weighted
   as above, judged claims), ``brier_q`` (q_A(x));
-* ``consistency``: mean |E[M_D](exact split) − p_1| of B.
+* ``consistency``: mean |E[M_D](exact split) − p_1| of B; ``consistency_own``: the same on
+  A's own greedy split (judged claims);
+* ``inexact_payoff``: mean R_A of A's own play where its greedy split is judged but not exact
+  (None: no such claim; ``inexact_judged`` counts them);
+* ``recursion_to_worst``: the share of the leaf paths (weighted by P(prefix), judged claims)
+  on which A recursed into the claim where B is furthest from the truth (its step claim
+  among them, where it has one);
+* ``b_step_own``: with the step as a claim, B's mean probability of A's own split's step.
 """
 
 from __future__ import annotations
@@ -63,9 +70,38 @@ def prover_return(r: float, q_x: float, p1: float, split: Split | None, b: list[
     init = float(game.init_term(r, q_x, p1))
     if split is None or verdicts is None:
         return init + game.invalid_return(r), None
-    levels, _ = levels_of(b, split, 0)
-    t = game.split_terms(r, q_x, p1, split.table, levels, beliefs, verdicts, epsilon=eps)
+    levels, b_step, _ = levels_of(b, split, 0)
+    t = game.split_terms(r, q_x, p1, split.table, levels, beliefs, verdicts, epsilon=eps,
+                         step=b_step)
     return init + float(t["r_1"]) + float(t["r_0"]), t
+
+
+def _truths(split: Split) -> list[int]:
+    """The truth of each subclaim of ``split`` and, where it has one, of its step claim."""
+    out = [int(truth(y) or 0) for y in split.subclaims]
+    return out if split.step_truth is None else [*out, split.step_truth]
+
+
+def _worst(bs: Sequence[Any], truths: Sequence[int]) -> int:
+    """The claim on which B is furthest from the truth (the first on a tie)."""
+    gaps = [abs(float(b) - t) for b, t in zip(bs, truths, strict=True)]
+    return gaps.index(max(gaps))
+
+
+def _leaf(leaf: dict[str, list[float]], terms: dict[str, Any], sp: Split, b: list[float],
+          q1: list[float], verdicts: list[int]) -> None:
+    """The leaf figures of one judged play, each path weighted by P(prefix)."""
+    truths = _truths(sp)
+    levels, b_step, _ = levels_of(b, sp, 0)
+    for (w, j, bj), (_, bs) in zip(terms["leaf"], game.paths(levels), strict=True):
+        t = truths[j]
+        seen = [*bs, b_step] if b_step is not None else list(bs)
+        leaf["b"].append(w * _right(float(bj), t))
+        leaf["q"].append(w * _right(q1[j], t))
+        leaf["judge"].append(w * float(verdicts[j] == t))
+        leaf["brier_b"].append(w * (float(bj) - t) ** 2)
+        leaf["worst"].append(w * float(j == _worst(seen, truths)))
+    leaf["n"].append(1.0)
 
 
 def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
@@ -83,25 +119,27 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
     b_ex = _scores(d, ESTIMATOR, flat(exact))
     q_ex = _scores(d, PROVER, [y for x in exact for y in x.prover_prompts])
     rows: dict[str, list[float]] = {k: [] for k in (
-        "payoff", "margin", "exact_minus_own", "brier_p1", "brier_q", "consistency")}
-    leaf: dict[str, list[float]] = {k: [] for k in ("b", "q", "judge", "brier_b", "n")}
+        "payoff", "margin", "exact_minus_own", "brier_p1", "brier_q", "consistency",
+        "consistency_own", "inexact_payoff", "b_step_own")}
+    leaf: dict[str, list[float]] = {k: [] for k in ("b", "q", "judge", "brier_b", "worst",
+                                                    "n")}
     at_b = at_q = ex_b = ex_q = 0
+    r, eps = s.ratio, s.epsilon
     for i, (c, p) in enumerate(zip(held, plays, strict=True)):
         sp, g = p.split, c.exact
         nb_own = len(flat([sp])) if sp is not None else 0
-        nq_own = len(sp.subclaims) if sp is not None else 0
+        nq_own = len(sp.prover_prompts) if sp is not None else 0
         b1, q1 = b_own[at_b : at_b + nb_own], q_own[at_q : at_q + nq_own]
         at_b, at_q = at_b + nb_own, at_q + nq_own
-        nb, nq = len(flat([g])), len(g.subclaims)
+        nb, nq = len(flat([g])), len(g.prover_prompts)
         b2, q2 = b_ex[ex_b : ex_b + nb], q_ex[ex_q : ex_q + nq]
         ex_b, ex_q = ex_b + nb, ex_q + nq
-        r, eps = s.ratio, s.epsilon
         mine, terms = prover_return(r, q_x[i], p1[i], sp, b1, q1, p.verdicts, eps)
-        g_y = [int(truth(y) or 0) for y in g.subclaims]
+        g_y = _truths(g)
         honest, _ = prover_return(r, c.truth, p1[i], g, b2, [float(v) for v in g_y], g_y, eps)
         liar, _ = prover_return(r, 1 - c.truth, p1[i], g, b2, [1.0 - v for v in g_y], g_y, eps)
         with_exact, _ = prover_return(r, q_x[i], p1[i], g, b2, q2, g_y, eps)
-        levels, _ = levels_of(b2, g, 0)
+        levels, _, _ = levels_of(b2, g, 0)
         rows["payoff"].append(mine)
         rows["margin"].append(honest - liar)
         rows["exact_minus_own"].append(with_exact - mine)
@@ -109,13 +147,19 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
         rows["brier_q"].append((q_x[i] - c.truth) ** 2)
         rows["consistency"].append(abs(float(game.expected_m(g.table, levels)) - p1[i]))
         if terms is not None and sp is not None and p.verdicts is not None:
-            for w, j, bj in terms["leaf"]:
-                t = int(truth(sp.subclaims[j]) or 0)
-                leaf["b"].append(w * _right(float(bj), t))
-                leaf["q"].append(w * _right(q1[j], t))
-                leaf["judge"].append(w * float(p.verdicts[j] == t))
-                leaf["brier_b"].append(w * (float(bj) - t) ** 2)
-            leaf["n"].append(1.0)
+            _, b_step, _ = levels_of(b1, sp, 0)
+            rows["consistency_own"].append(abs(float(terms["m"]) - p1[i]))
+            if not p.grade["exact_split"]:
+                rows["inexact_payoff"].append(mine)
+            if b_step is not None:
+                rows["b_step_own"].append(float(b_step))
+            _leaf(leaf, terms, sp, b1, q1, p.verdicts)
+    return _summary(held, plays, rows, leaf, q_x, p1, s)
+
+
+def _summary(held: Sequence[TextCase], plays: Sequence[Played], rows: dict[str, list[float]],
+             leaf: dict[str, list[float]], q_x: Sequence[float], p1: Sequence[float],
+             s: TextPlaySettings) -> dict[str, Any]:
     numbers = [c.number for c in held]
     n, judged = len(held), len(leaf["n"])
 
@@ -124,6 +168,9 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
 
     def share(k: str) -> float | None:
         return math.fsum(leaf[k]) / judged if judged else None
+
+    def mean(k: str) -> float | None:
+        return math.fsum(rows[k]) / len(rows[k]) if rows[k] else None
 
     return {
         "prover_payoff": ci(rows["payoff"]),
@@ -136,8 +183,12 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
         "judged": judged / n,
         "leaf_accuracy_estimator": share("b"), "leaf_accuracy_prover": share("q"),
         "leaf_accuracy_judge": share("judge"), "brier_leaf_b": share("brier_b"),
+        "recursion_to_worst": share("worst"),
         "brier_p1": ci(rows["brier_p1"]), "brier_q": ci(rows["brier_q"]),
         "consistency": math.fsum(rows["consistency"]) / n,
+        "consistency_own": mean("consistency_own"),
+        "inexact_payoff": mean("inexact_payoff"), "inexact_judged": len(rows["inexact_payoff"]),
+        "b_step_own": mean("b_step_own"),
         "mean_p1": math.fsum(p1) / n, "mean_q": math.fsum(q_x) / n,
         "replies": [p.grade["reply"] for p in plays[:3]],
     }

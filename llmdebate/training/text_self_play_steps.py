@@ -15,7 +15,10 @@ from llmdebate.agents.replies import decomposition_schema
 from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.prompts import Prompts
 from llmdebate.training import text_game as game
+from llmdebate.training.precision import Head
 from llmdebate.training.self_play import ESTIMATOR, PROVER, TwoSeats, round_entry
+from llmdebate.training.text_decode import decode
+from llmdebate.training.text_logprob import group_logprobs
 from llmdebate.training.text_sample import Completion, greedy, sample, sequence_logprobs
 from llmdebate.training.text_self_play import (
     Played,
@@ -31,45 +34,86 @@ from llmdebate.training.text_self_play import (
 
 @dataclass
 class Decomposer:
-    """A's decompositions: its adapter under the decomposition schema's grammar."""
+    """A's decompositions: its adapter under the decomposition schema's grammar, decoded by
+    ``decoder``: ``batched`` (:mod:`llmdebate.training.text_decode`: every claim's group in
+    one batch, the policy gradient's log-probabilities in one pass from the frozen layers'
+    outputs, :mod:`llmdebate.training.text_logprob`) or ``one-row`` (the reference:
+    :func:`~llmdebate.training.text_sample.sample` per claim, a full forward pass per claim
+    for the gradient). ``head``: the output projection in the run's precision (default: the
+    model's own, in float32)."""
 
     seats: TwoSeats
     grammar: GrammarCache
     device: str
     max_tokens: int
     prompts: Prompts
+    decoder: str = "batched"
+    head: Head | None = None
+    step_claim: bool = False
+    """Each split with its step as a claim (:attr:`TextPlaySettings.step_claim`)."""
+
+    def _head(self) -> Head:
+        if self.head is None:
+            self.head = Head(self.seats.trainer.model, "float32")
+        return self.head
 
     def replies(self, case: TextCase, n: int, temperature: float,
                 generator: Any) -> list[Completion]:
+        return self.groups([case], n, temperature, generator)[0]
+
+    def groups(self, cases: Sequence[TextCase], n: int, temperature: float,
+               generator: Any) -> list[list[Completion]]:
+        """``n`` sampled decompositions of each case."""
         model = self.seats.trainer.model
         model.set_adapter(PROVER)
-        schema = decomposition_schema(case.claim.width).schema_json
-        return sample(model, self.seats.trainer.tok, self.grammar, schema, case.decompose, n,
-                      temperature=temperature, max_tokens=self.max_tokens,
-                      generator=generator, device=self.device)
+        schemas = [decomposition_schema(c.claim.width).schema_json for c in cases]
+        if self.decoder == "one-row":
+            return [sample(model, self.seats.trainer.tok, self.grammar, schema, c.decompose, n,
+                           temperature=temperature, max_tokens=self.max_tokens,
+                           generator=generator, device=self.device)
+                    for c, schema in zip(cases, schemas, strict=True)]
+        floor = self.seats.trainer.floor if self.seats.trainer.frozen else 0
+        return decode(model, self.seats.trainer.tok, self.grammar, self._head(),
+                      [c.decompose for c in cases], schemas, n, temperature=temperature,
+                      max_tokens=self.max_tokens, generator=generator, device=self.device,
+                      floor=floor)
 
     def greedy(self, cases: Sequence[TextCase]) -> list[Completion]:
         """A's most likely allowed decomposition of each case, decoded together."""
         model = self.seats.trainer.model
         model.set_adapter(PROVER)
         schemas = [decomposition_schema(c.claim.width).schema_json for c in cases]
-        return greedy(model, self.seats.trainer.tok, self.grammar, schemas,
-                      [c.decompose for c in cases], max_tokens=self.max_tokens,
-                      device=self.device)
+        if self.decoder == "one-row":
+            return greedy(model, self.seats.trainer.tok, self.grammar, schemas,
+                          [c.decompose for c in cases], max_tokens=self.max_tokens,
+                          device=self.device)
+        got = decode(model, self.seats.trainer.tok, self.grammar, self._head(),
+                     [c.decompose for c in cases], schemas, 1, temperature=0.0,
+                     max_tokens=self.max_tokens, generator=None, device=self.device)
+        return [g[0] for g in got]
 
     def logprobs(self, case: TextCase, comps: Sequence[Completion]) -> Any:
+        return self.group_logprobs([case], [comps])[0]
+
+    def group_logprobs(self, cases: Sequence[TextCase],
+                       groups: Sequence[Sequence[Completion]]) -> list[Any]:
+        """Each group's log-probabilities under A's adapter (differentiable)."""
         model = self.seats.trainer.model
         model.set_adapter(PROVER)
         model.train()
-        return sequence_logprobs(model, self.seats.trainer.tok, case.decompose, comps,
-                                 self.device)
+        tok = self.seats.trainer.tok
+        if self.decoder == "one-row":
+            return [sequence_logprobs(model, tok, c.decompose, g, self.device)
+                    for c, g in zip(cases, groups, strict=True)]
+        return group_logprobs(model, tok, self._head(), [c.decompose for c in cases], groups,
+                              self.device, self.seats.trainer.top_only)
 
 
 def play_out(d: Decomposer, case: TextCase, comps: Sequence[Completion],
              verdicts: Verdicts) -> list[Played]:
     out = []
     for c in comps:
-        g, split = parsed(d.prompts, case.claim, c.text)
+        g, split = parsed(d.prompts, case.claim, c.text, d.step_claim)
         v = verdicts(case, split) if split is not None else None
         out.append(Played(case, g, split if v is not None else None, v, 0.0))
     return out
@@ -95,11 +139,12 @@ def _returns(seats: TwoSeats, plays: Sequence[Played], s: TextPlaySettings, *,
         i = index[id(p.case)]
         row: dict[str, Any] = {"r_init": game.init_term(s.ratio, q_x[i], p1[i])}
         if p.split is not None and p.verdicts is not None:
-            levels, at_b = levels_of(b, p.split, at_b)
-            beliefs = [q[at_q + k] for k in range(len(p.split.subclaims))]
-            at_q += len(p.split.subclaims)
+            levels, b_step, at_b = levels_of(b, p.split, at_b)
+            beliefs = [q[at_q + k] for k in range(len(p.split.prover_prompts))]
+            at_q += len(p.split.prover_prompts)
             row.update(game.split_terms(s.ratio, q_x[i], p1[i], p.split.table, levels, beliefs,
-                                        p.verdicts, epsilon=s.epsilon, temperature=temperature))
+                                        p.verdicts, epsilon=s.epsilon, temperature=temperature,
+                                        step=b_step))
         else:
             row.update(r_1=None, r_0=None, invalid=game.invalid_return(s.ratio))
         out.append(row)
@@ -128,24 +173,25 @@ def prover_step(d: Decomposer, opt: Any, batch: Sequence[TextCase], s: TextPlayS
     decompose act's frame, and A's beliefs' mixed-direction expected payoff at both levels."""
     seats, torch = d.seats, d.seats.torch
     opt.zero_grad()
-    plays: list[Played] = []
-    groups = []
-    for case in batch:
-        comps = d.replies(case, s.group, 1.0, generator)
-        mine = play_out(d, case, comps, verdicts)
-        played = _returns(seats, mine, s, prover_grad=False, estimator_grad=False,
-                          temperature=None)
-        values = [_return(r) for r in played]
-        for p, v in zip(mine, values, strict=True):
-            p.value = v
+    sampled = d.groups(batch, s.group, 1.0, generator)
+    plays = [p for case, comps in zip(batch, sampled, strict=True)
+             for p in play_out(d, case, comps, verdicts)]
+    played = _returns(seats, plays, s, prover_grad=False, estimator_grad=False,
+                      temperature=None)
+    for p, r in zip(plays, played, strict=True):
+        p.value = _return(r)
+    advantages = []
+    for k in range(len(batch)):
+        values = [p.value for p in plays[k * s.group : (k + 1) * s.group]]
         frame = game.decision_frame(s.ratio, math.fsum(values) / len(values))
-        adv = game.group_advantages([frame(v) for v in values])
-        groups.append((case, comps, adv))
-        plays += mine
-    for case, comps, adv in groups:
-        lp = d.logprobs(case, comps)
+        advantages.append(game.group_advantages([frame(v) for v in values]))
+    lps = d.group_logprobs(batch, sampled)
+    loss: Any = 0.0
+    for lp, adv in zip(lps, advantages, strict=True):
         a = torch.tensor(adv, dtype=lp.dtype, device=lp.device)
-        (-(a * lp).mean() / len(groups)).backward()
+        loss = loss - (a * lp).mean() / len(batch)
+    loss.backward()
+    groups = list(zip(batch, sampled, advantages, strict=True))
     valid = [p for p in plays if p.split is not None]
     belief: Any = 0.0
     if valid:
@@ -156,9 +202,12 @@ def prover_step(d: Decomposer, opt: Any, batch: Sequence[TextCase], s: TextPlayS
         (-belief).backward()
     norm = _ascend(torch, opt, seats.params(PROVER), lr)
     n = len(plays)
+    inexact = [p.value for p in valid if not p.grade["exact_split"]]
     return ({"prover_return": math.fsum(p.value for p in plays) / n,
              "valid": sum(bool(p.grade["valid"]) for p in plays) / n,
              "exact_split": sum(bool(p.grade["exact_split"]) for p in plays) / n,
+             "rule_right": sum(bool(p.grade["rule_right"]) for p in plays) / n,
+             **({"inexact_return": math.fsum(inexact) / len(inexact)} if inexact else {}),
              "judged": len(valid) / n, "belief_objective": game.value(belief),
              "reply_tokens": math.fsum(len(c.tokens) for _, cs, _ in groups for c in cs) / n,
              "prover_grad_norm": norm}, plays)

@@ -1,0 +1,140 @@
+"""The frozen weights of a seat model in a chosen precision, and its output projection as the
+decoder and the policy gradient use it.
+
+Decoding a reply on a CPU is bound by reading the weights: every decoding step reads every
+decoder layer's projections and the output projection (on Gemma 3 270M the 262,144 × 640
+output projection alone is 671 MB in float32, the decoder layers about 400 MB). Halving the
+bytes of the frozen weights halves that traffic:
+
+* ``float32``: the weights as loaded (the reference);
+* ``bfloat16``: every frozen linear projection of the decoder layers (the LoRA adapters'
+  ``base_layer`` included) and the output projection kept in bfloat16, their inputs cast to
+  bfloat16 and their outputs back to float32; norms, embeddings, attention arithmetic and the
+  adapters stay in float32. On processors with AMX or AVX-512 BF16 the products run in
+  bfloat16 at about twice float32's speed in decoding and many times it in prompt processing;
+* ``int8``: as ``bfloat16``, and the output projection's decoding product in int8 (PyTorch's
+  dynamically quantised linear layer, weights quantised per output row), about a quarter of
+  float32's bytes. The policy gradient's log-probabilities use the bfloat16 projection.
+
+The effect on the log-probabilities is measured, not assumed:
+``benchmarks/bench_text_decode.py`` reports the largest difference from float32's on the same
+replies (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+Precision = Literal["float32", "bfloat16", "int8"]
+PRECISIONS: tuple[Precision, ...] = ("float32", "bfloat16", "int8")
+
+
+def base_of(model: Any) -> Any:
+    """The causal language model under a PEFT wrapper (or the model itself)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def decoder_of(model: Any) -> Any:
+    """The decoder stack (embeddings, layers, final norm) of a causal language model: what
+    runs before its output projection."""
+    base = base_of(model)
+    inner = getattr(base, "model", None)
+    if inner is None or not hasattr(inner, "layers"):
+        raise ValueError(f"{type(base).__name__}: no decoder at .model with .layers")
+    return inner
+
+
+def _low_linear(torch: Any, dtype: Any) -> Any:
+    class LowPrecisionLinear(torch.nn.Module):  # type: ignore[misc]
+        """A frozen linear projection whose weights are kept in ``dtype``."""
+
+        def __init__(self, lin: Any) -> None:
+            super().__init__()
+            self.in_features, self.out_features = lin.in_features, lin.out_features
+            self.weight = torch.nn.Parameter(lin.weight.detach().to(dtype),
+                                             requires_grad=False)
+            self.bias = (None if lin.bias is None else
+                         torch.nn.Parameter(lin.bias.detach().to(dtype), requires_grad=False))
+
+        def forward(self, x: Any) -> Any:
+            out = torch.nn.functional.linear(x.to(self.weight.dtype), self.weight, self.bias)
+            return out.to(x.dtype)
+
+    return LowPrecisionLinear
+
+
+def lower_frozen(model: Any, precision: Precision) -> int:
+    """Keep the frozen linear projections of ``model``'s decoder layers in ``precision``'s
+    dtype (in place); the number of projections changed. ``float32``: none."""
+    if precision == "float32":
+        return 0
+    import torch
+
+    cls = _low_linear(torch, torch.bfloat16)
+    layers = decoder_of(model).layers
+    changed = 0
+    for layer in layers:
+        for name, module in list(layer.named_modules()):
+            if "lora_" in name:  # the adapters stay in float32, trained or not
+                continue
+            parent, _, attr = name.rpartition(".")
+            owner = layer.get_submodule(parent) if parent else layer
+            if hasattr(module, "base_layer") and isinstance(module.base_layer, torch.nn.Linear):
+                module.base_layer = cls(module.base_layer)
+                changed += 1
+            elif type(module) is torch.nn.Linear and not hasattr(owner, "base_layer"):
+                setattr(owner, attr, cls(module))
+                changed += 1
+    return changed
+
+
+class Head:
+    """The output projection of ``model`` (its tied or own ``lm_head``) in ``precision``:
+    :meth:`logits` for decoding (no gradient) and :attr:`weight` for the policy gradient.
+    Gemma 2's final soft-capping, where the model has one, is applied as the model does."""
+
+    def __init__(self, model: Any, precision: Precision) -> None:
+        import torch
+
+        base = base_of(model)
+        w = base.get_output_embeddings().weight.detach()
+        self.precision = precision
+        self.vocab = int(w.shape[0])
+        cap = getattr(base.config, "final_logit_softcapping", None)
+        self.softcap: float | None = float(cap) if cap else None
+        self.weight = w if precision == "float32" else w.to(torch.bfloat16)
+        self._int8: Any = None
+        if precision == "int8":
+            self._int8 = _quantised(torch, w)
+
+    def raw(self, h: Any, rows: Any = None) -> Any:
+        """Float32 logits of hidden states ``h`` (n × hidden) over the whole vocabulary, or
+        over the token ids ``rows`` (then ``h`` is one hidden state), before soft-capping."""
+        if rows is not None:
+            return (self.weight[rows] @ h.to(self.weight.dtype)).float()
+        if self._int8 is not None:
+            return self._int8(h.float()).float()
+        return (h.to(self.weight.dtype) @ self.weight.T).float()
+
+    def cap(self, z: Any) -> Any:
+        if self.softcap is None:
+            return z
+        return self.softcap * (z / self.softcap).tanh()
+
+    def logits(self, h: Any, rows: Any = None) -> Any:
+        return self.cap(self.raw(h, rows))
+
+
+def _quantised(torch: Any, w: Any) -> Any:
+    """A dynamically quantised int8 linear layer (per-row weight scales) holding ``w``."""
+    import warnings
+
+    lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
+    lin.weight.data = w.float().clone()
+    with warnings.catch_warnings():  # torch.ao's notices of its own future move
+        warnings.simplefilter("ignore")
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        q = quantize_dynamic(torch.nn.Sequential(lin),  # type: ignore[no-untyped-call]
+                             {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+    return q

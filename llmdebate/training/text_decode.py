@@ -1,0 +1,232 @@
+"""Batched constrained decoding for training: every claim's group of replies in one batch.
+
+:func:`decode` draws ``n`` replies to each of several prompts, each under its schema's grammar
+(xgrammar), as :func:`llmdebate.training.text_sample.sample` draws them one prompt at a time,
+at the cost of far fewer weight reads:
+
+* the prompts are processed once each, left-padded together, and their keys and values
+  repeated for the ``n`` rows of their group (``DynamicCache.batch_repeat_interleave``);
+* every decoding step runs the decoder once for all rows still open (a row that has ended is
+  dropped from the batch and its cache), then the output projection (:class:`Head`, in the
+  run's precision): on every row where the grammar allows more than ``SPARSE`` tokens, over
+  the whole vocabulary; where it allows fewer, over the allowed tokens only; where it allows
+  one, not at all (the token is forced);
+* the grammar's bitmask is applied on the model's device and every row's token is drawn from
+  one seeded call per step (one uniform per row, ``torch.rand`` from ``generator``; the token
+  is the inverse of the masked distribution's cumulative sum at it): only token ids go to the
+  host;
+* the hidden states entering decoder layer ``floor`` (the lowest layer with an adapter) are
+  kept for every position, so that the policy gradient
+  (:func:`llmdebate.training.text_logprob.group_logprobs`) runs only the layers from there up.
+
+At temperature 0 each reply is the most likely allowed token at every step (the first on a
+tie), as the one-row decoder's; no draw decides a token, so the replies equal the one-row
+decoder's in float32 (to float rounding of the batched sums). At temperature τ > 0 the token
+is drawn from softmax(logits / τ) over the allowed tokens; the draws come in another order
+than the one-row decoder's (one uniform per row per step instead of one multinomial call per
+row), so a seed gives other replies than it did there, from the same distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llmdebate.models.grammar_cache import GrammarCache
+from llmdebate.training.precision import Head, decoder_of
+from llmdebate.training.text_sample import Completion, _unpack, end_ids
+
+SPARSE = 4096
+"""At most this many allowed tokens: the output projection over those tokens only."""
+CHUNK_TOKENS = 1024
+"""The prompts' pass runs at most this many tokens (rows times columns) per forward call."""
+
+
+class _Capture:
+    """The hidden states entering one decoder layer, as they pass (a forward pre-hook)."""
+
+    def __init__(self, model: Any, floor: int) -> None:
+        self.got: list[Any] = []
+        self.handle = None
+        if floor > 0:
+            layer = decoder_of(model).layers[floor]
+            self.handle = layer.register_forward_pre_hook(self._take, with_kwargs=True)
+
+    def _take(self, module: Any, args: Any, kwargs: Any) -> None:
+        self.got.append((args[0] if args else kwargs["hidden_states"]).detach())
+
+    def pop(self) -> Any:
+        out = self.got[0] if len(self.got) == 1 else None
+        if len(self.got) > 1:
+            import torch
+
+            out = torch.cat(self.got, dim=1)
+        self.got = []
+        return out
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+
+
+def _prompts_pass(torch: Any, inner: Any, encoded: list[list[int]], pad: int, device: str,
+                  cache: Any) -> tuple[Any, Any, Any]:
+    """The prompts left-padded in one batch, in slices of columns: the last column's hidden
+    states, the attention mask and the positions."""
+    from llmdebate.models.prefill import left_padded
+
+    ids, mask = left_padded(torch, encoded, pad)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
+    rows, width = ids.shape
+    step = max(1, CHUNK_TOKENS // rows)
+    last = None
+    for start in range(0, width, step):
+        end = min(width, start + step)
+        out = inner(input_ids=ids[:, start:end], attention_mask=mask[:, :end],
+                    position_ids=positions[:, start:end], cache=cache, use_cache=True)
+        last = out.last_hidden_state[:, -1]
+    return last, mask, positions
+
+
+class _Draw:
+    """Each open row's next token from its logits over its allowed tokens, with one uniform
+    per row (``u``); the token's log-probability under the distribution it came from."""
+
+    def __init__(self, torch: Any, temperature: float) -> None:
+        self.torch, self.temperature = torch, temperature
+
+    def pick(self, z: Any, u: Any) -> tuple[Any, Any]:
+        """Rows of logits ``z`` (−inf where not allowed): the index drawn and its
+        log-probability."""
+        torch = self.torch
+        if self.temperature <= 0:
+            idx = z.argmax(-1)
+            logp = torch.log_softmax(z, dim=-1).gather(-1, idx[:, None])[:, 0]
+            return idx, logp
+        logp_all = torch.log_softmax(z / self.temperature, dim=-1)
+        cdf = logp_all.exp().cumsum(-1)
+        x = (u * cdf[:, -1]).to(cdf.dtype)[:, None]
+        idx = torch.searchsorted(cdf, x, right=True)[:, 0].clamp(max=z.shape[-1] - 1)
+        bad = ~torch.isfinite(z.gather(-1, idx[:, None])[:, 0])
+        if bool(bad.any()):  # the draw fell on the sum's last rounding: the last allowed
+            last = torch.where(torch.isfinite(z), torch.arange(z.shape[-1], device=z.device),
+                               -1).amax(-1)
+            idx = torch.where(bad, last, idx)
+        return idx, logp_all.gather(-1, idx[:, None])[:, 0]
+
+
+def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Sequence[str],
+           schemas: Sequence[str], n: int, *, temperature: float, max_tokens: int,
+           generator: Any, device: str, floor: int = 0) -> list[list[Completion]]:
+    """``n`` replies to each of ``prompts`` (prompt i under the grammar of ``schemas[i]``)
+    from ``model``'s active adapter, decoded together (module docstring); with ``floor`` > 0
+    each reply keeps the hidden states entering decoder layer ``floor`` at every position of
+    its prompt and reply (:attr:`Completion.frozen`)."""
+    import torch
+
+    inner = decoder_of(model)
+    eos = end_ids(model, tok)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    matchers = [grammar.matcher(tok, model, eos, schemas[i // n])
+                for i in range(len(prompts) * n)]
+    if any(m is None for m in matchers):
+        raise RuntimeError("xgrammar is needed to decode constrained decompositions")
+    encoded = [list(tok(p, add_special_tokens=True)["input_ids"]) for p in prompts]
+    draw = _Draw(torch, temperature)
+    capture = _Capture(model, floor)
+    rows = len(matchers)
+    tokens: list[list[int]] = [[] for _ in range(rows)]
+    masks: list[list[Any]] = [[] for _ in range(rows)]
+    logps = [0.0] * rows
+    states: list[list[Any]] = [[] for _ in range(rows)]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=decoder_of(model).config)
+            h, mask, positions = _prompts_pass(torch, inner, encoded, pad, device, cache)
+            prompt_states = capture.pop()
+            cache.batch_repeat_interleave(n)
+            h, mask = h.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
+            positions = positions[:, -1:].repeat_interleave(n, 0)
+            open_rows = list(range(rows))
+            for t_step in range(max_tokens):
+                u = (torch.rand(rows, generator=generator).to(device) if temperature > 0
+                     else torch.zeros(rows, device=device))
+                picked = _step(torch, head, grammar, matchers, open_rows, h, u, draw)
+                still = []
+                for k, (i, (t, lp, bits)) in enumerate(zip(open_rows, picked, strict=True)):
+                    tokens[i].append(t)
+                    masks[i].append(bits)
+                    logps[i] += lp
+                    matchers[i].accept_token(t)
+                    if not (t in eos or matchers[i].is_terminated()):
+                        still.append(k)
+                if not still or t_step == max_tokens - 1:
+                    break
+                if len(still) < len(open_rows):
+                    keep = torch.tensor(still, device=device)
+                    cache.batch_select_indices(keep)
+                    mask, positions = mask[keep], positions[keep]
+                open_rows = [open_rows[k] for k in still]
+                ones = torch.ones((len(open_rows), 1), dtype=mask.dtype, device=mask.device)
+                mask, positions = torch.cat([mask, ones], dim=1), positions + 1
+                step_ids = torch.tensor([[tokens[i][-1]] for i in open_rows], device=device)
+                out = inner(input_ids=step_ids, attention_mask=mask, position_ids=positions,
+                            cache=cache, use_cache=True)
+                h = out.last_hidden_state[:, -1]
+                got = capture.pop()
+                if got is not None:
+                    for k, i in enumerate(open_rows):
+                        states[i].append(got[k, -1])
+    finally:
+        capture.close()
+        model.train(was_training)
+    out_rows: list[list[Completion]] = []
+    for p, e in enumerate(encoded):
+        group = []
+        for i in range(p * n, (p + 1) * n):
+            frozen = None
+            if prompt_states is not None:
+                mine = prompt_states[p, prompt_states.shape[1] - len(e):]
+                frozen = torch.cat([mine, torch.stack(states[i])]) if states[i] else mine
+            text = tok.decode([x for x in tokens[i] if x not in eos], skip_special_tokens=True)
+            group.append(Completion(tokens[i], text, masks[i], logps[i], frozen))
+        out_rows.append(group)
+    return out_rows
+
+
+def _step(torch: Any, head: Head, grammar: GrammarCache, matchers: Sequence[Any],
+          open_rows: Sequence[int], h: Any, u: Any, draw: _Draw
+          ) -> list[tuple[int, float, Any]]:
+    """The open rows' tokens, log-probabilities and bitmask rows (h: their hidden states in
+    the order of ``open_rows``)."""
+    import xgrammar as xgr
+
+    bitmask = xgr.allocate_token_bitmask(len(open_rows), grammar._info.vocab_size)
+    for k, i in enumerate(open_rows):
+        matchers[i].fill_next_token_bitmask(bitmask, k)
+    allowed = _unpack(torch, bitmask.to(h.device), head.vocab)
+    counts = allowed.sum(-1).tolist()
+    mine = u[list(open_rows)]
+    picks: list[tuple[int, float] | None] = [None] * len(open_rows)
+    dense = [k for k, c in enumerate(counts) if c > SPARSE]
+    if dense:
+        z = head.logits(h[dense]).masked_fill(~allowed[dense], float("-inf"))
+        idx, lp = draw.pick(z, mine[dense])
+        for k, t, p in zip(dense, idx.tolist(), lp.tolist(), strict=True):
+            picks[k] = (int(t), float(p))
+    for k, c in enumerate(counts):
+        if c > SPARSE:
+            continue
+        ids = allowed[k].nonzero()[:, 0]
+        if c == 1:
+            picks[k] = (int(ids[0]), 0.0)
+            continue
+        z = head.logits(h[k], ids)[None, :]
+        idx, lp = draw.pick(z, mine[k : k + 1])
+        picks[k] = (int(ids[int(idx[0])]), float(lp[0]))
+    return [(p[0], p[1], bitmask[k].clone()) for k, p in enumerate(picks) if p is not None]
