@@ -12,7 +12,11 @@ Rules (each checked by the tests):
   fewest of this protocol, then a seeded order;
 * each judge's queue runs through the protocols in a Latin square: judge number j starts at
   protocol j (mod the number of protocols) and cycles, so the protocols' positions balance;
-* a re-run keeps every existing assignment and token, adds new judges and new debates.
+* a re-run keeps every existing assignment and token, adds new judges and new debates;
+* nothing is committed before the new links are handed out: ``deliver`` (the links written
+  to a file, or shown) runs inside the transaction, and if it fails nothing is assigned.
+  :func:`reissue` gives judges whose links were lost new ones (the old tokens stop working);
+  both are recorded in the study's log (:class:`~llmdebate.judging.db.LogEntry`).
 
 Every run writes the study's per-judge story log (:data:`~llmdebate.judging.blinding.STORY_LOG`)
 and returns its design (:attr:`AssignResult.design`), which ``assign`` prints.
@@ -29,6 +33,7 @@ import itertools
 import re
 import secrets
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +54,15 @@ from llmdebate.judging.blinding import (
     story_log,
     write_story_log,
 )
-from llmdebate.judging.db import Assignment, Judge, get_setting, set_setting, token_hash
+from llmdebate.judging.db import (
+    Assignment,
+    Judge,
+    get_setting,
+    log_event,
+    revoke_judge_sessions,
+    set_setting,
+    token_hash,
+)
 from llmdebate.records.rundir import load_transcripts
 from llmdebate.report.metrics import PROTOCOL_ORDER, item_id, row_of
 
@@ -233,10 +246,12 @@ def assign(
     judges: JudgesFile,
     per_item: int,
     per_story: int | None = None,
+    deliver: Callable[[AssignResult], None] | None = None,
 ) -> AssignResult:
     """Create judges, tokens and assignments; keep every existing one. See the module doc.
     ``per_story`` (else the judges file's ``study.per_story``, else the study's recorded
-    value) bounds the questions of one story per judge."""
+    value) bounds the questions of one story per judge. ``deliver(result)`` hands the new
+    links out before the transaction commits: if it raises, nothing is assigned."""
     if per_item < 1:
         raise UserError(f"--per-item must be at least 1 (got {per_item})")
     every = {t.id: t for t in load_transcripts(run_dir)}
@@ -287,10 +302,44 @@ def assign(
             for a in s.scalars(select(Assignment))
             if a.debate_id in every
         ]
+        res.design = _design(debates, active, per_item, loads, rows)
+        res.unstaffed = unstaffed_views(debates, active, per_item, loads)
+        if res.added or res.tokens:
+            log_event(s, "assign", added=res.added, links=sorted(res.tokens))
+        if deliver is not None:
+            deliver(res)
     write_story_log(run_dir / STORY_LOG, story_log(rows, loads.per_story))
-    res.design = _design(debates, active, per_item, loads, rows)
-    res.unstaffed = unstaffed_views(debates, active, per_item, loads)
     return res
+
+
+def reissue(
+    sessions: sessionmaker[Session],
+    judge_ids: list[str],
+    deliver: Callable[[dict[str, str]], None] | None = None,
+) -> dict[str, str]:
+    """New links for ``judge_ids`` (``lead`` among them, if asked), whose links were lost:
+    each gets a new token, its old one stops working and its signed-in sessions end; recorded
+    in the study's log. ``deliver(tokens)`` hands the links out before the transaction
+    commits: if it raises, the old links stay as they were."""
+    tokens: dict[str, str] = {}
+    with sessions.begin() as s:
+        known = sorted(s.scalars(select(Judge.id)))
+        for jid in judge_ids:
+            judge = s.get(Judge, jid)
+            if judge is None:
+                raise UserError(
+                    f"--reissue-links: no judge {jid!r} in this study (judges: "
+                    + (", ".join(known) or "none yet: run assign --judges first")
+                    + ")"
+                )
+            tokens[jid] = new_token()
+            judge.token_hash = token_hash(tokens[jid])
+            revoke_judge_sessions(s, jid)
+        log_event(s, "reissue-links", judges=list(tokens))
+        s.flush()
+        if deliver is not None:
+            deliver(tokens)
+    return tokens
 
 
 def _eligible(j: str, t: Transcript, loads: Loads) -> bool:

@@ -113,6 +113,17 @@ class Question(Base):
     asked_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class LogEntry(Base):
+    """The study's log: what ``assign`` did to judges' access (new links issued, lost links
+    reissued and the old ones revoked), written in the transaction that did it."""
+
+    __tablename__ = "study_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    event: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
 JUDGMENT_KINDS = ("human", "llm", "oracle")
 
 
@@ -243,6 +254,28 @@ def judge_by_session(s: Session, secret: str) -> Judge | None:
     if row is None or row.revoked_at is not None:
         return None
     return s.get(Judge, row.judge_id)
+
+
+def log_event(s: Session, event: str, **detail: Any) -> None:
+    """Add a line to the study's log (:class:`LogEntry`) in the session's transaction."""
+    s.add(LogEntry(event=event, detail=detail))
+
+
+def study_log(s: Session) -> list[LogEntry]:
+    """The study's log, oldest first."""
+    return list(s.scalars(select(LogEntry).order_by(LogEntry.id)))
+
+
+def revoke_judge_sessions(s: Session, judge_id: str) -> int:
+    """Revoke every live session of ``judge_id``; how many there were."""
+    rows = s.scalars(
+        select(WebSession).where(
+            WebSession.judge_id == judge_id, WebSession.revoked_at.is_(None)
+        )
+    ).all()
+    for row in rows:
+        row.revoked_at = utcnow()
+    return len(rows)
 
 
 def revoke_session(s: Session, secret: str) -> None:
