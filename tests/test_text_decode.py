@@ -193,3 +193,35 @@ def test_reduced_precision_keeps_the_adapters_in_float32_and_states_its_effect(
              for x, y in zip(ga.tolist(), gb.tolist(), strict=True)]
     # bfloat16 keeps 8 bits of mantissa: close to float32's, not equal to it
     assert 0 < max(diffs) < 0.05 * max(abs(x) for g in a for x in g.tolist())
+
+
+def test_frozen_states_of_prompts_sharing_a_beginning_are_those_computed_alone(
+        trainer: Any) -> None:
+    """The estimator's conditional prompts of one split share all but their last lines: the
+    shared beginning is computed once, and the states equal a plain pass's; an unseen
+    prompt's probability is the whole model's."""
+    import torch
+
+    from llmdebate.training import debate_reward as dr
+
+    stem = "Claim: 91 has a divisor d with 2 <= d < 10. Rule: or. Subclaims: 1. [2, 6) 2. [6, 10)"
+    prompts = [f"{stem} Question {k}: is subclaim {k} true?" for k in range(1, 4)] + ["Other."]
+    shared: dict[str, Any] = {}
+    trainer._fill_cache(prompts, into=shared)
+    plain: dict[str, Any] = {}
+    saved = dr.SHARED_TOKENS
+    dr.SHARED_TOKENS = 10**9
+    try:
+        trainer._fill_cache(prompts, into=plain)
+    finally:
+        dr.SHARED_TOKENS = saved
+    assert len(dr._sharing(sorted(prompts), {p: list(trainer.tok(p)["input_ids"])
+                                            for p in prompts}, 16)) == 2
+    for p in prompts:
+        assert shared[p].shape == plain[p].shape
+        assert torch.allclose(shared[p], plain[p], atol=1e-5)
+    with torch.no_grad():
+        kept = trainer.probabilities(prompts)  # the frozen states, kept among the extra
+        whole = trainer.probabilities(prompts, cached=False)
+    assert all(p in trainer.extra for p in prompts)
+    assert torch.allclose(kept, whole, atol=1e-5)

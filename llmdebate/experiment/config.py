@@ -72,10 +72,11 @@ class DatasetSettings(_Section):
     """Use only these item ids (JSON list)."""
     password: str | None = None
     """Password of an encrypted zip (default for GPQA: the one its authors publish)."""
-    format: Literal["auto", "common", "quality"] = "auto"
+    format: Literal["auto", "common", "quality", "answers"] = "auto"
     """How the file is read: quality (QuALITY's own files or its questions in the common
-    schema: filters, best distractors), common, or auto (quality when the first record is in
-    QuALITY's format or names dataset quality)."""
+    schema: filters, best distractors), answers (a policy's answers with a checker: a
+    labelling run, docs/labelling.md), common, or auto (quality when the first record is in
+    QuALITY's format or names dataset quality, answers when it names a checker)."""
     filters: str = "all"
     """QuALITY: the questions kept (all, hard, answerable, khan2024, michael2023)."""
     distractor: Literal["best", "random"] = "best"

@@ -4,7 +4,9 @@
 format or names dataset ``quality``, such as ``datasets/quality/sample.jsonl``) reads it with
 :func:`llmdebate.data.quality.load_quality`: ``dataset.filters``, ``dataset.distractor`` (the
 best distractor, recorded in ``meta["distractor"]`` and played as the dishonest answer by
-:mod:`llmdebate.experiment.jobs`) and ``dataset.pair`` apply.
+:mod:`llmdebate.experiment.jobs`) and ``dataset.pair`` apply. ``dataset.format: answers`` (or
+``auto`` on a file whose first record names a checker) reads a policy's answers as the items
+of a labelling run (:func:`llmdebate.data.labelling.read_answers`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import json
 from pathlib import Path
 
 from llmdebate.data import load_items
-from llmdebate.data.loader import Item
+from llmdebate.data.labelling import is_answers_record, read_answers
+from llmdebate.data.loader import Item, shuffle_choices
 from llmdebate.data.quality import load_quality
+from llmdebate.errors import DatasetError
 from llmdebate.experiment.config import DatasetSettings
 from llmdebate.records.paths import resolve_path
 
@@ -73,7 +77,28 @@ def load_run_items(ds: DatasetSettings, seed: int) -> list[Item]:
     return out
 
 
+def is_answers(ds: DatasetSettings) -> bool:
+    """Whether the run's dataset is a policy's answers to label
+    (:mod:`llmdebate.data.labelling`)."""
+    if ds.format != "auto":
+        return ds.format == "answers"
+    return not ds.path.startswith("hf:") and is_answers_record(_first_record(resolve_path(ds.path)))
+
+
+def _answers(ds: DatasetSettings) -> list[Item]:
+    items = read_answers(resolve_path(ds.path))
+    if ds.ids is not None:
+        by_id = {it.id: it for it in items}
+        missing = [i for i in ds.ids if i not in by_id]
+        if missing:
+            raise DatasetError(f"{ds.path}: no answer with id {missing[0]!r}")
+        items = [by_id[i] for i in ds.ids]
+    return [shuffle_choices(it, ds.shuffle_seed) for it in items[: ds.limit]]
+
+
 def _load(ds: DatasetSettings, seed: int) -> list[Item]:
+    if is_answers(ds):
+        return _answers(ds)
     if not is_quality(ds):
         return load_items(
             resolve_path(ds.path),

@@ -4,8 +4,9 @@ A section reads the run's transcripts (and the verdicts people gave, ``judged.js
 returns a :class:`Part` — its data under ``comparison.json[key]``, Markdown, HTML and figures —
 or None when the run has nothing for it. Built in: the human judges
 (:mod:`llmdebate.judging.report_section`), the judge who asks
-(:mod:`llmdebate.judging.asking_report`) and the debater tournament
-(:mod:`llmdebate.tournament.report_section`). A package adds one through the entry-point group
+(:mod:`llmdebate.judging.asking_report`), the debater tournament
+(:mod:`llmdebate.tournament.report_section`) and the labels of a labelling run
+(:mod:`llmdebate.report.labels`). A package adds one through the entry-point group
 ``llmdebate.report_sections`` (docs/extending.md)::
 
     @SECTIONS.register("my-section")
@@ -55,6 +56,7 @@ SECTIONS: Registry[Section] = Registry(
         "llmdebate.judging.report_section",
         "llmdebate.judging.asking_report",
         "llmdebate.tournament.report_section",
+        "llmdebate.report.labels",
     ),
 )
 

@@ -48,7 +48,7 @@ from llmdebate.elicit.prompts import FALSE_VARIANTS, TRUE_VARIANTS
 from llmdebate.models.prefill import shared_length
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.estimate_eval import EstimateCase
-from llmdebate.training.precision import Precision, lower_frozen
+from llmdebate.training.precision import Precision, base_of, decoder_of, lower_frozen
 from llmdebate.training.sft import save_adapter, torch_threads
 from llmdebate.training.update import _need, peft_lora
 
@@ -451,12 +451,26 @@ class LeafTrainer:
             mask[i, width - r.shape[0] :] = 1
             pos[i, width - r.shape[0] :] = torch.arange(r.shape[0], device=dev)
         with self.top_only():
-            out = self.model(inputs_embeds=x.to(self.device), attention_mask=mask.to(self.device),
-                             position_ids=pos.to(self.device), logits_to_keep=1)
-        probs = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
-        p_true = probs[:, self.ids[0]].sum(-1)
-        p_false = probs[:, self.ids[1]].sum(-1)
-        return p_true / (p_true + p_false).clamp_min(1e-12)
+            out = decoder_of(self.model)(inputs_embeds=x.to(self.device),
+                                         attention_mask=mask.to(self.device),
+                                         position_ids=pos.to(self.device))
+        return self._answer_odds(out.last_hidden_state[:, -1])
+
+    def _answer_odds(self, h: Any) -> Any:
+        """P(True) / (P(True) + P(False)) from the last hidden states ``h``: the softmax's
+        normaliser cancels, so only the answer words' logits are computed (the output
+        projection's rows of those tokens, not its 262,144 rows):
+        σ(logsumexp z_True − logsumexp z_False)."""
+        torch = self.torch
+        base = base_of(self.model)
+        ids = [*self.ids[0], *self.ids[1]]
+        w = base.get_output_embeddings().weight[torch.tensor(ids, device=h.device)]
+        z = h.float() @ w.float().T
+        cap = getattr(base.config, "final_logit_softcapping", None)
+        if cap:
+            z = cap * torch.tanh(z / cap)
+        k = len(self.ids[0])
+        return torch.sigmoid(torch.logsumexp(z[:, :k], -1) - torch.logsumexp(z[:, k:], -1))
 
     def score(self, prompts: Sequence[str], batch: int = 16, cached: bool = True) -> list[float]:
         """:meth:`probabilities` without gradient, in batches."""

@@ -11,7 +11,8 @@ at the cost of far fewer weight reads:
   run's precision): on every row where the grammar allows more than ``SPARSE`` tokens, over
   the whole vocabulary; where it allows fewer, over the allowed tokens only; where it allows
   one, not at all (the token is forced);
-* the grammar's bitmask is applied on the model's device and every row's token is drawn from
+* the grammar's bitmasks of all open rows are filled together (xgrammar's batch matcher, on
+  every core), applied on the model's device, and every row's token is drawn from
   one seeded call per step (one uniform per row, ``torch.rand`` from ``generator``; the token
   is the inverse of the masked distribution's cumulative sum at it): only token ids go to the
   host;
@@ -29,6 +30,7 @@ row), so a seed gives other replies than it did there, from the same distributio
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -199,6 +201,15 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
     return out_rows
 
 
+@functools.cache
+def _filler() -> Any:
+    """xgrammar's batch matcher: every open row's bitmask filled in parallel, on as many
+    threads as the processor has (``max_threads="auto"``)."""
+    import xgrammar as xgr
+
+    return xgr.BatchGrammarMatcher()
+
+
 def _step(torch: Any, head: Head, grammar: GrammarCache, matchers: Sequence[Any],
           open_rows: Sequence[int], h: Any, u: Any, draw: _Draw
           ) -> list[tuple[int, float, Any]]:
@@ -207,8 +218,7 @@ def _step(torch: Any, head: Head, grammar: GrammarCache, matchers: Sequence[Any]
     import xgrammar as xgr
 
     bitmask = xgr.allocate_token_bitmask(len(open_rows), grammar._info.vocab_size)
-    for k, i in enumerate(open_rows):
-        matchers[i].fill_next_token_bitmask(bitmask, k)
+    _filler().batch_fill_next_token_bitmask([matchers[i] for i in open_rows], bitmask)
     allowed = _unpack(torch, bitmask.to(h.device), head.vocab)
     counts = allowed.sum(-1).tolist()
     mine = u[list(open_rows)]
