@@ -22,7 +22,7 @@ from rich.prompt import Prompt
 
 from llmdebate.errors import UserError
 from llmdebate.judging.asking import ask_state, questions_of, shown_debate
-from llmdebate.judging.bidi import isolate
+from llmdebate.judging.bidi import plain
 from llmdebate.judging.complete import (
     Conflict,
     Invalid,
@@ -41,8 +41,9 @@ NEXT = "next"  # what _ask returns when the judge asks for the next turn
 
 
 def _text(value: object) -> str:
-    """A model- or dataset-written string for rich: markup escaped, direction isolated."""
-    return escape(isolate(value))
+    """A model- or dataset-written string for rich: markup escaped, its bidirectional
+    controls dropped (a terminal draws them as characters; :func:`plain`)."""
+    return escape(plain(value))
 
 
 def _said(segments: list[dict[str, Any]] | None, text: object) -> str:
