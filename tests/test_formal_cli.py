@@ -109,8 +109,13 @@ def test_formal_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], n
 
 
 def test_reproduce_writes_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _out, _ = run(capsys, "reproduce", "--out", str(tmp_path))
+    code, _out, err = run(capsys, "reproduce", "--out", str(tmp_path))
     assert code == 0
+    steps = err.strip().splitlines()  # a line as each section is done
+    assert [line.split(":")[0] for line in steps] == [
+        "[1/7] completeness", "[2/7] obfuscation", "[3/7] soundness", "[4/7] attacks",
+        "[5/7] proof audit", "[6/7] stability", "[7/7] correlation"]
+    assert all(" rows in " in line and "s so far)" in line for line in steps)
     table = json.loads((tmp_path / "reproduction.json").read_text())
     sections = {r["section"] for r in table["rows"]}
     assert sections == {"completeness", "obfuscation", "soundness", "attack", "proof", "stability"}
@@ -168,3 +173,19 @@ def test_text_lines_nest_dicts_and_name_none() -> None:
     assert lines == ["a          0.300817", "exact:", "  breaks   no",
                      "  margins  0.1, 1e-06", "long_name  none"]
     assert not any("{" in line or "'" in line for line in lines)
+
+
+def test_reproduce_quiet_prints_no_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import llmdebate.commands.reproduce as command
+
+    heard: list[object] = []
+
+    def write(out: Path, say: object = None) -> tuple[Path, Path, dict[str, object]]:
+        heard.append(say)
+        return out / "r.md", out / "r.json", {"rows": []}
+
+    monkeypatch.setattr(command, "write", write)
+    code, out, err = run(capsys, "reproduce", "--out", str(tmp_path), "--quiet")
+    assert code == 0 and heard == [None] and err == "" and out.startswith("wrote ")

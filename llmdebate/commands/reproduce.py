@@ -27,10 +27,15 @@ from llmdebate.formal.reproduce_attack import TIMES
     type=click.Path(file_okay=False),
     help="Directory for reproduction.md and reproduction.json.",
 )
-def command(out_dir: str) -> None:
+@click.option("--quiet", is_flag=True, help="No progress lines (one per section, on stderr).")
+def command(out_dir: str, quiet: bool) -> None:
     """Recompute completeness, obfuscation, soundness, attack, proof-audit and stability checks."""
     t0 = time.perf_counter()
-    md, js, table = write(Path(out_dir))
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    md, js, table = write(Path(out_dir), say=None if quiet else say)
     failed = sum(1 for r in table["rows"] if r["passed"] is False)
     click.echo(
         f"wrote {md} and {js}: {len(table['rows'])} rows, {failed} not passed "

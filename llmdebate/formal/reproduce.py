@@ -10,6 +10,8 @@ table has no Monte Carlo row), so a second run writes identical files.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -472,29 +474,35 @@ def correlation_rows(eps: float, rho: float, kappas: list[int], eta: float) -> l
     return rows
 
 
-def build_table(fast: bool = False) -> dict[str, Any]:
-    """Every row of the reproduction table (``fast``: Figure 2 only, for tests)."""
+def build_table(
+    fast: bool = False, say: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Every row of the reproduction table (``fast``: Figure 2 only, for tests); ``say``
+    hears a line as each of its sections is done (its rows and seconds)."""
     variants: tuple[str, ...] = ("figure2",) if fast else VARIANTS
+    sections: list[tuple[str, Callable[[], list[Row]]]] = [
+        ("completeness", lambda: completeness_rows(
+            eps=0.2, rho=0.5, depth=2, kappa=7, n=40, seed=0, eta=0.05, variants=variants)),
+        ("obfuscation", lambda: obfuscation_rows(
+            **OBFUSCATION, variants=variants)),  # type: ignore[arg-type]
+        ("soundness", lambda: soundness_rows(
+            eps=0.45, rho=0.1, depth=1, q=2, n=16, seed=0, delta=DELTA, variants=variants,
+            grid_points=GRID_POINTS)),
+        ("attacks", lambda: attack_rows(variants)),
+        ("proof audit", lambda: proof_rows(eps=0.45, rho=0.1, n=16, seed=0, delta=DELTA)),
+        ("stability", lambda: stability_rows(
+            eps=0.2, rho=0.5, kappas=list(range(1, 18, 2)), eta=0.1)),
+        ("correlation", lambda: correlation_rows(eps=0.2, rho=0.5, kappas=[9, 13, 17], eta=0.1)),
+    ]
     rows: list[Row] = []
-    rows += completeness_rows(
-        eps=0.2, rho=0.5, depth=2, kappa=7, n=40, seed=0, eta=0.05, variants=variants
-    )
-    rows += obfuscation_rows(**OBFUSCATION, variants=variants)  # type: ignore[arg-type]
-    rows += soundness_rows(
-        eps=0.45,
-        rho=0.1,
-        depth=1,
-        q=2,
-        n=16,
-        seed=0,
-        delta=DELTA,
-        variants=variants,
-        grid_points=GRID_POINTS,
-    )
-    rows += attack_rows(variants)
-    rows += proof_rows(eps=0.45, rho=0.1, n=16, seed=0, delta=DELTA)
-    rows += stability_rows(eps=0.2, rho=0.5, kappas=list(range(1, 18, 2)), eta=0.1)
-    rows += correlation_rows(eps=0.2, rho=0.5, kappas=[9, 13, 17], eta=0.1)
+    began = time.perf_counter()
+    for i, (name, make) in enumerate(sections, 1):
+        t0 = time.perf_counter()
+        part = make()
+        rows += part
+        if say is not None:
+            say(f"[{i}/{len(sections)}] {name}: {len(part)} rows in "
+                f"{time.perf_counter() - t0:.1f} s ({time.perf_counter() - began:.0f} s so far)")
     return {"summary": summarize(rows, variants), "rows": [_rounded(r) for r in rows]}
 
 
@@ -643,8 +651,10 @@ def _row_cells(section: str, r: Row) -> list[str]:
     return cells
 
 
-def write(out_dir: Path, fast: bool = False) -> tuple[Path, Path, dict[str, Any]]:
-    table = build_table(fast=fast)
+def write(
+    out_dir: Path, fast: bool = False, say: Callable[[str], None] | None = None
+) -> tuple[Path, Path, dict[str, Any]]:
+    table = build_table(fast=fast, say=say)
     out_dir.mkdir(parents=True, exist_ok=True)
     md, js = out_dir / "reproduction.md", out_dir / "reproduction.json"
     md.write_text(to_markdown(table), encoding="utf-8")
