@@ -538,7 +538,8 @@ class HFBackend(Backend):
         Every row runs under ``adapter`` (a folder of this backend's adapters, None: the base
         model; default: the backend's own). ``gone(i)``: row ``i``'s caller no longer waits
         (its call was cancelled: Ctrl-C); it stops at the next step, and a batch all of whose
-        callers are gone stops there."""
+        callers are gone stops there, between two layers of a forward pass: a long prompt's
+        first pass takes tens of seconds on a loaded machine, and Ctrl-C does not wait for it."""
         self.load()
         key = _key(self.adapter) if adapter == _OWN else adapter
         if key not in self._views:
@@ -589,7 +590,14 @@ class HFBackend(Backend):
             return results[i]
 
         longest = max(cfg.max_tokens for _, cfg, _ in batch)
-        with torch.inference_mode():
+        everyone_gone = None if gone is _nobody_gone else (
+            lambda: all(d or gone(i) for i, d in enumerate(done))
+        )
+        with (
+            contextlib.suppress(EveryoneGone),  # nobody waits for the rest of the batch
+            torch.inference_mode(),
+            stops_between_layers(model, everyone_gone),
+        ):
             first = prefill(torch, model, encoded, pad_id, self.device, longest)
             out, mask, positions = first.out, first.mask, first.positions
             for n in range(longest):
@@ -818,6 +826,42 @@ def lean(tokenizer: Any) -> Any:
 
 def _nobody_gone(i: int) -> bool:
     return False
+
+
+class EveryoneGone(Exception):
+    """Raised inside a forward pass whose batch no caller waits for any more."""
+
+
+def _layers(model: Any) -> list[Any]:
+    """The decoder layers of ``model`` (transformers' ``get_decoder().layers``), else the
+    model itself."""
+    with contextlib.suppress(Exception):
+        layers = list(model.get_decoder().layers)
+        if layers:
+            return layers
+    return [model]
+
+
+@contextlib.contextmanager
+def stops_between_layers(model: Any, stop: Callable[[], bool] | None) -> Iterator[None]:
+    """While held, a forward pass of ``model`` on this thread raises :class:`EveryoneGone`
+    before a layer once ``stop()`` is true (None: never). Other threads' passes through the
+    same weights are not stopped."""
+    if stop is None:
+        yield
+        return
+    me = threading.get_ident()
+
+    def check(_module: Any, _args: Any) -> None:
+        if threading.get_ident() == me and stop():
+            raise EveryoneGone()
+
+    handles = [layer.register_forward_pre_hook(check) for layer in _layers(model)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _drop_adapters(weights: SharedWeights, names: list[str]) -> None:
