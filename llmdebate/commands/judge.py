@@ -111,16 +111,19 @@ def command(
             )
         except ValueError as exc:
             raise UserError(f"--model-options: {exc}") from None
+        from llmdebate.experiment.warnings_log import warnings_to_log
+
         cache = info.get("cache_dir") if isinstance(info.get("cache_dir"), str) else None
-        model = build_models({"judge": settings}, cache_dir=cache)["judge"]
-        res = machine.judge_with_model(
-            run_dir,
-            model,
-            method=method,
-            samples=samples,
-            temperature=temperature,
-            db_url=db_url,
-        )
+        with warnings_to_log(run_dir):  # other packages' warnings (transformers') to the log
+            model = build_models({"judge": settings}, cache_dir=cache)["judge"]
+            res = machine.judge_with_model(
+                run_dir,
+                model,
+                method=method,
+                samples=samples,
+                temperature=temperature,
+                db_url=db_url,
+            )
     click.echo(
         f"{run_dir}: {res.judge_id} judged {res.judged} waiting debates "
         f"({res.already} already judged, {len(res.unknown)} with unknown truth, "
