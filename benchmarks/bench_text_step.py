@@ -134,8 +134,34 @@ def _variant(a: argparse.Namespace, name: str, weights: Path, train: list[Any],
                       "decoding_steps": longest, "valid": stats["valid"],
                       "load_1min": round(os.getloadavg()[0], 2)})
         print(f"{name} step {k}: {steps[-1]}", flush=True)
-    result["variants"][name] = {"load_s": round(load, 1), "steps": steps}
+    result["variants"][name] = {"load_s": round(load, 1), "steps": steps,
+                                "weight_bytes_per_decoding_step": _bytes_read(d, head)}
     return d, s
+
+
+def _bytes_read(d: Decomposer, head: Head) -> int:
+    """The bytes of weights one decoding step reads: every decoder layer's projections (the
+    adapters' included) and the output projection in the precision it is read in."""
+    from llmdebate.training.precision import decoder_of
+
+    layers = decoder_of(d.seats.trainer.model).layers
+    total = sum(p.numel() * p.element_size() for p in layers.parameters())
+    if head.precision == "int8":
+        return int(total + head.weight.numel())  # one byte a weight
+    return int(total + head.weight.numel() * head.weight.element_size())
+
+
+def read_bandwidth() -> float:
+    """GB/s of one thread summing a 1 GB float32 tensor (the best of 5)."""
+    import torch
+
+    x = torch.ones(1 << 28)
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        float(x.sum())
+        best = min(best, time.perf_counter() - t)
+    return round(x.numel() * 4 / best / 1e9, 2)
 
 
 def _compare(ref: Any, others: dict[str, Any], batch: list[Any], result: dict[str, Any]
@@ -177,6 +203,7 @@ def main() -> None:
                               "logprob_vs_float32": {}, "cpu": _cpu()}
     kept: dict[str, Any] = {}
     with torch_threads(a.threads if a.device == "cpu" else None):
+        result["read_bandwidth_gb_s"] = read_bandwidth()
         for name in a.variants.split(","):
             d, _ = _variant(a, name, weights, train, result)
             kept[name] = d

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmdebate.core.rules import CondProbs, compile_rule, probability_true
@@ -128,7 +128,7 @@ def test_rewards_of_an_inexact_split_and_an_invalid_one_by_hand() -> None:
 levels2 = st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
 
 
-@settings(deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(levels2, st.sampled_from(["and", "or", "majority"]))
 def test_expected_m_is_the_project_s_exact_expectation(b: tuple[float, float, float],
                                                        kind: str) -> None:
@@ -151,7 +151,7 @@ def _honest_and_liar(p1: float, b: list[float], claim: IntervalClaim) -> tuple[f
     return honest, liar
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0, 1), levels2, st.booleans())
 def test_the_honest_prover_beats_the_dishonest_one(p1: float, b: tuple[float, float, float],
                                                    none: bool) -> None:

@@ -187,18 +187,27 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
     finally:
         capture.close()
         model.train(was_training)
-    out_rows: list[list[Completion]] = []
+    return _completions(torch, tok, eos, encoded, n, prompt_states,
+                        list(zip(tokens, masks, logps, states, strict=True)))
+
+
+def _completions(torch: Any, tok: Any, eos: set[int], encoded: list[list[int]], n: int,
+                 prompt_states: Any, rows: list[tuple[list[int], list[Any], float, list[Any]]]
+                 ) -> list[list[Completion]]:
+    """Each prompt's group of replies, with their frozen states (the prompt's, then each
+    fed token's) where kept."""
+    out: list[list[Completion]] = []
     for p, e in enumerate(encoded):
         group = []
-        for i in range(p * n, (p + 1) * n):
+        for tokens, masks, logp, states in rows[p * n : (p + 1) * n]:
             frozen = None
             if prompt_states is not None:
                 mine = prompt_states[p, prompt_states.shape[1] - len(e):]
-                frozen = torch.cat([mine, torch.stack(states[i])]) if states[i] else mine
-            text = tok.decode([x for x in tokens[i] if x not in eos], skip_special_tokens=True)
-            group.append(Completion(tokens[i], text, masks[i], logps[i], frozen))
-        out_rows.append(group)
-    return out_rows
+                frozen = torch.cat([mine, torch.stack(states)]) if states else mine
+            text = tok.decode([x for x in tokens if x not in eos], skip_special_tokens=True)
+            group.append(Completion(tokens, text, masks, logp, frozen))
+        out.append(group)
+    return out
 
 
 @functools.cache
