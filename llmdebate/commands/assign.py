@@ -142,7 +142,24 @@ def _summary(run_dir: Path, res: AssignResult, per_item: int) -> list[str]:
             "question once and reads a story in full or blind, never both, and each debate "
             f"needs {per_item}; add judges and run assign again"
         )
+        need, most = judges_needed(run_dir, per_item)
+        lines.append(f"this study needs at least {need} judges ({most} debates of one item, "
+                     f"{per_item} judges each)")
     return lines
+
+
+def judges_needed(run_dir: Path, per_item: int) -> tuple[int, int]:
+    """(the judges the study of RUN_DIR's waiting debates needs at least, the most debates
+    waiting on one item): a judge sees an item once, so each debate of an item needs
+    ``per_item`` judges of its own."""
+    from collections import Counter
+
+    from llmdebate.judging.assign import waiting_debates
+    from llmdebate.report.metrics import item_id
+
+    per = Counter(item_id(t) for t in waiting_debates(run_dir))
+    most = max(per.values(), default=0)
+    return most * per_item, most
 
 
 class _Links:
