@@ -206,7 +206,10 @@ def test_the_benchmark_runs_and_its_figures_recompute(tmp_path: Path) -> None:
     assert got["exact_split_rate"].startswith("not measured")
     for name, hist in got["rounds"].items():
         assert [h["prover_steps"] for h in hist] == [0, 1, 2]
-        assert got["lines"][name].split(":")[0] in ("judge hacking", "no judge hacking")
+        assert got["lines"][name].split(":")[0] in (
+            "judge hacking", "no judge hacking found",
+            "no judge hacking found (too few units for an interval)",
+            "judge hacking not decided (the control is flagged too)")
         for h in hist:  # zero-sum, and the audit's wins are the rounds' positive payoffs
             assert h["prover_payoff"]["value"] == pytest.approx(-h["estimator_payoff"]["value"])
     # round 0: both seats the base model, so q = p and A argues nothing
