@@ -172,7 +172,7 @@ def add_seat(seat: str, role: str | None) -> None:
         raise ValueError(f"seat {seat!r} plays as {SEAT_ROLES[seat]}, not {role}")
     if role not in SECTIONS[:2]:
         raise ValueError(
-            f"new seat {seat!r}: name the role section it plays as in seat_roles "
+            f"new seat {seat!r}: name the role section it plays as in adds.seats "
             f"(prover or estimator), got {role!r}"
         )
     SEAT_ROLES[seat] = role
@@ -205,7 +205,7 @@ class Team:
         if model is None:
             raise ConfigError(
                 f"seat {seat!r} has no model: give it one (seats: {{{seat_key(seat)}: "
-                f"{{model: ...}}}}) or declare the role section it plays as (seat_roles)"
+                f"{{model: ...}}}}) or declare the role section it plays as (adds.seats)"
             )
         return model
 

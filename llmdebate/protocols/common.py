@@ -11,28 +11,21 @@ the item's gold answer and its distractor, shown in the order ``spec.shown``. Wi
 defers (``judge.kind`` human or deferred) the debate stops there, status ``awaiting_verdict``,
 with the options in ``meta.options``; :func:`complete_choice` finishes it with a person's
 probability, through the same code that records a model judge's choice.
-
-:func:`speak` asks the debater's (consultant's) speech of one turn; with ``speech`` in
-``prover.best_of_acts`` it is the best of ``prover.best_of`` candidates, each scored by the
-judge's probability of the debater's answer given the transcript the debater saw plus the
-candidate (:func:`llmdebate.core.scoring.judged_reward`; a one-step look-ahead).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from llmdebate.agents.best_of_n import best_of_speech
 from llmdebate.agents.factory import Team
 from llmdebate.core import scoring
-from llmdebate.core.schemas import ModelCallRecord, Transcript, Turn
+from llmdebate.core.schemas import Transcript, Turn
 from llmdebate.elicit import estimate
-from llmdebate.errors import ConfigError, ProtocolViolation
+from llmdebate.errors import ProtocolViolation
 from llmdebate.models import Model
 from llmdebate.prompts import Prompts
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
 from llmdebate.qa.passage import HIDDEN, SHOWN, JudgeView
-from llmdebate.qa.speech import parse_reply
 
 LETTERS = "AB"
 VIEW_VARIANTS = {"blind": HIDDEN, "expert": SHOWN}
@@ -155,67 +148,6 @@ async def model_choice(
     )
     choice, prob, raw = choice_of(options, float(est.value))
     return choice, prob, {**raw, "method": est.method}
-
-
-def speech_candidates(team: Team) -> int:
-    """How many candidate speeches a debater writes per turn (1: no best of n)."""
-    return team.prover.best_of if "speech" in team.prover.best_of_acts else 1
-
-
-async def speak(
-    team: Team,
-    spec: DebateSpec,
-    messages: list[dict[str, str]],
-    *,
-    role: str,
-    position: str,
-    rnd: int,
-    seen: list[Turn],
-    options: tuple[str, str],
-    judge_act: str,
-    log: Log,
-    view: JudgeView | None = None,
-) -> str:
-    """The speech of ``role`` in round ``rnd`` (prompt ``messages``; ``seen``: the turns it saw).
-
-    With best of n, every candidate is scored by :func:`judge_choice` on the judge prompt
-    ``judge_act`` with the transcript ``seen`` plus the candidate, as the debater's expected
-    reward by :func:`llmdebate.core.scoring.judged_reward` (the judge's probability of
-    ``position``). A model that replays recorded speeches (``replays(role, rnd)`` true: a fork)
-    is asked once, as without best of n.
-    """
-    model = team.model_for(role)
-    act = f"argue round {rnd}"
-    n = speech_candidates(team)
-    if n <= 1 or model.replays(role, rnd):
-        out = await model.generate(messages, team.speech_config(), role=role, act=act, log=log)
-        return out.text
-    if team.judge_defers:
-        raise ConfigError(
-            "prover.best_of_acts: speech needs a model judge to score the candidate speeches "
-            f"(judge.kind is {team.judge.kind})"
-        )
-
-    shown = view if view is not None else view_of(spec, team)
-
-    async def score(text: str, own: list[ModelCallRecord]) -> float:
-        argument = parse_reply(text).argument if team.prover.scratchpad else text
-        turn = Turn(role=role, round=rnd, text=argument, position=position)
-        decision = await judge_choice(
-            team, judge_act, options, own,
-            **judge_variables(spec.item.question, shown, [*seen, turn]),
-        )
-        assert decision is not None  # the judge does not defer
-        choice, _, raw = decision
-        _, expected = scoring.judged_reward(
-            float(raw["p_first"]), position == options[0], choice == options[0]
-        )
-        return expected
-
-    return await best_of_speech(
-        model, messages, team.speech_config(), n, role=role, act=act, rnd=rnd,
-        seed_key=f"{spec.seed}:{spec.debate_id}", score=score, log=log,
-    )
 
 
 def with_quote_penalty(t: Transcript, team: Team) -> Transcript:

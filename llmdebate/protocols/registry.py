@@ -10,11 +10,15 @@ third-party package adds one through the entry-point group ``llmdebate.protocols
     my-protocol = "my_package.my_protocol"   # a module whose import registers it
 
 Config validation, ``--help`` and error messages take their choices from
-:meth:`PROTOCOLS.names() <llmdebate.registry.Registry.names>`.
+:meth:`PROTOCOLS.names() <llmdebate.registry.Registry.names>`. A class written against an
+earlier authoring API is read as its replacement with a warning, or refused in one line
+naming it (:func:`modernize`, :mod:`llmdebate.retired`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -25,6 +29,7 @@ from llmdebate.prompts import add_prompts_package
 from llmdebate.protocols.families import ChoiceProtocol, RecursiveProtocol, misfit
 from llmdebate.protocols.interface import Protocol
 from llmdebate.registry import Entry, Registry
+from llmdebate.retired import API_VERSION, TO_ADDITIONS, replacement, retired_members
 
 PROTOCOLS: Registry[Protocol] = Registry(
     "protocol",
@@ -52,6 +57,7 @@ def register(name: str, *, replace: bool = False) -> Callable[[P], P]:
     declaring a capability its family cannot have, is a TypeError naming it."""
 
     def decorate(cls: P) -> P:
+        modernize(name, cls)
         problem = misfit(cls)
         if problem is not None:
             raise TypeError(f"protocol {name}: {problem}")
@@ -64,6 +70,34 @@ def register(name: str, *, replace: bool = False) -> Callable[[P], P]:
         return cls
 
     return decorate
+
+
+def modernize(name: str, cls: type[Protocol]) -> None:
+    """Read what ``cls`` declares of authoring API 1 as its replacement (``seat_roles`` as
+    ``adds.seats``, ``assigned`` as ``can.assigned``, ...), each with a
+    :class:`DeprecationWarning` naming the replacement; a member the package no longer reads
+    is a TypeError naming what to do instead (:func:`llmdebate.retired.retired_members`)."""
+    shimmed, refused = retired_members(cls)
+    if refused is not None:
+        raise TypeError(f"protocol {name}: {refused}")
+    adds: dict[str, Any] = {}
+    can: dict[str, Any] = {}
+    for attr in shimmed:
+        warnings.warn(
+            f"protocol {name}: {attr} is authoring API 1; declare {replacement(attr)} "
+            f"(llmdebate.authoring.API_VERSION {API_VERSION})",
+            DeprecationWarning, stacklevel=4,
+        )
+        value = getattr(cls, attr)
+        if attr in TO_ADDITIONS:
+            field = TO_ADDITIONS[attr]
+            adds[field] = frozenset(value) if field == "models" and value is not None else value
+        else:
+            can[attr] = bool(value)
+    if adds:
+        cls.adds = dataclasses.replace(cls.adds, **adds)
+    if can:
+        cls.can = dataclasses.replace(cls.can, **can)
 
 
 def get_protocol(name: str, *, where: str = "") -> Protocol:

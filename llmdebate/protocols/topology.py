@@ -21,10 +21,10 @@ the speaker. Who reads a slot is its ``visible``:
 
 A step with a ``position`` (``assigned``: the debate's assigned answer; ``other``: the
 other option) is a speech under the run's speech rules
-(:func:`~llmdebate.protocols.speeches.deliver`: scratchpad, word limits, quotes); with
-``position: none`` it is the model's reply as written. Its template gets the variables of
-every speech (:func:`~llmdebate.protocols.speeches.speech_prompt`: ``transcript`` is what
-this step may read), ``assigned`` and ``other``, and ``opponent_position`` (the answer the
+(:meth:`~llmdebate.protocols.speeches.Speech.deliver`: scratchpad, word limits, quotes);
+with ``position: none`` it is the model's reply as written. Its template gets the variables
+of every speech (:meth:`~llmdebate.protocols.speeches.Speech.prompt`: ``transcript`` is
+what this step may read), ``assigned`` and ``other``, and ``opponent_position`` (the answer the
 step does not argue for).
 
 A topology may declare what it can do beyond an assigned answer (``can``):
@@ -84,7 +84,7 @@ from llmdebate.protocols.interface import Additions, Capabilities
 from llmdebate.protocols.open_roles import chosen_position
 from llmdebate.protocols.registry import PROTOCOLS, RECORDED, register
 from llmdebate.protocols.spec import DebateSpec, Log, ProtocolSettings
-from llmdebate.protocols.speeches import deliver, speech_prompt
+from llmdebate.protocols.speeches import Speech
 from llmdebate.protocols.topology_schema import JUDGE, Step, Topology
 from llmdebate.qa.passage import HIDDEN, JudgeView
 
@@ -219,16 +219,16 @@ class TopologyProtocol(FromTopology, SpeechProtocol):
         seen = self.seen(step, readable, rnd)
         position = {"assigned": d.sides[0], "other": d.sides[1]}.get(step.position)
         opponent = {"assigned": d.sides[1], "other": d.sides[0]}.get(step.position, "")
-        msgs = speech_prompt(
-            d.team, d.spec, d.view, step.act, options=d.shown, position=position or "",
-            rnd=rnd, rounds=d.rounds, seen=seen, assigned=d.sides[0], other=d.sides[1],
-            opponent_position=opponent,
+        speech = Speech(
+            d.team, d.spec, d.view, role=step.speaker, rnd=rnd, rounds=d.rounds,
+            position=position or "", seen=seen, options=d.shown, judge_act=self.judge_act,
+            log=d.log,
+        )
+        msgs = speech.prompt(
+            step.act, assigned=d.sides[0], other=d.sides[1], opponent_position=opponent
         )
         if position is not None:
-            return await deliver(
-                d.team, d.spec, d.view, msgs, role=step.speaker, position=position, rnd=rnd,
-                seen=seen, options=d.shown, judge_act=self.judge_act, log=d.log,
-            )
+            return await speech.deliver(msgs)
         out = await d.team.model_for(step.speaker).generate(
             msgs, d.team.speech_config(), role=step.speaker, act=f"argue round {rnd}",
             log=d.log,
@@ -303,7 +303,7 @@ SPEECH_VARIABLES = frozenset({
     "max_words", "min_words", "quote_words", "scratchpad", "assigned", "other",
     "opponent_position",
 })
-"""What the template of a step is given (:func:`~llmdebate.protocols.speeches.speech_prompt`
+"""What the template of a step is given (:meth:`~llmdebate.protocols.speeches.Speech.prompt`
 and the step's ``assigned``, ``other`` and ``opponent_position``)."""
 JUDGE_VARIABLES = frozenset({
     "question", "context", "hidden", "quoted", "options", "first", "transcript",
