@@ -217,3 +217,17 @@ def test_the_report_says_what_decided_it_with_the_closing_lines_own_words(
     assert "- Lemma A.4 (soundness)" in md and "is within it" in md
     assert "True on 4 of 4" in page and "Lemma A.5 (completeness)" in page
     assert "Brier of p_d on the top claims" in md
+
+
+def test_one_unstable_decomposition_decides_completeness_before_unknown_truths() -> None:
+    """The honest prover's second item split with a subclaim of unknown truth: the other
+    split, an unstable AND, already says the lemma does not apply."""
+    ts = _run(Says())
+    honest = next(t for t in ts if t.id == "i1/honest")
+    dec = honest.rounds[0].decomposition
+    assert dec is not None
+    dec.subclaims[1].truth = None
+    line = next(x for x in _lines(ts).splitlines() if "Lemma A.5" in x)
+    assert ("this run: 0 of 1 decompositions are stable at their subclaims' truth; the "
+            "closest to stable moves P[M_D = 1] by 0.360 under an ε-perturbation (1 more with "
+            "a subclaim of unknown truth), so the lemma does not apply to it") in line

@@ -138,8 +138,9 @@ def _stability(c: dict[str, Any]) -> str:
     least = c.get("least_sensitivity")
     worst = (f"; the closest to stable moves P[M_D = 1] by {least:.3f} under an "
              "ε-perturbation" if least is not None else "")
-    return f"{c['stable']} of {c['decompositions']} decompositions are stable at their " \
-           f"subclaims' truth{worst}"
+    known = c["decompositions"] - c["unknown"]
+    return f"{c['stable']} of {known} decompositions are stable at their subclaims' " \
+           f"truth{worst}"
 
 
 def completeness_line(mean: float | None, bound: float | None, d: dict[str, Any]) -> str | None:
@@ -156,11 +157,13 @@ def completeness_line(mean: float | None, bound: float | None, d: dict[str, Any]
     c = d.get("completeness") or {}
     if not c.get("debates"):
         return head + "no honest debate"
+    if c["stable"] < c["decompositions"] - c["unknown"]:  # one unstable one suffices
+        unknown = (f" ({c['unknown']} more with a subclaim of unknown truth)"
+                   if c["unknown"] else "")
+        return head + _stability(c) + unknown + ", so the lemma does not apply to it"
     if c["unknown"]:
         return head + (f"not checkable here: {c['unknown']} of {c['decompositions']} "
                        "decompositions have a subclaim of unknown truth")
-    if c["stable"] < c["decompositions"]:
-        return head + _stability(c) + ", so the lemma does not apply to it"
     if c["answers_right"] < c["debates"] or c["eq13_unknown"]:
         return head + "not checkable here: needs the truth of every claim the prover argued"
     if c["eq13"] < c["rounds"]:
