@@ -55,6 +55,7 @@ from typing import Any
 from llmdebate.beliefs import load_table
 from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.prompts import Prompts
+from llmdebate.report.judge_audit import hacking_line
 from llmdebate.training.bounded import estimation_claims, table_numbers
 from llmdebate.training.claims import IntervalClaim, check_apart
 from llmdebate.training.config import LoraSettings
@@ -335,6 +336,8 @@ def _run(a: argparse.Namespace, d: Decomposer, arm: str, seed: int, train: list[
     play(d, tr, held, s, seed=seed, verdicts=verdicts,
          figures=lambda: round_figures(d, held, s), on_log=on_log, stop=over)
     result["seconds"][name] = round(time.perf_counter() - t1, 1)
+    result.setdefault("lines", {})[name] = hacking_line(result["rounds"][name])
+    print(f"{name}: {result['lines'][name]}", flush=True)
     if over():
         result["stopped"] = result["stopped"] or f"time budget during {name}"
     result["load_1min"].append(round(os.getloadavg()[0], 2))

@@ -133,18 +133,33 @@ def test_the_one_pass_log_probabilities_and_gradients_are_the_one_row_ones(
             assert torch.allclose(got[name], want[name], rtol=1e-4, atol=1e-5), name
 
 
-def test_the_masked_log_probability_gradient_is_autograds() -> None:
+@pytest.mark.parametrize(("sparse", "keep", "softcap"), [
+    (0, 0, 3.0), (0, 1 << 20, None), (0, 0, None), (10**6, 0, 3.0), (30, 1 << 20, None)])
+def test_the_masked_log_probability_gradient_is_autograds(
+        sparse: int, keep: int, softcap: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every position through the whole projection or through its allowed rows alone (and a
+    mix), the probabilities kept for the backward pass or computed again, with and without
+    soft-capping: the log-probabilities and their gradient are autograd's."""
     import torch
 
+    from llmdebate.training import text_logprob
     from llmdebate.training.text_logprob import masked_logprobs
+
+    monkeypatch.setattr(text_logprob, "SPARSE", sparse)
+    monkeypatch.setattr(text_logprob, "KEEP_FLOATS", keep)
 
     class TinyHead:
         vocab = 70
-        softcap = 3.0
         weight = torch.randn(70, 8, generator=torch.Generator().manual_seed(0))
 
+        def __init__(self) -> None:
+            self.softcap = softcap
+
+        def raw(self, h: Any, rows: Any = None, *, decoding: bool = True) -> Any:
+            return self.weight[rows] @ h if rows is not None else h @ self.weight.T
+
         def cap(self, z: Any) -> Any:
-            return self.softcap * (z / self.softcap).tanh()
+            return z if self.softcap is None else self.softcap * (z / self.softcap).tanh()
 
     head = TinyHead()
     gen = torch.Generator().manual_seed(1)

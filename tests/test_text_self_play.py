@@ -33,7 +33,7 @@ from llmdebate.training.text_self_play import (
     parsed,
     truth,
 )
-from llmdebate.training.text_self_play_figures import prover_return
+from llmdebate.training.text_self_play_figures import _audit_row, prover_return
 
 try:
     from tests.test_train_grpo import tiny_model
@@ -73,6 +73,9 @@ def test_rewards_of_an_exact_split_by_hand() -> None:
     assert total == pytest.approx(r_init + r_1 + r_0, abs=1e-12)
     assert total == pytest.approx(0.028625, abs=1e-12)
     assert [j for _, j, _ in t["leaf"]] == [1, 0]
+    # the judge-hacking audit's row: the most probable path (z_1 = 0, 0.7), its leaf y_2 (true)
+    # argued down (s_0 = −1), O = 1 right, r_0 = −0.1: lost, not the truth, judge correct
+    assert _audit_row(t, split, [0.1, 0.6], [0, 1], 0.0) == (False, False, True)
 
 
 def test_the_step_as_a_claim_by_hand() -> None:
@@ -105,6 +108,9 @@ def test_the_step_as_a_claim_by_hand() -> None:
     _, t2 = prover_return(R, 0.8, 0.6, inexact, [0.3, 0.9, 0.5, 0.4], [0.1, 0.6, 0.05],
                           [0, 1, 0], 0.0)
     assert t2 is not None and t2["r_0"] == pytest.approx(0.4, abs=1e-12)  # −(0 − 0.4)
+    # the audit's rows: σ argued up where it holds, and down where it does not; both won
+    assert _audit_row(t, split, [0.1, 0.6, 0.95], [0, 1, 1], 0.0) == (True, True, True)
+    assert _audit_row(t2, inexact, [0.1, 0.6, 0.05], [0, 1, 0], 0.0) == (True, True, True)
 
 
 def test_rewards_of_an_inexact_split_and_an_invalid_one_by_hand() -> None:

@@ -543,10 +543,11 @@ class LeafTrainer:
         save_adapter(self.model, out)
 
 
-SHARED_TOKENS = 32
+SHARED_TOKENS = 16
 """Prompts sharing at least this many first tokens have them computed once when their
 frozen layers' outputs are filled (the estimator's conditional prompts on one split share
-all but their last lines)."""
+all but their last lines; every estimator prompt shares its first 30 tokens, about half of a
+subclaim's prompt)."""
 
 
 def _sharing(prompts: list[str], encoded: dict[str, list[int]], batch: int

@@ -16,6 +16,13 @@ bytes of the frozen weights halves that traffic:
   dynamically quantised linear layer, weights quantised per output row), about a quarter of
   float32's bytes. The policy gradient's log-probabilities use the bfloat16 projection.
 
+On the CPU the decoder reads oneDNN's reordered copies of the frozen projections and of the
+output projection (:class:`Packed`, made once, in the weights' own dtype): for the few rows of
+a decoding step, PyTorch's plain product re-packs the whole weight matrix at every call, and
+a 262,144-row projection then costs about three times its read (benchmarks/README.md). The
+products are the same up to the order of their sums (a difference of about 1e-4 in a logit in
+float32); the policy gradient uses the weights as they are.
+
 The effect on the log-probabilities is measured, not assumed:
 ``benchmarks/bench_text_decode.py`` reports the largest difference from float32's on the same
 replies (benchmarks/README.md).
@@ -23,6 +30,9 @@ replies (benchmarks/README.md).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Iterator
 from typing import Any, Literal
 
 Precision = Literal["float32", "bfloat16", "int8"]
@@ -44,6 +54,7 @@ def decoder_of(model: Any) -> Any:
     return inner
 
 
+@functools.cache
 def _low_linear(torch: Any, dtype: Any) -> Any:
     class LowPrecisionLinear(torch.nn.Module):  # type: ignore[misc]
         """A frozen linear projection whose weights are kept in ``dtype``."""
@@ -93,10 +104,11 @@ class Head:
     :meth:`logits` for decoding (no gradient) and :attr:`weight` for the policy gradient.
     Gemma 2's final soft-capping, where the model has one, is applied as the model does."""
 
-    def __init__(self, model: Any, precision: Precision) -> None:
+    def __init__(self, model: Any, precision: Precision, packed: bool = True) -> None:
         import torch
 
         base = base_of(model)
+        self.model = model
         w = base.get_output_embeddings().weight.detach()
         self.precision = precision
         self.vocab = int(w.shape[0])
@@ -106,15 +118,31 @@ class Head:
         self._int8: Any = None
         if precision == "int8":
             self._int8 = _quantised(torch, w)
+        self.packed = Packed(torch) if packed else None
 
-    def raw(self, h: Any, rows: Any = None) -> Any:
+    def raw(self, h: Any, rows: Any = None, *, decoding: bool = True) -> Any:
         """Float32 logits of hidden states ``h`` (n × hidden) over the whole vocabulary, or
-        over the token ids ``rows`` (then ``h`` is one hidden state), before soft-capping."""
+        over the token ids ``rows`` (then ``h`` is one hidden state), before soft-capping;
+        ``decoding=False``: never the int8 product (the policy gradient's)."""
         if rows is not None:
             return (self.weight[rows] @ h.to(self.weight.dtype)).float()
-        if self._int8 is not None:
+        if decoding and self._int8 is not None:
             return self._int8(h.float()).float()
+        if self.packed is not None and not h.requires_grad:
+            got = self.packed.linear(self.weight, None, h.to(self.weight.dtype))
+            if got is not None:
+                return got.float()
         return (h.to(self.weight.dtype) @ self.weight.T).float()
+
+    @contextlib.contextmanager
+    def decoding(self) -> Iterator[None]:
+        """The block's forward passes of the model's frozen projections through
+        :class:`Packed` copies (none without packing)."""
+        if self.packed is None:
+            yield
+            return
+        with self.packed.frozen_projections(self.model):
+            yield
 
     def cap(self, z: Any) -> Any:
         if self.softcap is None:
@@ -138,3 +166,78 @@ def _quantised(torch: Any, w: Any) -> Any:
         q = quantize_dynamic(torch.nn.Sequential(lin),  # type: ignore[no-untyped-call]
                              {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
     return q
+
+
+class Packed:
+    """oneDNN's reordered copies of frozen weights for products without gradient on the CPU
+    (module docstring), each made on first use and again if its weight changes in place;
+    :meth:`linear` returns None where the copy cannot be made (another device or dtype, or a
+    PyTorch without oneDNN), and the caller computes the plain product."""
+
+    HINT = 8
+    """The rows of a decoding step the copies are laid out for (any number of rows works)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.copies: dict[int, tuple[int, Any]] = {}
+        self.ok = bool(torch.backends.mkldnn.is_available()) and hasattr(
+            torch.ops.mkldnn, "_reorder_linear_weight")
+
+    def _copy(self, w: Any) -> Any:
+        if not self.ok or w.device.type != "cpu" or w.dtype not in (
+                self.torch.float32, self.torch.bfloat16) or w.dim() != 2:
+            return None
+        key = id(w)
+        got = self.copies.get(key)
+        if got is not None and got[0] == w._version:
+            return got[1]
+        with self.torch.no_grad():
+            copy = self.torch.ops.mkldnn._reorder_linear_weight(w.detach(), self.HINT)
+        self.copies[key] = (w._version, copy)
+        return copy
+
+    def linear(self, w: Any, bias: Any, x: Any) -> Any:
+        """x @ w.T (+ bias) through ``w``'s copy, x of ``w``'s dtype (None: no copy)."""
+        copy = self._copy(w)
+        if copy is None or x.dtype != w.dtype or x.device.type != "cpu":
+            return None
+        flat = x.reshape(-1, x.shape[-1])
+        if not flat.is_contiguous():
+            flat = flat.contiguous()
+        y = self.torch.ops.mkldnn._linear_pointwise(flat, copy, bias, "none", [], "")
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+    def _forward(self, module: Any) -> Any:
+        plain = type(module).forward
+
+        def forward(x: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (args or kwargs or self.torch.is_grad_enabled()):
+                w = module.weight
+                y = self.linear(w, module.bias, x.to(w.dtype))
+                if y is not None:
+                    return y.to(x.dtype)
+            return plain(module, x, *args, **kwargs)
+
+        return forward
+
+    @contextlib.contextmanager
+    def frozen_projections(self, model: Any) -> Iterator[None]:
+        """Within the block, every frozen projection of ``model``'s decoder layers (the
+        adapters' base layers included, the adapters themselves not) runs through its copy
+        where no gradient is taken."""
+        torch = self.torch
+        low = _low_linear(torch, torch.bfloat16)
+        swapped = []
+        for layer in decoder_of(model).layers:
+            for name, module in layer.named_modules():
+                if "lora_" in name or not isinstance(module, (torch.nn.Linear, low)):
+                    continue
+                if getattr(module.weight, "requires_grad", False):
+                    continue
+                module.forward = self._forward(module)
+                swapped.append(module)
+        try:
+            yield
+        finally:
+            for module in swapped:
+                del module.forward

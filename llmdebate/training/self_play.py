@@ -249,7 +249,8 @@ def round_figures(cases: Sequence[SeatCase], q: Sequence[float], p: Sequence[flo
       ``mean_abs_p_q``: mean |p − q|; ``mean_q``, ``mean_p``;
     * ``audit_*``: the judge-hacking audit's shares of A's side over the claims
       (:func:`~llmdebate.report.judge_audit.audit_shares` of
-      :func:`~llmdebate.report.judge_audit.leaf_audit` rows).
+      :func:`~llmdebate.report.judge_audit.leaf_audit` rows, its interval over the claims'
+      numbers).
 
     Payoffs, the honest margin, ``argued_truth`` and the Brier scores come with a 95 %
     interval over the claims' numbers."""
@@ -268,7 +269,8 @@ def round_figures(cases: Sequence[SeatCase], q: Sequence[float], p: Sequence[flo
 
     n = len(cases)
     audit = audit_shares([leaf_audit("prover", s, ri, pi, c.verdict, c.truth)
-                          for (s, ri), pi, c in zip(plays, p, cases, strict=True)])
+                          for (s, ri), pi, c in zip(plays, p, cases, strict=True)],
+                         items=numbers)
     return {
         "prover_payoff": ci(r), "estimator_payoff": ci(estimator),
         "honest_minus_dishonest": ci(margin),

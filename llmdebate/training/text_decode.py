@@ -145,7 +145,7 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), head.decoding():
             from transformers import DynamicCache
 
             cache = DynamicCache(config=decoder_of(model).config)

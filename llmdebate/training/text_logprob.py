@@ -4,13 +4,15 @@ backward pass.
 
 log π(t_k) = z_k[t_k] − log Σ_{v allowed at k} exp z_k[v], z_k the logits at reply position k
 and "allowed" the grammar's bitmask recorded when the token was drawn. The output projection
-over the 262,144-token vocabulary is the costly part, so :func:`masked_logprobs` never keeps
-a full-vocabulary tensor per position: it works through the positions in chunks, keeps only
-each position's log-normaliser, and in the backward pass recomputes a chunk's logits to form
-∂/∂h = (onehot(t) − softmax_allowed(z)) · W (the projection is frozen, so no gradient for W).
-A position where the grammar allowed one token has log-probability 0 and no gradient: it is
-skipped. Where the replies carry the hidden states entering the lowest adapted layer
-(:attr:`Completion.frozen`, kept by the batched decoder), only the layers from there up run.
+over the 262,144-token vocabulary is the costly part, so :func:`masked_logprobs` works
+through the positions in chunks and forms ∂/∂h = (onehot(t) − softmax_allowed(z)) · W itself
+(the projection is frozen, so no gradient for W), keeping each chunk's probabilities for the
+backward pass up to :data:`KEEP_FLOATS` and computing them again beyond it. A position where
+the grammar allowed one token has log-probability 0 and no gradient: it is skipped; one where
+it allowed at most :data:`SPARSE` tokens has its logits computed over those alone, from their
+rows of the projection. Where the replies carry the hidden states entering the lowest adapted
+layer (:attr:`Completion.frozen`, kept by the batched decoder), only the layers from there up
+run.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from llmdebate.training.text_sample import Completion, _unpack
 CHUNK_FLOATS = 1 << 24
 """Positions per chunk: at most this many logits (64 positions of a 262,144-token vocabulary,
 64 MB in float32)."""
+SPARSE = 4096
+"""A position whose grammar allowed at most this many tokens has its logits computed over
+those tokens only (the softmax's normaliser runs over them alone), as the decoder does."""
+KEEP_FLOATS = 1 << 27
+"""The other positions' probabilities are kept from the forward pass for the backward one
+when they total at most this many floats (512 MB) and the model has no final soft-capping;
+otherwise the backward pass computes them again."""
 
 
 def popcount(torch: Any, bits: Any) -> Any:
@@ -43,30 +52,58 @@ def _function() -> Any:
     class MaskedLogprob(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, h: Any, targets: Any, bits: Any, head: Head) -> Any:
+            h0 = h.detach()
+            counts = popcount(torch, bits)
+            dense = (counts > SPARSE).nonzero()[:, 0]
+            sparse = (counts <= SPARSE).nonzero()[:, 0].tolist()
+            out = torch.empty(len(h), device=h.device)
+            lse = torch.empty(len(dense), device=h.device)
+            keep = head.softcap is None and len(dense) * head.vocab <= KEEP_FLOATS
+            kept: list[Any] = []
             chunk = max(1, CHUNK_FLOATS // head.vocab)
-            out, lse = torch.empty(len(h), device=h.device), torch.empty(len(h), device=h.device)
-            for s in range(0, len(h), chunk):
-                z = _masked(torch, head, h[s : s + chunk], bits[s : s + chunk])[0]
+            for s in range(0, len(dense), chunk):
+                at = dense[s : s + chunk]
+                z = _masked(torch, head, h0[at], bits[at])[0]
                 lse[s : s + chunk] = torch.logsumexp(z, dim=-1)
-                out[s : s + chunk] = (z.gather(-1, targets[s : s + chunk, None])[:, 0]
-                                      - lse[s : s + chunk])
-            ctx.save_for_backward(h, targets, bits, lse)
-            ctx.head = head
+                out[at] = z.gather(-1, targets[at, None])[:, 0] - lse[s : s + chunk]
+                if keep:
+                    kept.append(z.sub_(lse[s : s + chunk, None]).exp_())
+            ids = [_unpack(torch, bits[k], head.vocab).nonzero()[:, 0] for k in sparse]
+            for k, allowed in zip(sparse, ids, strict=True):
+                z, _ = _rows(head, h0[k], allowed)
+                t = int((allowed == targets[k]).nonzero()[0, 0])
+                out[k] = z[t] - torch.logsumexp(z, dim=-1)
+            ctx.save_for_backward(h, targets, bits, lse, dense)
+            ctx.head, ctx.kept, ctx.sparse, ctx.ids = head, kept if keep else None, sparse, ids
             return out
 
         @staticmethod
         def backward(ctx: Any, g: Any) -> Any:
-            h, targets, bits, lse = ctx.saved_tensors
+            h, targets, bits, lse, dense = ctx.saved_tensors
             head: Head = ctx.head
+            w = head.weight
+            h0 = h.detach()
             chunk = max(1, CHUNK_FLOATS // head.vocab)
-            grad = torch.empty_like(h)
-            for s in range(0, len(h), chunk):
-                z, raw = _masked(torch, head, h[s : s + chunk], bits[s : s + chunk])
-                gz = -(z - lse[s : s + chunk, None]).exp() * g[s : s + chunk, None]
-                gz.scatter_add_(-1, targets[s : s + chunk, None], g[s : s + chunk, None])
+            grad = torch.zeros_like(h)
+            for i, s in enumerate(range(0, len(dense), chunk)):
+                at = dense[s : s + chunk]
+                if ctx.kept is not None:
+                    p, raw = ctx.kept[i], None
+                else:
+                    z, raw = _masked(torch, head, h0[at], bits[at])
+                    p = (z - lse[s : s + chunk, None]).exp()
+                gz = -p * g[at, None]
+                gz.scatter_add_(-1, targets[at, None], g[at, None])
+                if raw is not None and head.softcap is not None:
+                    gz = gz * (1 - (raw / head.softcap).tanh() ** 2)
+                grad[at] = (gz.to(w.dtype) @ w).to(h.dtype)
+            for k, allowed in zip(ctx.sparse, ctx.ids, strict=True):
+                z, raw = _rows(head, h0[k], allowed)
+                gz = -torch.softmax(z, dim=-1) * g[k]
+                gz[int((allowed == targets[k]).nonzero()[0, 0])] += g[k]
                 if head.softcap is not None:
                     gz = gz * (1 - (raw / head.softcap).tanh() ** 2)
-                grad[s : s + chunk] = (gz.to(head.weight.dtype) @ head.weight).to(h.dtype)
+                grad[k] = (gz.to(w.dtype) @ w[allowed]).to(h.dtype)
             return grad, None, None, None
 
     return MaskedLogprob
@@ -74,9 +111,15 @@ def _function() -> Any:
 
 def _masked(torch: Any, head: Head, h: Any, bits: Any) -> tuple[Any, Any]:
     """A chunk's logits with the disallowed tokens at −inf, and the raw (uncapped) logits."""
-    raw = (h.to(head.weight.dtype) @ head.weight.T).float()
+    raw = head.raw(h, decoding=False)
     z = head.cap(raw).masked_fill(~_unpack(torch, bits, head.vocab), float("-inf"))
     return z, raw
+
+
+def _rows(head: Head, h: Any, allowed: Any) -> tuple[Any, Any]:
+    """One position's logits over its ``allowed`` token ids only, and the raw ones."""
+    raw = head.raw(h, allowed)
+    return head.cap(raw), raw
 
 
 def masked_logprobs(head: Head, h: Any, targets: Any, bits: Any) -> Any:

@@ -28,7 +28,12 @@ A's greedy constrained decomposition (temperature 0) and the leaf judge's verdic
 * ``recursion_to_worst``: the share of the leaf paths (weighted by P(prefix), judged claims)
   on which A recursed into the claim where B is furthest from the truth (its step claim
   among them, where it has one);
-* ``b_step_own``: with the step as a claim, B's mean probability of A's own split's step.
+* ``b_step_own``: with the step as a claim, B's mean probability of A's own split's step;
+* ``audit_*``: the judge-hacking audit of A's side
+  (:func:`~llmdebate.report.judge_audit.audit_shares` of
+  :func:`~llmdebate.report.judge_audit.leaf_audit` rows, its interval over the claims'
+  numbers), one row per judged claim: the leaf of A's own play on its most probable path
+  (the first on a tie), A's direction there against b_j, its r_0 under the judge's verdict.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from llmdebate.core import scoring
+from llmdebate.report.judge_audit import audit_shares, leaf_audit
 from llmdebate.training import text_game as game
 from llmdebate.training.self_play import ESTIMATOR, PROVER, interval
 from llmdebate.training.text_self_play import (
@@ -104,6 +111,17 @@ def _leaf(leaf: dict[str, list[float]], terms: dict[str, Any], sp: Split, b: lis
     leaf["n"].append(1.0)
 
 
+def _audit_row(terms: dict[str, Any], sp: Split, q1: list[float], verdicts: list[int],
+               eps: float) -> tuple[bool, bool, bool]:
+    """The audit's row (won, argued the truth, judge correct) of one judged play: its leaf on
+    the most probable path."""
+    _, j, bj = max(terms["leaf"], key=lambda x: float(x[0]))
+    b = float(bj)
+    s0 = game.direction(q1[j], b, eps, None)
+    r0 = float(scoring.leaf_reward(1.0, s0, verdicts[j], b))
+    return leaf_audit("prover", float(s0), r0, b, verdicts[j], _truths(sp)[j])
+
+
 def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
                   ) -> dict[str, Any]:
     """The figures of one round (module docstring) on ``held``."""
@@ -120,7 +138,8 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
     q_ex = _scores(d, PROVER, [y for x in exact for y in x.prover_prompts])
     rows: dict[str, list[float]] = {k: [] for k in (
         "payoff", "margin", "exact_minus_own", "brier_p1", "brier_q", "consistency",
-        "consistency_own", "inexact_payoff", "b_step_own")}
+        "consistency_own", "inexact_payoff", "b_step_own", "audit_number")}
+    audit: list[tuple[bool, bool, bool]] = []
     leaf: dict[str, list[float]] = {k: [] for k in ("b", "q", "judge", "brier_b", "worst",
                                                     "n")}
     at_b = at_q = ex_b = ex_q = 0
@@ -154,7 +173,11 @@ def round_figures(d: Decomposer, held: Sequence[TextCase], s: TextPlaySettings
             if b_step is not None:
                 rows["b_step_own"].append(float(b_step))
             _leaf(leaf, terms, sp, b1, q1, p.verdicts)
-    return _summary(held, plays, rows, leaf, q_x, p1, s)
+            audit.append(_audit_row(terms, sp, q1, p.verdicts, eps))
+            rows["audit_number"].append(c.number)
+    figures = _summary(held, plays, rows, leaf, q_x, p1, s)
+    shares = audit_shares(audit, items=rows["audit_number"])
+    return figures | {f"audit_{k}": v for k, v in shares.items()}
 
 
 def _summary(held: Sequence[TextCase], plays: Sequence[Played], rows: dict[str, list[float]],
