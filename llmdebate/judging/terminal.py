@@ -12,6 +12,7 @@ waits for the debaters' answer is skipped until it is answered.
 from __future__ import annotations
 
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,28 @@ from llmdebate.judging.db import Assignment, Judge, connect, queue, utcnow
 NEXT = "next"  # what _ask returns when the judge asks for the next turn
 
 
+DRAWN_CONTROLS = frozenset("\n\t")
+"""The only control characters a model- or dataset-written string keeps on the terminal."""
+
+
+def _drawable(ch: str) -> bool:
+    """Whether ``ch`` is drawn as rich counts it: not a control or format character (an
+    escape sequence, a zero-width joiner, a byte-order mark: the terminal acts on them or
+    draws them at another width than rich counts), a variation selector or an emoji's skin
+    tone (which terminals join to the character before them, or not)."""
+    if ch in DRAWN_CONTROLS:
+        return True
+    if unicodedata.category(ch) in ("Cc", "Cf", "Cs"):
+        return False
+    code = ord(ch)
+    return not (0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or code >= 0xE0100)
+
+
 def _text(value: object) -> str:
     """A model- or dataset-written string for rich: markup escaped, its bidirectional
-    controls dropped (a terminal draws them as characters; :func:`plain`)."""
-    return escape(plain(value))
+    controls (:func:`plain`) and every other character a terminal would not draw as rich
+    counts it (:func:`_drawable`) dropped, so no box's border is pushed out of line."""
+    return escape("".join(ch for ch in plain(value) if _drawable(ch)))
 
 
 def _said(segments: list[dict[str, Any]] | None, text: object) -> str:
@@ -94,12 +113,12 @@ def _show(console: Console, view: dict[str, Any], n: int, total: int) -> None:
         console.print(f"[dim]Protocol:[/dim] {_text(str(view['protocol']))}")
     if view["kind"] == "leaf":
         for step in view.get("path") or []:
-            console.print(f"[dim]reached from:[/dim] {_said(step.get('segments'), step['claim'])}")
+            console.print(f"[dim]reached from:[/dim] {_text(step['claim'])}")
         if view.get("passage"):
             console.print(Panel(_text(str(view["passage"])), title="Passage"))
         elif view.get("passage_setting") == "hidden":
             console.print(LEGEND)
-        console.print(Panel(_said(view.get("claim_segments"), view["claim"]), title="Claim"))
+        console.print(Panel(_text(view["claim"]), title="Claim"))
         console.print(
             Panel(_said(view.get("evidence_segments"), view["evidence"]), title="Evidence")
         )
