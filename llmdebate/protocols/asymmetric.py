@@ -20,6 +20,7 @@ from llmdebate.agents.llm import LLMProver
 from llmdebate.core.schemas import Claim, Transcript
 from llmdebate.data.problems import claim_truth
 from llmdebate.prompts import Prompts
+from llmdebate.protocols.common import with_quote_penalty
 from llmdebate.protocols.spec import DebateSpec, Log
 from llmdebate.qa.passage import JudgeView
 
@@ -73,3 +74,16 @@ async def chosen_claim(spec: DebateSpec, prover: LLMProver, team: Team, log: Log
     if answer is None:  # assignment "choose": the prover answers the question itself
         answer = await prover.pick_answer(spec.item_dict, log)
     return top_claim(spec, answer, team.prompts)
+
+
+def recorded(
+    t: Transcript, protocol: str, spec: DebateSpec, team: Team, claim: Claim, **meta: Any
+) -> Transcript:
+    """A recursive debate's transcript as ``protocol`` records it: under its own name (a
+    protocol built on another records its own), the truth of every claim the problem knows,
+    the judge's view of the passage, the claimed answer and ``meta``, the quote penalty."""
+    t.protocol = protocol
+    annotate_truth(t, spec.item.meta)
+    record_view(t, leaf_view(spec, team))
+    t.meta.update(claimed_answer=claim.data["answer"], **meta)
+    return with_quote_penalty(t, team)

@@ -10,13 +10,7 @@ from llmdebate.agents.factory import Team
 from llmdebate.core import scoring
 from llmdebate.core.engine import run_prover_estimator
 from llmdebate.core.schemas import Transcript
-from llmdebate.protocols.asymmetric import (
-    annotate_truth,
-    chosen_claim,
-    leaf_view,
-    record_view,
-)
-from llmdebate.protocols.common import with_quote_penalty
+from llmdebate.protocols.asymmetric import chosen_claim, recorded
 from llmdebate.protocols.families import RecursiveProtocol
 from llmdebate.protocols.interface import Capabilities, DecisionRow
 from llmdebate.protocols.registry import register
@@ -51,14 +45,7 @@ class ProverEstimator(RecursiveProtocol):
             item=spec.item_dict,
             calls=log,
         )
-        t.protocol = self.name  # a protocol built on this one records its own name
-        annotate_truth(t, spec.item.meta)
-        record_view(t, leaf_view(spec, team))
-        t.meta.update(
-                        claimed_answer=claim.data["answer"],
-            prover_beliefs=dict(prover.beliefs),
-        )
-        return with_quote_penalty(t, team)
+        return recorded(t, self.name, spec, team, claim, prover_beliefs=dict(prover.beliefs))
 
     def expected_payoff(self, t: Transcript) -> float | None:
         return scoring.normalized_total(t, expected=True, scheme=self.reward_scheme)

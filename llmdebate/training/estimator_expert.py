@@ -18,7 +18,6 @@ probability), ``learning-curve.png``.
 from __future__ import annotations
 
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -28,11 +27,11 @@ from llmdebate.prompts import Prompts
 from llmdebate.training.config import ExpertSettings
 from llmdebate.training.estimate_eval import estimate_cases, evaluate_estimates, pairs
 from llmdebate.training.expert import (
-    _cpus,
     claim_sets,
     loss_panel,
     round_claims,
     train_in_rounds,
+    write_provenance,
 )
 from llmdebate.training.sft import step_logger
 
@@ -98,16 +97,11 @@ def estimator_iteration(
         "train_cases": len(train_cases) * s.rounds,
         "held_out_claims": len(held_out),
         "held_out_cases": len(held_cases),
-        "steps": steps_done,
-        "train_seconds": round(seconds, 1),
-        "final_loss": next((e["loss"] for e in reversed(log) if "loss" in e), None),
-        "held_out_loss": [e["held_out_loss"] for e in log if "held_out_loss" in e],
-        "held_out": {k: _summary(v) for k, v in evals.items()},
-        "machine": f"{platform.machine()}, {_cpus()} CPU cores, device {device}",
-        "wall_s": round(time.perf_counter() - t0, 1),
     }
-    (adapter / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n",
-                                             encoding="utf-8")
+    provenance = write_provenance(
+        provenance, adapter, steps=steps_done, seconds=seconds, log=log,
+        held_out={k: _summary(v) for k, v in evals.items()}, machine=f", device {device}", t0=t0,
+    )
     plot_brier(log, evals, out / "learning-curve.png")
     return provenance
 

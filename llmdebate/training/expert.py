@@ -136,17 +136,41 @@ def expert_iteration(
         "train_claims": len(train) * s.rounds,
         "held_out_claims": len(held_out),
         "rounds": s.rounds,
-        "steps": steps_done,
+    }
+    provenance = write_provenance(
+        provenance, adapter, steps=steps_done, seconds=seconds, log=log,
+        held_out={k: _summary(v) for k, v in evals.items()}, machine="", t0=t0,
+    )
+    plot_curve(log, evals, out / "learning-curve.png")
+    return provenance
+
+
+def write_provenance(
+    head: dict[str, Any],
+    adapter: Path,
+    *,
+    steps: int,
+    seconds: float,
+    log: list[dict[str, Any]],
+    held_out: dict[str, Any],
+    machine: str,
+    t0: float,
+) -> dict[str, Any]:
+    """``head`` and what every adapter's training records after it (its steps, seconds and
+    losses, the ``held_out`` figures, the machine with ``machine`` after its cores, the wall
+    time since ``t0``), written to ``adapter/provenance.json``."""
+    provenance = {
+        **head,
+        "steps": steps,
         "train_seconds": round(seconds, 1),
         "final_loss": next((e["loss"] for e in reversed(log) if "loss" in e), None),
         "held_out_loss": [e["held_out_loss"] for e in log if "held_out_loss" in e],
-        "held_out": {k: _summary(v) for k, v in evals.items()},
-        "machine": f"{platform.machine()}, {_cpus()} CPU cores",
+        "held_out": held_out,
+        "machine": f"{platform.machine()}, {_cpus()} CPU cores{machine}",
         "wall_s": round(time.perf_counter() - t0, 1),
     }
-    (adapter / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n",
-                                             encoding="utf-8")
-    plot_curve(log, evals, out / "learning-curve.png")
+    text = json.dumps(provenance, indent=1) + "\n"
+    (adapter / "provenance.json").write_text(text, encoding="utf-8")
     return provenance
 
 
