@@ -219,8 +219,19 @@ def test_frozen_states_of_prompts_sharing_a_beginning_are_those_computed_alone(
 
     from llmdebate.training import debate_reward as dr
 
+    intro = "System: estimate how likely each statement is. Be calibrated. User:"
     stem = "Claim: 91 has a divisor d with 2 <= d < 10. Rule: or. Subclaims: 1. [2, 6) 2. [6, 10)"
+    other = ("Claim: 97 has no divisor d with 3 <= d < 12. Rule: and. "
+             "Subclaims: 1. [3, 7) 2. [7, 12)")
     prompts = [f"{stem} Question {k}: is subclaim {k} true?" for k in range(1, 4)] + ["Other."]
+    # two levels: every prompt shares the introduction, each split's its claim and subclaims
+    nested = [f"{intro} {c} Question {k}: is subclaim {k} true?"
+              for c in (stem, other) for k in range(1, 4)]
+    encoded = {p: list(trainer.tok(p)["input_ids"]) for p in nested}
+    assert [len(g) for g in dr._sharing(sorted(nested), encoded, 16)] == [6]
+    assert [len(g) for g in dr._sharing(sorted(nested), encoded, 16,
+                                         start=dr.shared_length(list(encoded.values())))] == [3, 3]
+    prompts += nested
     shared: dict[str, Any] = {}
     trainer._fill_cache(prompts, into=shared)
     plain: dict[str, Any] = {}
@@ -231,7 +242,7 @@ def test_frozen_states_of_prompts_sharing_a_beginning_are_those_computed_alone(
     finally:
         dr.SHARED_TOKENS = saved
     assert len(dr._sharing(sorted(prompts), {p: list(trainer.tok(p)["input_ids"])
-                                            for p in prompts}, 16)) == 2
+                                            for p in prompts}, 16)) == 3
     for p in prompts:
         assert shared[p].shape == plain[p].shape
         assert torch.allclose(shared[p], plain[p], atol=1e-5)

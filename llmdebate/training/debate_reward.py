@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import math
 import random
@@ -48,6 +49,7 @@ from llmdebate.elicit.prompts import FALSE_VARIANTS, TRUE_VARIANTS
 from llmdebate.models.prefill import shared_length
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.estimate_eval import EstimateCase
+from llmdebate.training.packed_rows import packed_top
 from llmdebate.training.precision import Precision, base_of, decoder_of, lower_frozen
 from llmdebate.training.sft import save_adapter, torch_threads
 from llmdebate.training.update import _need, peft_lora
@@ -353,14 +355,8 @@ class LeafTrainer:
                     got.clear()
                     if shared >= SHARED_TOKENS:
                         self._pass(enc[0][:shared], None, None)
-                        head, cache = got[0][0], self._cache
-                        cache.batch_repeat_interleave(len(enc))
-                        got.clear()
-                        self._pass([e[shared:] for e in enc], cache, shared)
-                        h = got[0]
-                        for j, (p, e) in enumerate(zip(part, enc, strict=True)):
-                            tail = h[j, h.shape[1] - (len(e) - shared) :, :]
-                            into[p] = torch.cat([head, tail]).detach().clone()
+                        self._fill_shared(part, encoded, into, got, self._cache, shared,
+                                          got[0][0])
                         continue
                     self._pass(enc, None, None)
                     h = got[0]
@@ -370,6 +366,37 @@ class LeafTrainer:
             handle.remove()
             self.model.train(was_training)
             self._cache = None
+
+    def _fill_shared(self, part: list[str], encoded: dict[str, list[int]],
+                     into: dict[str, Any], got: list[Any], cache: Any, done: int,
+                     head: Any) -> None:
+        """The frozen states of ``part``'s prompts, which all begin with the ``done`` tokens
+        whose keys and values ``cache`` holds (one row) and whose states are ``head``: the
+        tokens a subgroup shares beyond those computed once for it, recursively (a split's
+        conditional prompts share a claim's beginning with every other split's, and all but
+        their last lines with each other), the rest of each prompt in one batch."""
+        torch = self.torch
+        rest: list[str] = []
+        for sub in _sharing(part, encoded, len(part), start=done):
+            more = shared_length([encoded[p] for p in sub]) if len(sub) > 1 else 0
+            if more - done >= SHARED_TOKENS:
+                c = copy.deepcopy(cache)
+                got.clear()
+                self._pass([encoded[sub[0]][done:more]], c, done)
+                self._fill_shared(sub, encoded, into, got, c, more,
+                                  torch.cat([head, got[0][0]]))
+            else:
+                rest += sub
+        if not rest:
+            return
+        cache = copy.deepcopy(cache)
+        cache.batch_repeat_interleave(len(rest))
+        got.clear()
+        self._pass([encoded[p][done:] for p in rest], cache, done)
+        h = got[0]
+        for j, p in enumerate(rest):
+            tail = h[j, h.shape[1] - (len(encoded[p]) - done) :, :]
+            into[p] = torch.cat([head, tail]).detach().clone()
 
     def _pass(self, rows: Any, cache: Any, shared: int | None) -> None:
         """A forward pass up to layer ``floor`` (the hook ends it): over ``rows`` (a list of
@@ -441,6 +468,11 @@ class LeafTrainer:
         if rows is None:
             return answer_probability(self.model, self.tok, prompts, self.ids, self.device,
                                       self.prefix)
+        ids = [list(self.tok(p, add_special_tokens=True)["input_ids"]) for p in prompts]
+        packed = packed_top(torch, decoder_of(self.model), self.top_only, rows,
+                            shared_length(ids), self.device)
+        if packed is not None:  # the prompts' shared beginning through the top layers once
+            return self._answer_odds(torch.stack([h[-1] for h in packed]))
         width = max(r.shape[0] for r in rows)
         dev = rows[0].device
         x = torch.zeros((len(rows), width, rows[0].shape[1]), dtype=rows[0].dtype, device=dev)
@@ -550,14 +582,15 @@ all but their last lines; every estimator prompt shares its first 30 tokens, abo
 subclaim's prompt)."""
 
 
-def _sharing(prompts: list[str], encoded: dict[str, list[int]], batch: int
+def _sharing(prompts: list[str], encoded: dict[str, list[int]], batch: int, start: int = 0
              ) -> list[list[str]]:
     """``prompts`` (sorted by their tokens) in consecutive groups of at most ``batch``, a
-    group growing while its members share at least :data:`SHARED_TOKENS` first tokens."""
+    group growing while its members share at least :data:`SHARED_TOKENS` first tokens beyond
+    the first ``start`` (which they all share)."""
     out: list[list[str]] = []
     for p in prompts:
         if out and len(out[-1]) < batch and shared_length(
-                [encoded[q] for q in (out[-1][0], p)]) >= SHARED_TOKENS:
+                [encoded[q] for q in (out[-1][0], p)]) - start >= SHARED_TOKENS:
             out[-1].append(p)
         else:
             out.append([p])

@@ -4,8 +4,9 @@
 (xgrammar), as :func:`llmdebate.training.text_sample.sample` draws them one prompt at a time,
 at the cost of far fewer weight reads:
 
-* the prompts are processed once each, left-padded together, and their keys and values
-  repeated for the ``n`` rows of their group (``DynamicCache.batch_repeat_interleave``);
+* the prompts are processed once each, left-padded together (the beginning they share, their
+  instructions and examples, once for all), and their keys and values repeated for the ``n``
+  rows of their group (``DynamicCache.batch_repeat_interleave``);
 * every decoding step runs the decoder once for all rows still open (a row that has ended is
   dropped from the batch and its cache), then the output projection (:class:`Head`, in the
   run's precision): on every row where the grammar allows more than ``SPARSE`` tokens, over
@@ -40,6 +41,8 @@ from llmdebate.training.text_sample import Completion, _unpack, end_ids
 
 SPARSE = 4096
 """At most this many allowed tokens: the output projection over those tokens only."""
+MIN_SHARED = 16
+"""Prompts sharing at least this many first tokens have them processed once."""
 CHUNK_TOKENS = 1024
 """The prompts' pass runs at most this many tokens (rows times columns) per forward call."""
 
@@ -72,23 +75,42 @@ class _Capture:
 
 
 def _prompts_pass(torch: Any, inner: Any, encoded: list[list[int]], pad: int, device: str,
-                  cache: Any) -> tuple[Any, Any, Any]:
-    """The prompts left-padded in one batch, in slices of columns: the last column's hidden
-    states, the attention mask and the positions."""
-    from llmdebate.models.prefill import left_padded
+                  cache: Any, capture: _Capture) -> tuple[Any, Any, Any, list[Any] | None]:
+    """The prompts in one batch: their shared beginning (at least ``MIN_SHARED`` tokens) once,
+    then the rest of each, left-padded, in slices of columns. The last column's hidden states,
+    the attention mask, the positions, and each prompt's captured states (None: no capture)."""
+    from llmdebate.models.prefill import left_padded, shared_length
 
-    ids, mask = left_padded(torch, encoded, pad)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    shared = shared_length(encoded)
+    if shared < MIN_SHARED:
+        shared = 0
+    head = None
+    if shared:
+        one = torch.tensor([encoded[0][:shared]], device=device)
+        inner(input_ids=one, position_ids=torch.arange(shared, device=device)[None],
+              cache=cache, use_cache=True)
+        head = capture.pop()
+        cache.batch_repeat_interleave(len(encoded))
+    ids, mask = left_padded(torch, [e[shared:] for e in encoded], pad)
+    positions = shared + (mask.cumsum(-1) - 1).clamp(min=0)
+    ones = torch.ones((len(encoded), shared), dtype=mask.dtype)
+    mask = torch.cat([ones, mask], dim=1)
     ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
     rows, width = ids.shape
     step = max(1, CHUNK_TOKENS // rows)
     last = None
     for start in range(0, width, step):
         end = min(width, start + step)
-        out = inner(input_ids=ids[:, start:end], attention_mask=mask[:, :end],
+        out = inner(input_ids=ids[:, start:end], attention_mask=mask[:, : shared + end],
                     position_ids=positions[:, start:end], cache=cache, use_cache=True)
         last = out.last_hidden_state[:, -1]
-    return last, mask, positions
+    tails = capture.pop()
+    states = None
+    if tails is not None:
+        states = [tails[r, tails.shape[1] - (len(e) - shared) :] for r, e in enumerate(encoded)]
+        if head is not None:
+            states = [torch.cat([head[0], s]) for s in states]
+    return last, mask, positions, states
 
 
 class _Draw:
@@ -149,8 +171,8 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
             from transformers import DynamicCache
 
             cache = DynamicCache(config=decoder_of(model).config)
-            h, mask, positions = _prompts_pass(torch, inner, encoded, pad, device, cache)
-            prompt_states = capture.pop()
+            h, mask, positions, prompt_states = _prompts_pass(torch, inner, encoded, pad,
+                                                              device, cache, capture)
             cache.batch_repeat_interleave(n)
             h, mask = h.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
             positions = positions[:, -1:].repeat_interleave(n, 0)
@@ -192,17 +214,18 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
 
 
 def _completions(torch: Any, tok: Any, eos: set[int], encoded: list[list[int]], n: int,
-                 prompt_states: Any, rows: list[tuple[list[int], list[Any], float, list[Any]]]
+                 prompt_states: list[Any] | None,
+                 rows: list[tuple[list[int], list[Any], float, list[Any]]]
                  ) -> list[list[Completion]]:
     """Each prompt's group of replies, with their frozen states (the prompt's, then each
     fed token's) where kept."""
     out: list[list[Completion]] = []
-    for p, e in enumerate(encoded):
+    for p in range(len(encoded)):
         group = []
         for tokens, masks, logp, states in rows[p * n : (p + 1) * n]:
             frozen = None
             if prompt_states is not None:
-                mine = prompt_states[p, prompt_states.shape[1] - len(e):]
+                mine = prompt_states[p]
                 frozen = torch.cat([mine, torch.stack(states)]) if states else mine
             text = tok.decode([x for x in tokens if x not in eos], skip_special_tokens=True)
             group.append(Completion(tokens, text, masks, logp, frozen))

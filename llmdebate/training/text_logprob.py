@@ -12,7 +12,7 @@ the grammar allowed one token has log-probability 0 and no gradient: it is skipp
 it allowed at most :data:`SPARSE` tokens has its logits computed over those alone, from their
 rows of the projection. Where the replies carry the hidden states entering the lowest adapted
 layer (:attr:`Completion.frozen`, kept by the batched decoder), only the layers from there up
-run.
+run, over the replies' shared beginning once (:func:`~llmdebate.training.packed_rows.packed_top`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from llmdebate.training.packed_rows import packed_top
 from llmdebate.training.precision import Head, decoder_of
 from llmdebate.training.text_sample import Completion, _unpack
 
@@ -138,7 +139,7 @@ def group_logprobs(model: Any, tok: Any, head: Head, prompts: Sequence[str],
     input through (then the replies' :attr:`Completion.frozen` states are its input)."""
     import torch
 
-    from llmdebate.models.prefill import left_padded
+    from llmdebate.models.prefill import left_padded, shared_length
 
     comps = [c for g in groups for c in g]
     encoded = [list(tok(p, add_special_tokens=True)["input_ids"]) for p in prompts]
@@ -150,11 +151,18 @@ def group_logprobs(model: Any, tok: Any, head: Head, prompts: Sequence[str],
     kw = {"attention_mask": mask.to(device), "position_ids": positions.to(device)}
     if top_only is not None and all(c.frozen is not None for c in comps):
         width, size = ids.shape[1], comps[0].frozen.shape[-1]
-        x = torch.zeros((len(comps), width, size), dtype=comps[0].frozen.dtype, device=device)
-        for r, c in enumerate(comps):
-            x[r, width - len(c.frozen):] = c.frozen.to(device)
-        with top_only():
-            hidden = inner(inputs_embeds=x, **kw).last_hidden_state
+        rows = packed_top(torch, inner, top_only, [c.frozen for c in comps],
+                          shared_length(seqs), device)
+        if rows is not None:  # left-padded as the batch would be
+            hidden = torch.stack([torch.nn.functional.pad(h, (0, 0, width - len(h), 0))
+                                  for h in rows])
+        else:
+            x = torch.zeros((len(comps), width, size), dtype=comps[0].frozen.dtype,
+                            device=device)
+            for r, c in enumerate(comps):
+                x[r, width - len(c.frozen):] = c.frozen.to(device)
+            with top_only():
+                hidden = inner(inputs_embeds=x, **kw).last_hidden_state
     else:
         hidden = inner(input_ids=ids.to(device), **kw).last_hidden_state
     width = hidden.shape[1]
