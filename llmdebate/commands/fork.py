@@ -5,8 +5,10 @@ A fork replays the debate's own protocol from its seed (:func:`llmdebate.rl.fork
 decisions before the fork point are the recorded ones, the rest are asked again, so with no
 swap a fork is the recorded debate bit for bit. ``--swap ROLE=MODEL`` gives a role (prover,
 estimator, judge: a model string, or a judge kind) or a seat (``debater B``, a protocol's
-``critic``) another model from the fork point on. The forked debates go to ``--out`` (one
-transcript a line; ``meta.forked`` says where each came from, ``meta.seats`` who sat where).
+``critic``) another model from the fork point on; MODEL may be a YAML mapping, a model with
+its settings as a config spells one (``critic={model: scripted, options: {replies: [C1]}}``).
+The forked debates go to ``--out`` (one transcript a line; ``meta.forked`` says where each
+came from, ``meta.seats`` who sat where).
 """
 
 from __future__ import annotations
@@ -16,23 +18,43 @@ from pathlib import Path
 
 import click
 
+from llmdebate.agents.settings import ModelSettings
 from llmdebate.commands.verbs import VERBS
 from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
 from llmdebate.records.rundir import load_transcripts, read_run_config
 from llmdebate.records.transcripts import transcript_line
-from llmdebate.rl.replay import fork, team_for
+from llmdebate.rl.replay import fork, swap_settings, team_for
 from llmdebate.rl.rewards import run_sync
 
 
-def swaps(pairs: tuple[str, ...]) -> dict[str, str]:
-    """``ROLE=MODEL`` pairs as a dict; a pair without ``=`` is a one-line error."""
-    out: dict[str, str] = {}
+def swaps(pairs: tuple[str, ...]) -> dict[str, str | ModelSettings]:
+    """``ROLE=MODEL`` pairs as a dict. MODEL is a model string, or a model with its settings
+    as a config spells one, a YAML mapping (``critic={model: scripted, options: {replies:
+    [C1, C2]}}``); a pair without ``=``, or a mapping that is not a model, is a one-line
+    error naming the pair."""
+    out: dict[str, str | ModelSettings] = {}
     for pair in pairs:
-        role, sep, model = pair.partition("=")
-        if not sep or not role.strip() or not model.strip():
-            raise UserError(f"--swap {pair!r}: write ROLE=MODEL (e.g. critic=parrot/critic-2)")
-        out[role.strip()] = model.strip()
+        role, sep, model = (part.strip() for part in pair.partition("="))
+        if not sep or not role or not model:
+            raise UserError(f"--swap {pair!r}: write ROLE=MODEL (e.g. critic=parrot/critic-2, "
+                            "or critic={model: scripted, options: {replies: [C1]}})")
+        if not model.startswith("{"):
+            out[role] = model
+            continue
+        import yaml  # only when a mapping is given: --help stays quick
+
+        try:
+            data = yaml.safe_load(model)
+        except yaml.YAMLError as exc:
+            raise UserError(f"--swap {role}: not a YAML mapping: {str(exc).splitlines()[0]}") \
+                from None
+        if not isinstance(data, dict):
+            raise UserError(f"--swap {role}: not a YAML mapping: {model}")
+        try:
+            out[role] = swap_settings(role, data)
+        except UserError as exc:
+            raise UserError(f"--{exc}") from None
     return out
 
 
@@ -43,7 +65,7 @@ def fork_run(
     act: str = "direction",
     speaker: str | None = None,
     step: int | None = None,
-    swap: dict[str, str] | None = None,
+    swap: dict[str, str | ModelSettings] | None = None,
     debates: tuple[str, ...] = (),
     protocols: tuple[str, ...] = (),
 ) -> tuple[list[Transcript], list[str]]:
@@ -91,7 +113,9 @@ def fork_run(
               help="Speech debates: the speech of round --at the fork starts at, counted from "
               "1 in speaking order (a seat that speaks twice a round has two steps).")
 @click.option("--swap", "swap_pairs", multiple=True, metavar="ROLE=MODEL",
-              help="Another model for a role or seat from the fork point on (repeatable).")
+              help="Another model for a role or seat from the fork point on (repeatable): a "
+              "model string, or a YAML mapping as a config spells a model, e.g. "
+              "'critic={model: scripted, options: {replies: [C1, C2]}}'.")
 @click.option("--debate", "debates", multiple=True, metavar="ID",
               help="Fork only this debate (repeatable; default: every one that did not fail).")
 @click.option("--protocol", "protocols", multiple=True, metavar="NAME",

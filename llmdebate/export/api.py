@@ -25,6 +25,7 @@ from llmdebate.export.rows import (
     RunInfo,
     config_digest,
     players,
+    seat_players,
     transcript_rows,
 )
 from llmdebate.export.writers import kind_for, write_rows
@@ -73,6 +74,10 @@ def decision_rows(
     topology the transcripts record is registered first)."""
     adopt_recorded(transcripts)
     if role is not None and role not in players():
+        player = seat_players().get(role)
+        if player is not None:
+            raise UserError(f"--role {role!r}: a seat, exported as the player {player!r} "
+                            f"(--role {player}); choose from {', '.join(players())}")
         raise UserError(f"--role {role!r}: choose from {', '.join(players())}")
     out = []
     for t in transcripts:

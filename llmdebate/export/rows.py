@@ -44,6 +44,13 @@ def players() -> tuple[str, ...]:
     registered protocols declare."""
     declared = (p for n in PROTOCOLS.names() for p in PROTOCOLS.get(n).adds.roles.values())
     return tuple(dict.fromkeys((*PLAYERS, *declared)))
+
+
+def seat_players() -> dict[str, str]:
+    """{seat or call role: the player it is exported as}, of the built-in roles and those the
+    registered protocols declare (e.g. ``consultant`` and ``debater A``: ``debater``)."""
+    declared = {r: p for n in PROTOCOLS.names() for r, p in PROTOCOLS.get(n).adds.roles.items()}
+    return {**PLAYER_OF_ROLE, **declared}
 TRAINED_SOURCES = ("model", "candidate")
 """Row sources that are decisions a model made: ``model`` (played) and ``candidate`` (a
 best-of-n candidate); not ``rule``, ``assigned`` (no model chose them) or ``rejected``."""

@@ -13,8 +13,11 @@ sample during online RL) is parsed as the agent's reply, and the debate goes on 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import ValidationError
 
 from llmdebate.agents.factory import SEAT_ROLES, SECTIONS, Team, build_models, seat_key
 from llmdebate.agents.judge_registry import JUDGES, WHOLE_DEBATES
@@ -278,13 +281,30 @@ def spec_of(t: Transcript) -> DebateSpec:
     )
 
 
+def swap_settings(role: str, model: str | dict[str, Any] | ModelSettings) -> ModelSettings:
+    """What ``swap`` gives ``role``: a model string, or a model as a config spells one
+    (``{"model": "scripted", "options": {"replies": [...]}}``); a field that cannot be is one
+    line naming the role and the field."""
+    if isinstance(model, ModelSettings):
+        return model
+    data = {"model": model} if isinstance(model, str) else model
+    try:
+        return ModelSettings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"]) or "model"
+        raise UserError(f"swap {role}: {where}: {err['msg']}") from None
+
+
 def team_for(
     config: ExperimentConfig | dict[str, Any],
-    swap: dict[str, str] | None = None,
+    swap: Mapping[str, str | dict[str, Any] | ModelSettings] | None = None,
     models: dict[str, Model] | None = None,
 ) -> Team:
-    """The team of a run's config, with the model strings of ``swap`` ({role or seat:
-    model}; a seat, ``debater B`` or a protocol's ``critic``, gets the model as its own);
+    """The team of a run's config, with the models of ``swap`` ({role or seat: a model
+    string, or a model with its settings as a config spells one, see :func:`swap_settings`};
+    a seat, ``debater B`` or a protocol's ``critic``, gets the model as its own, a role
+    section the model's fields given, its other options dropped);
     ``swap={"judge": <a judge kind>}`` (``oracle``, ``deferred``, a plugin's) changes the
     judge's kind instead."""
     cfg = config if isinstance(config, ExperimentConfig) else validate(
@@ -294,7 +314,7 @@ def team_for(
     seats = dict(cfg.seats)
     for role, model in (swap or {}).items():
         if role not in SECTIONS and role in SEAT_ROLES:  # a seat: its own model
-            seats[seat_key(role)] = ModelSettings(model=model)
+            seats[seat_key(role)] = swap_settings(role, model)
             update["seats"] = seats
             continue
         if role not in SECTIONS:
@@ -303,10 +323,12 @@ def team_for(
                 f"{', '.join(s for s in SEAT_ROLES if s not in SECTIONS)})"
             )
         section = getattr(cfg, role)
-        if role == "judge" and model in JUDGES:  # a judge kind, not a model string
+        if role == "judge" and isinstance(model, str) and model in JUDGES:  # a judge kind
             update[role] = section.model_copy(update={"kind": model})
         else:
-            update[role] = section.model_copy(update={"model": model, "options": {}})
+            given = swap_settings(role, model)
+            fields = given.model_dump(include=given.model_fields_set)
+            update[role] = section.model_copy(update={"options": {}, **fields})
     cfg = cfg.model_copy(update=update)
     if models is None:
         models = build_models(
