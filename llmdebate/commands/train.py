@@ -57,7 +57,10 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
                    f"{e['train_seconds']:.0f} s; Brier on {e['held_out_cases']} held-out "
                    f"cases: {briers or 'not scored'} (base rate {base}); adapter "
                    f"{res.out / 'estimator-expert' / 'adapter'}")
-    if (res.expert is not None or res.estimator_expert is not None) and not res.history:
+    if res.labeller_reward is not None:
+        _labeller_lines(res.out, res.labeller_reward)
+    alone = (res.expert, res.estimator_expert, res.labeller_reward)
+    if any(x is not None for x in alone) and not res.history:
         return
     last = res.history[-1] if res.history else {}
     click.echo(
@@ -68,3 +71,18 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
         line = hacking_line(res.history, side, prefix)
         if line is not None:
             click.echo(f"{res.out}: {line}")
+
+
+def _labeller_lines(out: Path, summary: dict[str, Any]) -> None:
+    """Per arm: its last round's figures and the judge-hacking line."""
+    from llmdebate.training.label_reward import decisions_line, round_line
+
+    click.echo(f"{out}: a policy on labellers' rewards, {summary['train']} training and "
+               f"{summary['held_out']} held-out questions, {summary['seconds']:.0f} s; "
+               f"{out / 'labeller-reward' / 'table.md'}")
+    click.echo(f"{out}: {decisions_line(summary['speech'])}")
+    for arm in summary["arms"]:
+        last = arm["history"][-1]
+        click.echo(f"{out}: {arm['arm']} (seed {arm['seed']}), step {last['step']}: "
+                   f"{round_line(last)}")
+        click.echo(f"{out}: {arm['arm']} (seed {arm['seed']}): {arm['hacking']}")

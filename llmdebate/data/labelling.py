@@ -153,6 +153,7 @@ def labelling_item(line: AnswerLine, correct: bool) -> dict[str, Any]:
                 "question": line.question,
                 "question_id": line.question_id or line.id,
                 "proposed": line.answer,
+                "choices": line.choices,
                 "checker": line.checker,
                 "reference": line.reference,
                 "correct": correct,
@@ -227,6 +228,30 @@ def simulated_answers(
     return out
 
 
+def every_answer(items: Iterable[Item], *, checker: str) -> list[dict[str, Any]]:
+    """One answers line for each option of each item (id ``<item>-<option>``, its
+    ``question_id`` the item's): a policy's whole answer space, labelled once by each
+    labeller and then read by the policy trained on the labels
+    (:mod:`llmdebate.training.label_reward`)."""
+    out: list[dict[str, Any]] = []
+    for it in items:
+        if not it.choices:
+            raise ValueError(f"{it.id}: no options to answer from")
+        for option in it.choices:
+            out.append({
+                "id": f"{it.id}-{option}",
+                "question_id": it.id,
+                "question": it.question,
+                "answer": option,
+                "checker": checker,
+                "reference": None if checker == "problem" else it.answer,
+                "choices": it.choices,
+                "meta": {k: v for k, v in it.meta.items()
+                         if k not in ("choice_order", "shuffle_seed")},
+            })
+    return out
+
+
 def _wrong(it: Item, rng: np.random.Generator) -> str:
     if it.choices:
         wrong = it.wrong_choices
@@ -242,6 +267,24 @@ SAMPLES = (  # (file, source, items, the policy's accuracy, checker)
     ("circuits.jsonl", "circuits.jsonl", 20, 0.5, "problem"),
     ("gsm8k.jsonl", "samples/gsm8k.jsonl", 20, 0.5, "numeric"),
 )
+
+
+ANSWER_SPACE = ("divisors-every-answer.jsonl", 40)
+"""(file, questions): the yes and the no answer to each of the first divisors questions
+drawn by :func:`llmdebate.data.generate.divisor_items`."""
+
+
+def write_answer_space(datasets: Path) -> Path:
+    """Write :data:`ANSWER_SPACE` under ``datasets/answers/``."""
+    from llmdebate.data.generate import divisor_items
+
+    name, n = ANSWER_SPACE
+    items = build_items(enumerate(divisor_items(n), start=1), "divisor_items")
+    path = datasets / "answers" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = every_answer(items, checker="problem")
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
 
 
 def write_samples(datasets: Path, seed: int = 0) -> list[Path]:
@@ -261,5 +304,7 @@ def write_samples(datasets: Path, seed: int = 0) -> list[Path]:
 
 
 if __name__ == "__main__":  # pragma: no cover - the samples' writer
-    for p in write_samples(Path(__file__).resolve().parents[2] / "datasets"):
+    root = Path(__file__).resolve().parents[2] / "datasets"
+    for p in write_samples(root):
         print(p)
+    print(write_answer_space(root))

@@ -97,6 +97,48 @@ class ExpertSettings(_Section):
     """The adapter: attention and MLP projections."""
 
 
+class LabellerRewardSettings(_Section):
+    """A policy trained on a labeller's reward: the embedded model with a LoRA adapter answers
+    each two-option question of labelling runs (True: the first option), and is trained on
+    the labels those runs cached, one arm per labeller (llmdebate/training/label_reward.py,
+    docs/labelling.md)."""
+
+    labels: list[str] = Field(min_length=1)
+    """Labelling run directories (their transcripts), or label caches written by an earlier
+    training run (<out>/labeller-reward/cache.json)."""
+    arms: list[str] | None = None
+    """The rewards, each an arm: checker (the roofline), shuffled (the checker's labels
+    permuted among the answers: the control), or a labeller of the runs (a protocol's name);
+    null: checker, every labeller, shuffled."""
+    held_out: int = Field(default=12, ge=1)
+    """Questions held out of training (the accuracy's questions), drawn by ``split_seed``."""
+    split_seed: int = Field(default=0, ge=0)
+    """Seed of the held-out questions."""
+    steps: int = Field(default=40, ge=1)
+    """Policy-gradient steps per arm."""
+    batch_size: int = Field(default=8, ge=1)
+    """Questions per step."""
+    learning_rate: float = Field(default=1e-3, gt=0.0)
+    """Peak learning rate (linear warm-up, then linear decay to 0)."""
+    warmup_steps: int = Field(default=2, ge=0)
+    """Warm-up steps."""
+    round_every: int = Field(default=10, ge=1)
+    """Steps between rounds of figures (round 0: the base model)."""
+    samples: int = Field(default=4, ge=1)
+    """Answers sampled from the policy per training question in each round (the labeller's
+    MCC, the reward and the audit are over them)."""
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    """Seeds of each arm (the adapter's initialisation, the batches, the samples)."""
+    threads: int | None = Field(default=None, ge=1)
+    """torch threads (null: torch's default)."""
+    draws: int = Field(default=1000, ge=10)
+    """Bootstrap draws of each interval."""
+    lora: LoraSettings = Field(
+        default_factory=lambda: LoraSettings(r=4, alpha=8, target_modules=_all_projections())
+    )
+    """The policy's adapter."""
+
+
 class UpdateSettings(_Section):
     """How one role is updated: a few steps of a TRL trainer on its exported decisions."""
 
@@ -179,6 +221,9 @@ class TrainConfig(_Section):
     """Expert iteration of the estimator on the exact truth of interval claims and their
     subclaims before the debate updates: its LoRA adapter for logprobs probabilities
     (written to <out>/estimator-expert/adapter; llmdebate/training/estimator_expert.py)."""
+    labeller_reward: LabellerRewardSettings | None = None
+    """A policy trained on labellers' cached labels (needs iterations: 0;
+    <out>/labeller-reward)."""
     estimator_updates: int = Field(default=2, ge=0)
     """m: estimator updates per prover update (A-leading Stackelberg: B best-responds)."""
     regenerate: bool = True

@@ -89,6 +89,7 @@ class TrainResult:
     seconds: float = 0.0
     expert: dict[str, Any] | None = None
     estimator_expert: dict[str, Any] | None = None
+    labeller_reward: dict[str, Any] | None = None
 
 
 class Trainer:
@@ -252,6 +253,8 @@ def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
     expert = run_expert(cfg, trainer, out, progress=progress) if cfg.expert else None
     estimator = (run_estimator_expert(cfg, trainer, out, progress=progress)
                  if cfg.estimator_expert else None)
+    labelled = (run_labeller_reward(cfg, trainer, out, progress=progress)
+                if cfg.labeller_reward else None)
     for it in range(cfg.iterations):
         trainer.iteration(it)
     if cfg.evaluate_last:
@@ -260,7 +263,7 @@ def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
         trainer.write()
     return TrainResult(
         out, trainer.models["prover"], trainer.models["estimator"], trainer.history,
-        trainer.updates, time.perf_counter() - trainer.t0, expert, estimator,
+        trainer.updates, time.perf_counter() - trainer.t0, expert, estimator, labelled,
     )
 
 
@@ -299,6 +302,23 @@ def run_estimator_expert(cfg: TrainConfig, trainer: Trainer, out: Path, *,
     return estimator_iteration(cfg.estimator_expert, start, out / "estimator-expert",
                                prompts=prompts, seed=cfg.seed, device=trainer.device,
                                progress=progress)
+
+
+def run_labeller_reward(cfg: TrainConfig, trainer: Trainer, out: Path, *,
+                        progress: bool) -> dict[str, Any]:
+    """A policy trained on labellers' cached labels (``labeller_reward``), into
+    ``<out>/labeller-reward``."""
+    from llmdebate.training.label_reward import train_on_labels
+
+    assert cfg.labeller_reward is not None
+    if cfg.iterations:
+        raise ConfigError(
+            "labeller_reward: the policy is trained on cached labels on its own; set "
+            "iterations: 0"
+        )
+    start = model_dir(trainer.exp.prover.model, trainer.exp.cache_dir)
+    return train_on_labels(cfg.labeller_reward, start, out / "labeller-reward",
+                           progress=progress)
 
 
 def _baseline(value: str) -> str | float:
