@@ -444,14 +444,20 @@ def policy_prompts(questions: Sequence[Question]) -> dict[str, str]:
 
 
 def train_on_labels(
-    s: LabellerRewardSettings, model_dir: Path, out: Path, *, progress: bool = True
+    s: LabellerRewardSettings,
+    model_dir: Path,
+    out: Path,
+    *,
+    cache: LabelCache | None = None,
+    progress: bool = True,
 ) -> dict[str, Any]:
-    """Every arm of ``s`` (each seed) on the labels of ``s.labels``, from ``model_dir``;
-    writes ``<out>/cache.json``, ``metrics.jsonl``, ``summary.json`` and ``table.md``."""
+    """Every arm of ``s`` (each seed) on the labels of ``s.labels`` (or ``cache``, read from
+    them), from ``model_dir``; writes ``<out>/cache.json``, ``metrics.jsonl``,
+    ``summary.json`` and ``table.md``."""
     from llmdebate.training.debate_reward import LeafTrainer
     from llmdebate.training.sft import torch_threads
 
-    cache = load_labels(s.labels)
+    cache = cache if cache is not None else load_labels(s.labels)
     arms = arms_of(cache, s.arms)
     train, held = split(cache, s.held_out, s.split_seed)
     out.mkdir(parents=True, exist_ok=True)

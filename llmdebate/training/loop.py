@@ -308,17 +308,19 @@ def run_labeller_reward(cfg: TrainConfig, trainer: Trainer, out: Path, *,
                         progress: bool) -> dict[str, Any]:
     """A policy trained on labellers' cached labels (``labeller_reward``), into
     ``<out>/labeller-reward``."""
-    from llmdebate.training.label_reward import train_on_labels
+    from llmdebate.training.label_reward import arms_of, load_labels, train_on_labels
 
-    assert cfg.labeller_reward is not None
+    s = cfg.labeller_reward
+    assert s is not None
     if cfg.iterations:
         raise ConfigError(
             "labeller_reward: the policy is trained on cached labels on its own; set "
             "iterations: 0"
         )
+    cache = load_labels(s.labels)  # a bad path or arm stops the run before the model loads
+    arms_of(cache, s.arms)
     start = model_dir(trainer.exp.prover.model, trainer.exp.cache_dir)
-    return train_on_labels(cfg.labeller_reward, start, out / "labeller-reward",
-                           progress=progress)
+    return train_on_labels(s, start, out / "labeller-reward", cache=cache, progress=progress)
 
 
 def _baseline(value: str) -> str | float:
