@@ -229,3 +229,13 @@ def test_train_with_a_missing_label_run_is_one_line_and_exit_2(
     assert err == [
         "error: labeller_reward.labels[0]: no-such-run: no such run directory or label cache"
     ]
+
+
+@pytest.mark.parametrize("name", ["train-labeller-reward", "train-labeller-reward-small-steps"])
+def test_the_shipped_configs_are_read(name: str) -> None:
+    from llmdebate.training import load_train_config
+
+    cfg = load_train_config(ONE_STEP.parent / f"{name}.yaml")
+    s = cfg.labeller_reward
+    assert s is not None and cfg.iterations == 0 and not cfg.evaluate_last
+    assert s.labels == ["runs/labelling-every-answer"] and s.lora.layers == [16, 17]
