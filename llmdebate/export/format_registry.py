@@ -64,7 +64,8 @@ RunWriter = Callable[[Path, Path], str]
 FORMATS: Registry[Format] = Registry(
     "export format",
     group="llmdebate.formats",
-    builtins=("llmdebate.export.formats", "llmdebate.inspect_ext.export_format"),
+    builtins=("llmdebate.export.formats", "llmdebate.inspect_ext.export_format",
+              "llmdebate.export.answers"),
 )
 
 _FILES: dict[str, tuple[str, ...]] = {}
