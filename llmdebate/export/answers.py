@@ -35,12 +35,13 @@ def answer_line(t: Transcript) -> dict[str, Any] | None:
         return None
     meta = dict(item.get("meta") or {})
     if "labelling" in meta:
-        raise UserError(f"item {item.get('id')}: a labelling run's item; the answers format "
-                        "reads a run of direct judgment on the questions themselves")
+        raise UserError(
+            f"item {item.get('id')}: a labelling run's item; the answers format "
+            "reads a run of direct judgment on the questions themselves"
+        )
     claims = meta.get("claims")
     formal = bool(meta.get("problem")) and isinstance(claims, dict) and decision in claims
-    meta.update(policy=t.agents.get("judge"),
-                policy_probability=t.meta.get("decision_probability"))
+    meta.update(policy=t.agents.get("judge"), policy_probability=t.meta.get("decision_probability"))
     return {
         "id": str(item.get("id") or t.id),
         "question": str(item.get("question", "")),
@@ -60,8 +61,10 @@ def answers_of_run(run_dir: Path) -> list[dict[str, Any]]:
         if line is not None:
             out.setdefault(line["id"], line)
     if not out:
-        raise UserError(f"{run_dir}: no completed direct judgment to read answers from "
-                        "(run the protocol direct with the policy as the judge)")
+        raise UserError(
+            f"{run_dir}: no completed direct judgment to read answers from "
+            "(run the protocol direct with the policy as the judge)"
+        )
     return list(out.values())
 
 
