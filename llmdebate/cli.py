@@ -71,18 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     verbs.ARGV = list(sys.argv[1:] if argv is None else argv)
     try:
         code = cli.main(args=argv, prog_name="llmdebate", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:  # Ctrl-C, or SIGTERM, before a run said what it kept
         click.echo("aborted", err=True)
-        return 130
+        return _stopped_exit(exc.__cause__)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
     except UserError as exc:
         click.echo(f"error: {exc}", err=True)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         click.echo("interrupted", err=True)
-        return 130
+        return _stopped_exit(exc)
     code = code if isinstance(code, int) else 0
     if argv is None and code in (130, 143):
         # a run that stopped on Ctrl-C or SIGTERM has written and closed everything, and a
@@ -92,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def _stopped_exit(exc: BaseException | None) -> int:
+    """The exit code of a command that ``exc`` stopped: 143 after SIGTERM, else 130."""
+    from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT, Terminated
+
+    return SIGTERM_EXIT if isinstance(exc, Terminated) else CTRL_C_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -199,3 +199,112 @@ def test_a_run_on_the_embedded_model_stops_inside_its_model_calls(
     assert summary["stopped"] == said and summary["planned"] == 8
     last = [x for x in rest.splitlines() if x.startswith(said)]
     assert len(last) == 1 and "resume: llmdebate run" in last[0], rest
+
+
+# The run of CLI, with one of its set-up steps replaced by one that signals the process and then
+# takes its time (a long step the signal cuts short): argv[1] the step, argv[2] the signal.
+AT_STEP = (
+    "import os, signal, sys, time; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "from llmdebate.experiment import runner\n"
+    "step, sig = sys.argv[1], getattr(signal, sys.argv[2])\n"
+    "real = getattr(runner, step)\n"
+    "def signalled(*args, **kwargs):\n"
+    "    out = real(*args, **kwargs)\n"
+    "    os.kill(os.getpid(), sig)\n"
+    "    time.sleep(120)\n"
+    "    return out\n"
+    "setattr(runner, step, signalled)\n"
+    "from llmdebate.cli import main; sys.exit(main(sys.argv[3:]))\n"
+)
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), [
+    (signal.SIGTERM, 143, "interrupted by SIGTERM"),
+    (signal.SIGINT, 130, "interrupted by Ctrl-C"),
+])
+def test_a_run_signalled_while_its_models_load_writes_its_summary(
+    tmp_path: Path, sig: int, code: int, said: str
+) -> None:
+    """Signalled while the models are being loaded, before any debate: the summary says so,
+    with nothing kept and every debate missing, and one line gives the command that resumes
+    (the server is never asked: nothing listens at its address)."""
+    cfg = config(tmp_path, "http://127.0.0.1:9/v1")
+    run_dir = tmp_path / "run"
+    args = ["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]
+    done = subprocess.run(
+        [sys.executable, "-c", AT_STEP, "_prepare_models", signal.Signals(sig).name, *args],
+        env=env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=100,
+    )
+    assert done.returncode == code, done.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped"] == said
+    assert summary["planned"] == summary["missing"] == 12
+    assert summary["last_invocation"]["debates_run"] == 0
+    assert not lines(run_dir / "transcripts.jsonl")
+    (line,) = [x for x in done.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"{said}: 0 of 12 debates kept in {run_dir}")
+    assert "resume: llmdebate run" in line and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_run_signalled_while_it_builds_its_models_ends_with_its_exit_code(
+    tmp_path: Path, sig: int, code: int
+) -> None:
+    """Signalled before its run directory is written (the models are being built): SIGTERM
+    as well as Ctrl-C ends the command with one line and its exit code, and nothing is left
+    half-written."""
+    cfg = config(tmp_path, "http://127.0.0.1:9/v1")
+    run_dir = tmp_path / "run"
+    args = ["run", "--config", str(cfg), "--run-dir", str(run_dir), "--quiet"]
+    done = subprocess.run(
+        [sys.executable, "-c", AT_STEP, "_build_models", signal.Signals(sig).name, *args],
+        env=env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=100,
+    )
+    assert done.returncode == code, done.stderr
+    assert [x for x in done.stderr.splitlines() if x.strip()] == ["aborted"]
+    assert not run_dir.exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("sig", "code", "said"), [
+    (signal.SIGINT, 130, "interrupted by Ctrl-C"),
+    (signal.SIGTERM, 143, "interrupted by SIGTERM"),
+])
+def test_a_run_on_the_embedded_model_stops_while_it_loads_the_weights(
+    tmp_path: Path, sig: int, code: int, said: str,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """Signalled as soon as it says it is loading the weights: the run ends, writes its
+    summary (nothing kept) and says how to resume. The seconds to the exit are recorded
+    (``exit_s``), not judged."""
+    cfg = yaml.safe_load(config(tmp_path, "unused").read_text())
+    for role in ("prover", "estimator", "judge"):
+        cfg[role] = {k: v for k, v in cfg[role].items() if k not in ("base_url", "decomposer")}
+        cfg[role]["model"] = "local"
+    path = tmp_path / "local.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    run_dir = tmp_path / "run"
+    local_env = {k: v for k, v in env(tmp_path).items() if k != "LLMDEBATE_CACHE_DIR"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "run", "--config", str(path), "--run-dir", str(run_dir)],
+        env=local_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    err: list[str] = []
+    for line in proc.stderr:
+        err.append(line)
+        if line.startswith("preparing "):
+            break
+    else:
+        raise AssertionError("".join(err))
+    proc.send_signal(sig)
+    began = time.monotonic()
+    rest = proc.communicate(timeout=600)[1]  # a hang guard only
+    record_property("exit_s", round(time.monotonic() - began, 2))
+    assert proc.returncode == code, rest
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped"] == said
+    assert summary["planned"] == summary["missing"] == 12
+    last = [x for x in rest.splitlines() if x.startswith(said)]
+    assert len(last) == 1 and "0 of 12 debates kept" in last[0], rest

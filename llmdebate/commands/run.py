@@ -17,7 +17,7 @@ from llmdebate.commands.config_flags import config_from, config_options
 from llmdebate.commands.verbs import VERBS
 from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
 from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
-from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT
+from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT, sigterm_cancels
 from llmdebate.report.closing import closing_lines
 
 STATUS_WORDS = {
@@ -221,16 +221,17 @@ def run_from_flags(
         overrides["dataset.limit"] = limit
     if no_cache:
         overrides["use_cache"] = False
-    config = config_from(config_path, fields, overrides)
-    result = run(
-        config,
-        run_dir,
-        run_id=run_id,
-        progress=not quiet,
-        allow_server_change=allow_server_change,
-        executor=executor,
-        allow_large=allow_large,
-    )
+    with sigterm_cancels():  # SIGTERM from here on ends the command as Ctrl-C does
+        config = config_from(config_path, fields, overrides)
+        result = run(
+            config,
+            run_dir,
+            run_id=run_id,
+            progress=not quiet,
+            allow_server_change=allow_server_change,
+            executor=executor,
+            allow_large=allow_large,
+        )
     s = result.summary
     if result.stopped and result.stop_exit_code in (CTRL_C_EXIT, SIGTERM_EXIT):
         click.echo(stopped_line(result, config_path), err=True)

@@ -4,9 +4,10 @@ the executor are closed, and the run goes on to write ``summary.json`` and say w
 and the command that resumes it (exit 130 for Ctrl-C, 143 for SIGTERM).
 
 :func:`sigterm_cancels` is held around a run (main thread only: a signal handler can only be
-set there): a SIGTERM while a run's event loop is running cancels its main task, registered
-with :func:`main_task` (asyncio does the same for SIGINT); one outside it raises
-:class:`Terminated`, a :class:`KeyboardInterrupt`, at once.
+set there), from before its config is read: a SIGTERM while a run's event loop is running
+cancels its main task, registered with :func:`main_task` (asyncio does the same for SIGINT);
+one outside it raises :class:`Terminated`, a :class:`KeyboardInterrupt`, at once. Held again
+further in, it changes nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def sigterm_cancels() -> Iterator[None]:
     """While held (in the main thread; elsewhere it does nothing): SIGTERM stops the run as
     Ctrl-C does (see the module docstring)."""
     if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # held already, further out
         yield
         return
     _STATE.terminated = False

@@ -57,6 +57,7 @@ the model's own, before masking. Without xgrammar the call runs unconstrained
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import concurrent.futures
 import contextlib
@@ -519,10 +520,11 @@ class HFBackend(Backend):
 
     async def aclose(self) -> None:
         """Stop using the worker; the last backend on it stops it (once its queue is
-        answered)."""
+        answered) and waits for it while a caller waits for one of its requests: a worker
+        left with the requests of callers gone (Ctrl-C) ends by itself, at its next check."""
         worker, self._worker = self._worker, None
         if worker is not None and worker.leave(self):
-            await asyncio.to_thread(worker.thread.join)
+            await asyncio.to_thread(worker.join_while_awaited)
 
     # -------------------------------------------------------------- computation
     def run_batch(
@@ -569,7 +571,7 @@ class HFBackend(Backend):
         produced: list[list[int]] = [[] for _ in batch]
         lps: list[list[TokenLogprob]] = [[] for _ in batch]
         done = [cfg.max_tokens <= 0 for _, cfg, _ in batch]
-        matchers = self._matchers(batch, model, eos)
+        matchers = self._matchers(batch, model, eos, gone)
         results: dict[int, ModelOutput] = {}
 
         def finish(i: int) -> ModelOutput:
@@ -629,15 +631,20 @@ class HFBackend(Backend):
         return [finish(i) for i in range(size)]
 
     def _matchers(
-        self, batch: list[tuple[str, GenerateConfig, int]], model: Any, eos: set[int]
+        self,
+        batch: list[tuple[str, GenerateConfig, int]],
+        model: Any,
+        eos: set[int],
+        gone: Callable[[int], bool],
     ) -> list[Any]:
-        """The grammar matcher of each row that asks for a JSON schema (None: free text, or
-        structured outputs off)."""
+        """The grammar matcher of each row that asks for a JSON schema (None: free text,
+        structured outputs off, or a row whose caller is gone: a grammar's first set-up takes
+        seconds, and Ctrl-C does not wait for it)."""
         return [
             self._grammar.matcher(self.tokenizer, model, eos, cfg.json_schema.schema_json)
-            if cfg.json_schema is not None and self.structured != "none"
+            if cfg.json_schema is not None and self.structured != "none" and not gone(i)
             else None
-            for _, cfg, _ in batch
+            for i, (_, cfg, _) in enumerate(batch)
         ]
 
     def _pick(
@@ -739,10 +746,27 @@ class _Worker:
         """The ids of the backends using this worker (the last to leave stops it)."""
         self.batch_wait_s, self.batch_window_s = first.batch_wait_s, first.batch_window_s
         self.max_batch, self.hold_s = first.max_batch, first.hold_s
+        self.held: list[_Request] = []
+        """The requests taken from the queue and not yet answered."""
         self.thread = threading.Thread(
             target=self._serve, name=f"llmdebate-{first.name}", daemon=True
         )
         self.thread.start()
+
+    def awaited(self) -> bool:
+        """Whether a caller still waits for a request held or queued here."""
+        with self.queue.mutex:
+            queued = [r for r in self.queue.queue if r is not None]
+        return any(not r.future.done() for r in [*self.held, *queued])
+
+    def join_while_awaited(self, poll_s: float = 0.05) -> None:
+        """Wait until the thread ends, or no caller waits for what it holds any more (the
+        thread is then joined when the interpreter exits: one still inside torch or xgrammar
+        as the process is torn down aborts it)."""
+        while self.thread.is_alive() and self.awaited():
+            self.thread.join(poll_s)
+        if self.thread.is_alive():
+            _LEFT.add(self.thread)
 
     def leave(self, backend: HFBackend) -> bool:
         """``backend`` no longer uses the worker; True if it was the last (the worker then
@@ -765,6 +789,7 @@ class _Worker:
             if not stop:
                 stop = self._gather(pending)
             pending = [r for r in pending if not r.future.cancelled()]  # callers gone
+            self.held = list(pending)
             batch = next_batch(
                 pending, force=stop, hold_s=self.hold_s, max_batch=self.max_batch
             )
@@ -772,6 +797,7 @@ class _Worker:
                 taken = {id(r) for r in batch}
                 pending = [r for r in pending if id(r) not in taken]
                 batch[0].backend._serve_batch(batch)
+            self.held = list(pending)
 
     def _gather(self, pending: list[_Request]) -> bool:
         """Add queued requests to ``pending``: wait for a first one (at most a short poll when
@@ -798,6 +824,17 @@ class _Worker:
                 return True
             pending.append(item)
         return False
+
+
+_LEFT: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+"""Workers closed while still answering the requests of callers gone (they end at their next
+check)."""
+
+
+@atexit.register
+def _join_left(timeout_s: float = 300.0) -> None:
+    for thread in list(_LEFT):
+        thread.join(timeout_s)
 
 
 def _shared_tokenizer(where: str, load: Callable[[], Any]) -> Any:
