@@ -10,6 +10,7 @@ import click
 from llmdebate.commands.formal import text_lines
 from llmdebate.commands.verbs import VERBS
 from llmdebate.core.schemas import VARIANTS
+from llmdebate.experiment.progress import Steps
 from llmdebate.formal.attack import ANSWERS, TARGETS, AttackSpec, run_attack
 from llmdebate.formal.attack_estimator import SearchBudget
 from llmdebate.formal.strategy_files import read_strategy
@@ -76,6 +77,7 @@ from llmdebate.formal.strategy_files import read_strategy
     "--out", default="attack.json", show_default=True, help="Where the strategy file goes."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--quiet", is_flag=True, help="No progress output (on standard error).")
 def command(
     target: str,
     problem: str,
@@ -99,6 +101,7 @@ def command(
     search_seed: int,
     out: str,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Search for the strategy that breaks completeness or soundness; write it to --out."""
     spec = AttackSpec(
@@ -129,7 +132,16 @@ def command(
         spec.variant, spec.epsilon, spec.rho = st["variant"], st["epsilon"], st["rho"]
         spec.stable_only = bool(st.get("stable_only", False))
         given = sf.policy
-    res = run_attack(spec, Path(out), given)  # type: ignore[arg-type]
+    unit = "instance" if spec.target == "completeness" else "round"
+    shown = Steps("attack", 0, not quiet, unit=unit)
+
+    def on_step(done: int, total: int) -> None:
+        shown.update(done, total=total)
+
+    try:
+        res = run_attack(spec, Path(out), given, on_step)  # type: ignore[arg-type]
+    finally:
+        shown.close()
     if as_json:
         click.echo(json.dumps(res))
         return

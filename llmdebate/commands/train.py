@@ -9,6 +9,7 @@ that cannot be trained, a missing extra).
 from __future__ import annotations
 
 import re
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,13 @@ from llmdebate.commands.verbs import VERBS
 @click.option("--quiet", is_flag=True, help="No progress output.")
 def command(config_path: str, out_dir: str | None, iterations: int | None, quiet: bool) -> None:
     """Train the prover and the estimator on their own debates."""
+    from llmdebate.experiment.warnings_log import warnings_to_log
     from llmdebate.report.judge_audit import hacking_line
     from llmdebate.training import load_train_config, train
     from llmdebate.training.metrics import AUDIT_PREFIX
 
+    if quiet or not sys.stderr.isatty():
+        _no_library_bars()
     overrides = {"iterations": iterations} if iterations is not None else {}
     cfg = load_train_config(config_path, overrides)
     if out_dir is None:
@@ -40,7 +44,9 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
         out = Path(cfg.out_dir) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     else:
         out = Path(out_dir)
-    res = train(cfg, out, progress=not quiet)
+    out.mkdir(parents=True, exist_ok=True)
+    with warnings_to_log(out):  # other packages' warnings (transformers', peft's) to the log
+        res = train(cfg, out, progress=not quiet)
     if res.expert is not None:
         held = res.expert["held_out"]
         shares = ", ".join(f"{k} {v['exact_splits']:.0%}" for k, v in held.items())
@@ -71,6 +77,16 @@ def command(config_path: str, out_dir: str | None, iterations: int | None, quiet
         line = hacking_line(res.history, side, prefix)
         if line is not None:
             click.echo(f"{res.out}: {line}")
+
+
+def _no_library_bars() -> None:
+    """No carriage-return bars from transformers (loading weights) where ours are off or
+    plain lines."""
+    try:
+        from transformers.utils import logging
+    except ImportError:  # the train extra is missing: said when a model is needed
+        return
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def _labeller_lines(out: Path, summary: dict[str, Any]) -> None:

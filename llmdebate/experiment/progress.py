@@ -150,3 +150,70 @@ def _short(n: int) -> str:
     if n < 1000:
         return str(n)
     return f"{n / 1000:.1f}k" if n < 1_000_000 else f"{n / 1_000_000:.1f}M"
+
+
+class Steps:
+    """Steps of one long loop done of its total, with their rate: training steps, instances
+    searched. The same three forms as :class:`Progress`: a bar on a terminal
+    (``expert: 3/10 [00:06<00:14, 0.50step/s, loss 0.4120]``), plain lines elsewhere
+    (``expert: step 3/10, 0.50 steps/s, 6 s, loss 0.4120``) at most every ``every_s``
+    seconds and one at the end, nothing when not ``enabled``. ``initial`` steps were done
+    before; ``elapsed`` seconds were spent since then (the rate counts them)."""
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        enabled: bool,
+        *,
+        unit: str = "step",
+        initial: int = 0,
+        elapsed: float = 0.0,
+        every_s: float | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.label, self.total, self.unit = label, total, unit
+        self.initial = self.done = initial
+        self.note = ""
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = enabled and _isatty(self.stream)
+        self.plain = enabled and not self.tty
+        self.every_s = PLAIN_EVERY_S if every_s is None else every_s
+        self._began = time.monotonic() - elapsed
+        self._last_line: float | None = None
+        self._said = initial
+        self.bar = tqdm(total=total, initial=initial, desc=label, unit=unit, file=self.stream,
+                        disable=not self.tty, dynamic_ncols=True)
+
+    def line(self) -> str:
+        """The plain progress line."""
+        elapsed = time.monotonic() - self._began
+        rate = (self.done - self.initial) / max(elapsed, 1e-9)
+        return (f"{self.label}: {self.unit} {self.done}/{self.total}, {rate:.2f} {self.unit}s/s, "
+                f"{elapsed:.0f} s" + (f", {self.note}" if self.note else ""))
+
+    def update(self, done: int, *, total: int | None = None, note: str = "") -> None:
+        """``done`` steps of ``total`` (the total so far unless given), with a note (a loss)."""
+        if total is not None and total != self.total:
+            self.total = self.bar.total = total
+        self.bar.update(done - self.done)
+        self.done, self.note = done, note
+        if self.tty:
+            if note:
+                self.bar.set_postfix_str(note, refresh=True)
+        elif self.plain:
+            now = time.monotonic()
+            spaced = self._last_line is None or now - self._last_line >= self.every_s
+            if spaced or done >= self.total:
+                self._say(now)
+
+    def _say(self, now: float) -> None:
+        if self.done == self._said:
+            return
+        self._said, self._last_line = self.done, now
+        print(self.line(), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.plain:
+            self._say(time.monotonic())
+        self.bar.close()

@@ -16,6 +16,7 @@ The payoff printed is that of the strategy *file*, evaluated by the exact engine
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -208,12 +209,15 @@ def rational_check(
     }
 
 
-def completeness_attack(spec: AttackSpec, out: Path) -> dict[str, Any]:
+def completeness_attack(
+    spec: AttackSpec, out: Path, on_step: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     prob = build_problem(spec)
     name = spec.prover or "honest"
     prover = make_prover(name, prob, spec.epsilon)
     t0 = time.perf_counter()
     search = EstimatorSearch(prob, prover, spec.epsilon, spec.rho, spec.variant, spec.budget)
+    search.on_step = on_step
     found = search.run()
     table = TableEstimator(prob.width, found.p_top, name=f"attack[{out.name}]")
     _exact(prob, prover, _Recorder(found, table), spec)
@@ -303,7 +307,10 @@ def _as_table(est: Algorithm1Estimator, q: int) -> TableEstimator:
 
 
 def soundness_attack(
-    spec: AttackSpec, out: Path, given: EstimatorPolicy | None = None
+    spec: AttackSpec,
+    out: Path,
+    given: EstimatorPolicy | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The best wrong-answer prover (uninformed with ``spec.uninformed``) against the fixed
     estimator of ``spec`` (or ``given``): its exact payoff against the soundness bound,
@@ -324,6 +331,7 @@ def soundness_attack(
         uninformed=spec.uninformed,
         seed=spec.budget.seed,
     )
+    search.on_step = on_step
     prover, dp_value, _ = search.solve()
     seconds = time.perf_counter() - t0
     ex = _exact(prob, prover, est, spec)
@@ -401,12 +409,17 @@ def _search_record(
 
 
 def run_attack(
-    spec: AttackSpec, out: Path, estimator: EstimatorPolicy | None = None
+    spec: AttackSpec,
+    out: Path,
+    estimator: EstimatorPolicy | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
+    """The attack of ``spec``, its strategy written to ``out``; ``on_step`` is told the
+    search's steps done and their number (instances solved, or rounds backed up)."""
     spec.check()
     if spec.target == "completeness":
-        return completeness_attack(spec, out)
-    return soundness_attack(spec, out, estimator)
+        return completeness_attack(spec, out, on_step)
+    return soundness_attack(spec, out, estimator, on_step)
 
 
 def spec_dict(spec: AttackSpec) -> dict[str, Any]:

@@ -101,6 +101,9 @@ class SigmaEstimator(EstimatorPolicy):
 class EstimatorSearch:
     """The DP over (instance, node, σ) with an evolutionary inner search (module docstring)."""
 
+    on_step: Callable[[int, int], None] | None = None
+    """Told the instances solved so far and their number, after each instance."""
+
     def __init__(
         self,
         problem: TreeProblem,
@@ -486,6 +489,8 @@ class EstimatorSearch:
             if tot[t] < best_val:
                 best_val, best_p = float(tot[t]), float(grid[t])
             p_top[i] = best_p
+            if self.on_step is not None:
+                self.on_step(i + 1, prob.n)
         self.est.p_top = p_top
         return self.est
 

@@ -19,6 +19,7 @@ payoff found is a lower bound on the best response's; it is still replayed exact
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,9 @@ def _unique(inst: np.ndarray, node: np.ndarray, p: np.ndarray) -> tuple[np.ndarr
 
 class ProverSearch:
     """Exact best response of A to a fixed B (module docstring)."""
+
+    on_step: Callable[[int, int], None] | None = None
+    """Told the rounds backed up so far and their number, after each round."""
 
     def __init__(
         self,
@@ -169,9 +173,11 @@ class ProverSearch:
             return self._finish(pr, vals)
         levels = self.forward()
         below: np.ndarray | None = None
-        for lv in reversed(levels):
+        for done, lv in enumerate(reversed(levels), start=1):
             child_v = self.leaf_values(lv) if below is None else below[lv.child]
             below = self._back_up(pr, lv, child_v)
+            if self.on_step is not None:
+                self.on_step(done, len(levels))
         assert below is not None
         return self._finish(pr, init + below)
 

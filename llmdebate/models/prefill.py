@@ -26,6 +26,7 @@ estimator's probes of eight debates are 24 rows of 170 tokens.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -128,6 +129,27 @@ def _after(
     return Prefilled(in_slices(model, ids, mask, positions, cache), mask, positions)
 
 
+@functools.cache
+def cache_key() -> str:
+    """The name under which a transformers model takes its keys and values (a keyword of its
+    forward pass) and returns them (an attribute of its output): ``cache`` where the output
+    type has that field (transformers 5's newer name), else ``past_key_values``."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    fields = CausalLMOutputWithPast.__dataclass_fields__
+    return "cache" if "cache" in fields else "past_key_values"
+
+
+def cache_of(out: Any) -> Any:
+    """The keys and values a forward pass returned."""
+    return getattr(out, cache_key())
+
+
+def with_cache(cache: Any) -> dict[str, Any]:
+    """The keywords handing a forward pass the keys and values ``cache``."""
+    return {cache_key(): cache, "use_cache": True}
+
+
 def in_slices(model: Any, ids: Any, mask: Any, positions: Any, cache: Any) -> Any:
     """The forward pass over ``ids`` (rows x columns, after the keys and values in ``cache``,
     which ``mask``'s first columns cover) in slices of columns of at most ``CHUNK_TOKENS``
@@ -142,11 +164,10 @@ def in_slices(model: Any, ids: Any, mask: Any, positions: Any, cache: Any) -> An
             input_ids=ids[:, start:end],
             attention_mask=mask[:, : before + end],
             position_ids=positions[:, start:end],
-            past_key_values=cache,
-            use_cache=True,
             logits_to_keep=1,
+            **with_cache(cache),
         )
-        cache = out.past_key_values
+        cache = cache_of(out)
     return out
 
 
@@ -182,4 +203,4 @@ def _head(torch: Any, model: Any, tokens: list[int], device: str) -> Any:
     ids = torch.tensor(tokens, dtype=torch.long, device=device)[None, :]
     ones = torch.ones_like(ids)
     positions = torch.arange(len(tokens), device=device)[None, :]
-    return in_slices(model, ids, ones, positions, None).past_key_values
+    return cache_of(in_slices(model, ids, ones, positions, None))

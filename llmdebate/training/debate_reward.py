@@ -46,7 +46,7 @@ from llmdebate.core import scoring
 from llmdebate.core.roles import DebateContext
 from llmdebate.core.schemas import Claim, DebateConfig, Evidence
 from llmdebate.elicit.prompts import FALSE_VARIANTS, TRUE_VARIANTS
-from llmdebate.models.prefill import shared_length
+from llmdebate.models.prefill import cache_of, shared_length, with_cache
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.estimate_eval import EstimateCase
 from llmdebate.training.packed_rows import packed_top
@@ -200,10 +200,10 @@ def answer_probability(model: Any, tokenizer: Any, prompts: Sequence[str],
     extra: dict[str, Any] = {}
     if skip:
         with torch.no_grad():
-            cache = model(input_ids=torch.tensor([list(prefix)], device=device),
-                          use_cache=True).past_key_values
+            cache = cache_of(model(input_ids=torch.tensor([list(prefix)], device=device),
+                                   use_cache=True))
         cache.batch_repeat_interleave(len(enc))
-        extra.update(past_key_values=cache, use_cache=True)
+        extra.update(with_cache(cache))
     out = model(input_ids=x.to(device), attention_mask=mask.to(device),
                 position_ids=pos.to(device), logits_to_keep=1, **extra)
     probs = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
@@ -409,8 +409,7 @@ class LeafTrainer:
             ids = torch.tensor([rows], device=self.device)
             self._cache = DynamicCache(config=self.model.config)
             with contextlib.suppress(_Reached):
-                self.model(input_ids=ids, past_key_values=self._cache, use_cache=True,
-                           logits_to_keep=1)
+                self.model(input_ids=ids, logits_to_keep=1, **with_cache(self._cache))
             return
         x, mask, pos = _left_padded(torch, rows, self.tok)
         if shared is not None:
@@ -418,8 +417,8 @@ class LeafTrainer:
             pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
         with contextlib.suppress(_Reached):
             self.model(input_ids=x.to(self.device), attention_mask=mask.to(self.device),
-                       position_ids=pos.to(self.device), past_key_values=cache,
-                       use_cache=cache is not None, logits_to_keep=1)
+                       position_ids=pos.to(self.device), logits_to_keep=1,
+                       **(with_cache(cache) if cache is not None else {"use_cache": False}))
 
     def frozen_states(self, prompts: Sequence[str]) -> list[Any] | None:
         """The frozen layers' outputs of each prompt, computed for those not yet kept (and

@@ -70,7 +70,7 @@ def estimator_iteration(
         evals["before"] = evaluate_estimates(base, held_cases)
         say(f"estimator: before: {_summary(evals['before'])}")
     steps = out / "estimator.jsonl"
-    on_log = step_logger(steps, say, "estimator", progress=progress)
+    on_log = step_logger(steps, "estimator", progress=progress)
 
     adapter = out / "adapter"
     steps_done, seconds, log = train_in_rounds(

@@ -115,7 +115,7 @@ def expert_iteration(
         evals["before"] = evaluate(_backend(None, s.threads), prompts, held_out)
         say(f"expert: before: {_summary(evals['before'])}")
     steps = out / "expert.jsonl"
-    on_log = step_logger(steps, say, "expert", progress=progress)
+    on_log = step_logger(steps, "expert", progress=progress)
 
     adapter = out / "adapter"
     steps_done, seconds, log = train_in_rounds(

@@ -454,6 +454,7 @@ def train_on_labels(
     """Every arm of ``s`` (each seed) on the labels of ``s.labels`` (or ``cache``, read from
     them), from ``model_dir``; writes ``<out>/cache.json``, ``metrics.jsonl``,
     ``summary.json`` and ``table.md``."""
+    from llmdebate.experiment.progress import Steps
     from llmdebate.training.debate_reward import LeafTrainer
     from llmdebate.training.sft import torch_threads
 
@@ -471,12 +472,13 @@ def train_on_labels(
         trainer = LeafTrainer(model_dir, s.lora, list(prompts.values()))
         for arm in arms:
             for seed in s.seeds:
+                shown = Steps(f"{arm} seed {seed}", s.steps, progress, every_s=0.0)
 
-                def log(e: dict[str, Any], arm: str = arm, seed: int = seed) -> None:
+                def log(e: dict[str, Any], arm: str = arm, seed: int = seed,
+                        shown: Steps = shown) -> None:
                     with metrics.open("a", encoding="utf-8") as f:
                         f.write(json.dumps({"arm": arm, "seed": seed, **e}) + "\n")
-                    if progress:
-                        print(f"{arm} seed {seed} step {e['step']}: {round_line(e)}", flush=True)
+                    shown.update(e["step"], note=round_line(e))
 
                 history = train_arm(
                     trainer,
@@ -488,6 +490,7 @@ def train_on_labels(
                     seed=seed,
                     on_log=log,
                 )
+                shown.close()
                 results.append(
                     {
                         "arm": arm,

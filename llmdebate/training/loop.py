@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from llmdebate.errors import ConfigError, UserError
 from llmdebate.experiment.config import ExperimentConfig
 from llmdebate.experiment.loading import dump, load, read_yaml, validate
+from llmdebate.experiment.progress import Steps
 from llmdebate.experiment.runner import run
 from llmdebate.export import build, decision_rows, run_info
 from llmdebate.export.api import injectable
@@ -255,8 +256,11 @@ def train(cfg: TrainConfig, out: Path, *, progress: bool = True) -> TrainResult:
                  if cfg.estimator_expert else None)
     labelled = (run_labeller_reward(cfg, trainer, out, progress=progress)
                 if cfg.labeller_reward else None)
+    shown = Steps("train", cfg.iterations, progress, unit="iteration", every_s=0.0)
     for it in range(cfg.iterations):
         trainer.iteration(it)
+        shown.update(it + 1)
+    shown.close()
     if cfg.evaluate_last:
         trainer.generate(cfg.iterations, 0)
     if cfg.iterations or cfg.evaluate_last:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmdebate.models.prefill import cache_of, with_cache
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.update import _need, peft_lora
 
@@ -117,10 +118,10 @@ def batch_loss(
     extra: dict[str, Any] = {"position_ids": positions.to(device)}
     if skip:
         with torch.no_grad():
-            cache = model(input_ids=torch.tensor([prefix], device=device),
-                          use_cache=True).past_key_values
+            cache = cache_of(model(input_ids=torch.tensor([prefix], device=device),
+                                   use_cache=True))
         cache.batch_repeat_interleave(len(batch))
-        extra.update(past_key_values=cache, use_cache=True)
+        extra.update(with_cache(cache))
     out = model(input_ids=ids.to(device), attention_mask=mask.to(device),
                 logits_to_keep=keep.to(device), **extra)
     logits = out.logits.float()
@@ -134,21 +135,32 @@ def batch_loss(
 
 
 def step_logger(
-    path: Path, say: Callable[[str], None], label: str, *, progress: bool
+    path: Path, label: str, *, progress: bool
 ) -> Callable[[dict[str, Any]], None]:
     """An ``on_log`` for :func:`train_adapter`: each entry appended to ``path`` (JSONL, the
-    file started afresh), and each training step said as ``<label>: step … loss …``."""
+    file started afresh), and the training steps shown on standard error as steps done of
+    the total with their rate and loss (:class:`~llmdebate.experiment.progress.Steps`: a bar
+    on a terminal, a line per step elsewhere, nothing without ``progress``)."""
+    from llmdebate.experiment.progress import Steps
+
     path.unlink(missing_ok=True)
+    shown: list[Steps] = []  # one per round of training, closed at its last step
 
     def on_log(entry: dict[str, Any]) -> None:
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
-        if progress and "loss" in entry:
-            held = entry.get("held_out_loss")
-            say(
-                f"{label}: step {entry['step']} loss {entry['loss']:.4f} ({entry['step_s']} s)"
-                + (f" held-out loss {held:.4f}" if held is not None else "")
-            )
+        if "loss" not in entry:
+            return
+        total = entry.get("steps_total", entry["step"])
+        if not shown or shown[-1].done >= shown[-1].total:
+            shown.append(Steps(label, total, progress, initial=entry["step"] - 1,
+                               elapsed=entry.get("step_s", 0.0), every_s=0.0))
+        held = entry.get("held_out_loss")
+        note = f"loss {entry['loss']:.4f}" + (
+            f", held-out loss {held:.4f}" if held is not None else "")
+        shown[-1].update(entry["step"], total=total, note=note)
+        if entry["step"] >= total:
+            shown[-1].close()
 
     return on_log
 
@@ -215,9 +227,11 @@ def train_adapter(
                 )
                 step += 1
                 entry: dict[str, Any] = {
-                    "step": step, "epoch": epoch, "loss": float(loss), "accuracy": float(acc),
-                    "grad_norm": float(norm), "lr": _learning_rate(settings, step - 1, total),
+                    "step": step, "epoch": epoch, "loss": loss.detach().item(),
+                    "accuracy": float(acc), "grad_norm": float(norm),
+                    "lr": _learning_rate(settings, step - 1, total),
                     "step_s": round(time.perf_counter() - t, 2),
+                    "steps_total": settings.step_offset + total,
                 }
                 if evals and (step % settings.eval_every == 0 or step == total):
                     entry.update(held_out_loss())
@@ -301,6 +315,7 @@ def save_adapter(model: Any, out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     model.peft_config["default"].save_pretrained(str(out))
-    state = peft.get_peft_model_state_dict(model)
+    # the embeddings are never trained here: no look-up of the base model's vocabulary
+    state = peft.get_peft_model_state_dict(model, save_embedding_layers=False)
     save_file({k: v.detach().to("cpu", torch.float16).contiguous() for k, v in state.items()},
               str(out / "adapter_model.safetensors"), metadata={"format": "pt"})

@@ -108,6 +108,8 @@ def sample(model: Any, tok: Any, grammar: GrammarCache, schema_json: str, prompt
     ``schema_json``, drawn with ``generator`` (a seeded ``torch.Generator`` on the CPU)."""
     import torch
 
+    from llmdebate.models.prefill import cache_of, with_cache
+
     rows = _Rows(grammar, model, tok, [schema_json] * n)
     ids = list(tok(prompt, add_special_tokens=True)["input_ids"])
 
@@ -128,7 +130,7 @@ def sample(model: Any, tok: Any, grammar: GrammarCache, schema_json: str, prompt
                 if all(rows.done):
                     break
                 out = model(input_ids=torch.tensor([[t] for t in step], device=device),
-                            past_key_values=out.past_key_values, use_cache=True)
+                            **with_cache(cache_of(out)))
     finally:
         model.train(was_training)
     return rows.completions()
@@ -143,7 +145,7 @@ def greedy(model: Any, tok: Any, grammar: GrammarCache, schemas: Sequence[str],
     float rounding of the padded sums)."""
     import torch
 
-    from llmdebate.models.prefill import prefill
+    from llmdebate.models.prefill import cache_of, prefill, with_cache
 
     rows = _Rows(grammar, model, tok, schemas)
     encoded = [list(tok(p, add_special_tokens=True)["input_ids"]) for p in prompts]
@@ -162,8 +164,7 @@ def greedy(model: Any, tok: Any, grammar: GrammarCache, schemas: Sequence[str],
                 mask, positions = torch.cat([mask, ones], dim=1), positions[:, -1:] + 1
                 out = model(input_ids=torch.tensor(step, device=device)[:, None],
                             attention_mask=mask, position_ids=positions,
-                            past_key_values=out.past_key_values, use_cache=True,
-                            logits_to_keep=1)
+                            logits_to_keep=1, **with_cache(cache_of(out)))
     finally:
         model.train(was_training)
     return rows.completions()
