@@ -240,9 +240,11 @@ class Registry(Generic[T]):
 @dataclass(frozen=True)
 class LateHelp:
     """Metadata on a config field (``Annotated[str, LateHelp(...)]``): more of its
-    ``--help`` text, written when help is shown (so it names what plugins registered)."""
+    ``--help`` text, written when help is shown (so it names what plugins registered);
+    ``group``: the entry-point group of those plugins."""
 
     text: Callable[[], str]
+    group: str | None = None
 
 
 def _first_line(doc: str | None) -> str:

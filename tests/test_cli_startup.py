@@ -1,8 +1,11 @@
 """``llmdebate --help`` imports no verb: the built-ins are listed from their summaries, each
-verb's module is imported when that verb runs, and a plugin's verb is listed and runs."""
+verb's module is imported when that verb runs, and a plugin's verb is listed and runs. A
+verb's ``--help`` imports neither the config nor the protocols: what it reads from them is
+stored, and checked here against them."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,9 +13,12 @@ import textwrap
 from pathlib import Path
 
 import click
+import pytest
 
 from llmdebate.cli import cli
+from llmdebate.commands import choices, config_flags
 from llmdebate.commands.verbs import SUMMARIES
+from llmdebate.experiment import loading
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "pydantic", "torch", "transformers", "yaml", "jinja2")
@@ -50,6 +56,56 @@ def test_the_help_imports_no_verb_and_nothing_heavy() -> None:
     assert "LOADED [] []" in res.stdout, res.stdout[-2000:]
     for name in SUMMARIES:
         assert f"\n  {name} " in res.stdout, name
+
+
+LIGHT_VERBS = ("run", "compare", "export", "fork", "score", "report", "train", "answer")
+
+
+def test_the_verbs_help_imports_nothing_heavy() -> None:
+    res = _python(f"""
+        import sys
+        from llmdebate.cli import main
+        for verb in {LIGHT_VERBS!r}:
+            try:
+                main([verb, "--help"])
+            except SystemExit:
+                pass
+        heavy = [m for m in {HEAVY!r} if m in sys.modules]
+        protocols = [m for m in sys.modules if m.startswith("llmdebate.protocols")]
+        print("LOADED", heavy, protocols)
+    """)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "LOADED [] []" in res.stdout, res.stdout[-2000:]
+    for verb in LIGHT_VERBS:
+        assert f"Usage: llmdebate {verb} [OPTIONS]" in res.stdout, verb
+    assert "--debate-depth" in res.stdout and "trl-prompt-completion" in res.stdout
+
+
+def test_the_stored_help_is_what_the_config_and_the_registries_give() -> None:
+    spec = importlib.util.spec_from_file_location("help_table_script",
+                                                  REPO / "scripts" / "help_table.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stored = (REPO / "llmdebate" / "commands" / "help_table.py").read_text(encoding="utf-8")
+    assert stored == script.text(), "stale: run python scripts/help_table.py"
+    from llmdebate.commands.help_table import CONFIG_FLAGS, FORMATS
+    from llmdebate.export import FORMATS as REGISTRY
+
+    assert REGISTRY.builtin_names() == FORMATS
+    for dotted, *_ in CONFIG_FLAGS:
+        assert config_flags.flag_name(dotted) == loading.flag_name(dotted)
+
+
+def test_help_is_read_from_the_registries_where_a_plugin_could_add_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(choices, "plugin_groups", lambda: frozenset({"llmdebate.formats"}))
+    assert choices.live(("llmdebate.formats",), "no.such.module")
+    assert not choices.live(("llmdebate.protocols",), "no.such.module")
+    assert choices.live((), "llmdebate.commands.choices")  # imported: what it holds now
+    stored = choices.StoredChoice(("a",), "llmdebate.protocols", "no.such.module:X")
+    assert tuple(stored.choices) == ("a",)
 
 
 def test_a_verb_imports_its_own_module_alone() -> None:

@@ -8,7 +8,6 @@ import click
 
 from llmdebate.commands.run import run_from_flags, run_options
 from llmdebate.commands.verbs import VERBS
-from llmdebate.protocols.registry import PROTOCOLS
 
 
 @VERBS.register("compare")
@@ -28,6 +27,7 @@ def command(
     registered one unless the config or --protocols names them). The same as `llmdebate
     run` followed by `llmdebate report RUN_DIR`."""
     from llmdebate.experiment.loading import read_yaml
+    from llmdebate.protocols.registry import PROTOCOLS
     from llmdebate.report.build import build_report
 
     extra: dict[str, Any] = {}

@@ -11,16 +11,24 @@ from typing import cast
 
 import click
 
-from llmdebate.commands.choices import LateHelpOption, RegistryChoice
+from llmdebate.commands.choices import LateHelpOption, StoredChoice, live
+from llmdebate.commands.help_table import EXPORT_KINDS, FORMATS, PLAYERS
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
-from llmdebate.export import FORMATS, export_run, players
-from llmdebate.export.format_registry import WHOLE_RUN, RunWriter
-from llmdebate.export.formats import BASELINES
-from llmdebate.export.writers import KINDS
+
+
+def _players() -> tuple[str, ...]:
+    """The players --role takes: the stored built-in ones unless a protocol could add one."""
+    if not live(("llmdebate.protocols",), "llmdebate.protocols.registry"):
+        return PLAYERS
+    from llmdebate.export import players
+
+    return players()
 
 
 def _baseline(value: str) -> str | float:
+    from llmdebate.export.formats import BASELINES
+
     if value in BASELINES:
         return value
     try:
@@ -47,17 +55,19 @@ def _whole_run_options(fmt: str, **given: object) -> None:
 @click.option(
     "--role", default=None, metavar="ROLE", cls=LateHelpOption,
     help="Whose decisions (required except for whole-run formats: inspect-log):",
-    late_help=lambda: f"{', '.join(players())}, or a role a protocol the run's transcripts "
+    late_help=lambda: f"{', '.join(_players())}, or a role a protocol the run's transcripts "
     "record adds (a config topology's seat).",
 )
 @click.option(
-    "--format", "fmt", type=RegistryChoice(FORMATS), default="trl-prompt-completion",
+    "--format", "fmt", type=StoredChoice(FORMATS, "llmdebate.formats",
+                                         "llmdebate.export.format_registry:FORMATS"),
+    default="trl-prompt-completion",
     show_default=True, help="Layout of the rows.",
 )
 @click.option("--out", "-o", "out", type=click.Path(), required=True,
               help="Output file or directory.")
 @click.option(
-    "--as", "kind", type=click.Choice(KINDS), default=None,
+    "--as", "kind", type=click.Choice(EXPORT_KINDS), default=None,
     help="Container (default by suffix: .jsonl, .csv, .parquet, else a datasets directory).",
 )
 @click.option("--include-pending", is_flag=True, help="Keep debates awaiting a verdict.")
@@ -97,6 +107,9 @@ def command(
 ) -> None:
     """Write RUN_DIR's decisions of one player as training rows (or, with a whole-run format
     such as inspect-log, the whole run as one file)."""
+    from llmdebate.export import FORMATS, export_run
+    from llmdebate.export.format_registry import WHOLE_RUN, RunWriter
+
     entry = FORMATS.entry(fmt)
     if entry.can(WHOLE_RUN):
         _whole_run_options(fmt, role=role, kind=kind, include_pending=include_pending,

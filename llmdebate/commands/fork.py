@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from llmdebate.agents.settings import ModelSettings
 from llmdebate.commands.verbs import VERBS
-from llmdebate.core.schemas import Transcript
 from llmdebate.errors import UserError
-from llmdebate.records.rundir import load_transcripts, read_run_config
-from llmdebate.records.transcripts import transcript_line
-from llmdebate.rl.replay import fork, swap_settings, team_for
-from llmdebate.rl.rewards import run_sync
+
+if TYPE_CHECKING:  # the modules of a fork are imported when it runs: --help stays quick
+    from llmdebate.agents.settings import ModelSettings
+    from llmdebate.core.schemas import Transcript
 
 
 def swaps(pairs: tuple[str, ...]) -> dict[str, str | ModelSettings]:
@@ -43,6 +42,8 @@ def swaps(pairs: tuple[str, ...]) -> dict[str, str | ModelSettings]:
             out[role] = model
             continue
         import yaml  # only when a mapping is given: --help stays quick
+
+        from llmdebate.rl.replay import swap_settings
 
         try:
             data = yaml.safe_load(model)
@@ -74,6 +75,10 @@ def fork_run(
     round ``at`` (``act`` within a recursive debate's round, ``speaker`` or ``step`` within
     a speech round) with ``swap``'s models; (the forks, a line for every debate whose fork
     failed)."""
+    from llmdebate.records.rundir import load_transcripts, read_run_config
+    from llmdebate.rl.replay import fork, team_for
+    from llmdebate.rl.rewards import run_sync
+
     ts = [t for t in load_transcripts(run_dir) if t.status != "failed"]
     if debates:
         unknown = sorted(set(debates) - {t.id for t in ts})
@@ -128,6 +133,8 @@ def command(
     debates: tuple[str, ...], protocols: tuple[str, ...], out: Path | None,
 ) -> None:
     """Play RUN_DIR's debates again from round --at, replaying what came before."""
+    from llmdebate.records.transcripts import transcript_line
+
     forked, failed = fork_run(
         run_dir, at, act=act, speaker=speaker, step=step, swap=swaps(swap_pairs),
         debates=debates,

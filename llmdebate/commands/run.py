@@ -13,12 +13,10 @@ from typing import Any
 
 import click
 
+from llmdebate.commands.choices import live
 from llmdebate.commands.config_flags import config_from, config_options
+from llmdebate.commands.help_table import EXECUTOR_HELP
 from llmdebate.commands.verbs import VERBS
-from llmdebate.experiment.executors import EXECUTORS, ExecutorOptions
-from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
-from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT, sigterm_cancels
-from llmdebate.report.closing import closing_lines
 
 STATUS_WORDS = {
     "complete": "complete",
@@ -27,11 +25,20 @@ STATUS_WORDS = {
 }
 
 
+EXECUTOR_GROUP = "llmdebate.executors"
+EXECUTOR_ONE = "Where debates run: {executors}."
+WORKERS_HELP = ("Worker processes for --executor {workers} (default: the CPUs of this machine "
+                "or cluster, at most max_concurrency).")
+ADDRESS_HELP = ("Ray cluster to join with --executor {address} (e.g. auto, ray://head:10001); "
+                "default: start one here.")
+
+
 class ExecutorOption(click.Option):
     """An option whose help names executors from the registry, filled in when help is shown
     (so a broken executor plugin breaks ``run --help`` alone, not every verb):
     ``{executors}`` (each with its summary), ``{workers}``, ``{address}`` (those declaring
-    that capability)."""
+    that capability); the stored help of the built-in executors unless a plugin could add
+    one."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -39,12 +46,23 @@ class ExecutorOption(click.Option):
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         if self.template and "{" in self.template:
-            self.help = self.template.format(
-                executors="; ".join(f"{e.name} ({e.summary})" for e in EXECUTORS.entries()),
-                workers=" or ".join(EXECUTORS.with_capability(WORKERS)),
-                address=" or ".join(EXECUTORS.with_capability(ADDRESS)),
-            )
+            self.help = EXECUTOR_HELP.get(self.template)
+            if self.help is None or live((EXECUTOR_GROUP,), "llmdebate.experiment.executors"):
+                self.help = executor_help()[self.template]
         return super().get_help_record(ctx)
+
+
+def executor_help() -> dict[str, str]:
+    """Each executor option's help template, filled in from the registry."""
+    from llmdebate.experiment.executors import EXECUTORS
+    from llmdebate.experiment.executors.executor import ADDRESS, WORKERS
+
+    filled = {
+        "executors": "; ".join(f"{e.name} ({e.summary})" for e in EXECUTORS.entries()),
+        "workers": " or ".join(EXECUTORS.with_capability(WORKERS)),
+        "address": " or ".join(EXECUTORS.with_capability(ADDRESS)),
+    }
+    return {t: t.format(**filled) for t in (EXECUTOR_ONE, WORKERS_HELP, ADDRESS_HELP)}
 
 
 def count(n: int, noun: str) -> str:
@@ -170,22 +188,20 @@ RUN_OPTIONS = [
         metavar="NAME",
         default="local",
         show_default=True,
-        help="Where debates run: {executors}.",
+        help=EXECUTOR_ONE,
     ),
     click.option(
         "--workers",
         type=int,
         cls=ExecutorOption,
         default=None,
-        help="Worker processes for --executor {workers} (default: the CPUs of this machine or "
-        "cluster, at most max_concurrency).",
+        help=WORKERS_HELP,
     ),
     click.option(
         "--ray-address",
         cls=ExecutorOption,
         default=None,
-        help="Ray cluster to join with --executor {address} (e.g. auto, ray://head:10001); "
-        "default: start one here.",
+        help=ADDRESS_HELP,
     ),
 ]
 
@@ -208,7 +224,10 @@ def run_from_flags(
     extra: dict[str, Any] | None = None,
 ) -> Any:
     """Build the config from file and flags, run it, print one line; the RunResult."""
+    from llmdebate.experiment.executors import ExecutorOptions
+    from llmdebate.experiment.interrupts import CTRL_C_EXIT, SIGTERM_EXIT, sigterm_cancels
     from llmdebate.experiment.runner import run
+    from llmdebate.report.closing import closing_lines
 
     executor = ExecutorOptions(
         kind=fields.pop("executor", None) or "local",

@@ -111,7 +111,7 @@ def model_strings_help() -> str:
     return f"Backends: {accepted()}."
 
 
-MODEL_STRING_HELP = LateHelp(model_strings_help)
+MODEL_STRING_HELP = LateHelp(model_strings_help, BACKENDS.group)
 """``--help`` metadata of a model-string field (:class:`~llmdebate.registry.LateHelp`)."""
 
 
