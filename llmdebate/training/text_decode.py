@@ -36,8 +36,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmdebate.models.grammar_cache import GrammarCache
+from llmdebate.training.bitmasks import allowed_counts, allowed_ids, mask_logits
+from llmdebate.training.decode_cache import preallocate
 from llmdebate.training.precision import Head, decoder_of
-from llmdebate.training.text_sample import Completion, _unpack, end_ids
+from llmdebate.training.text_sample import Completion, end_ids
 
 SPARSE = 4096
 """At most this many allowed tokens: the output projection over those tokens only."""
@@ -113,6 +115,10 @@ def _prompts_pass(torch: Any, inner: Any, encoded: list[list[int]], pad: int, de
     return last, mask, positions, states
 
 
+BLOCK = 512
+"""A draw's cumulative sums run over blocks of this many tokens, then within one block."""
+
+
 class _Draw:
     """Each open row's next token from its logits over its allowed tokens, with one uniform
     per row (``u``); the token's log-probability under the distribution it came from."""
@@ -126,18 +132,44 @@ class _Draw:
         torch = self.torch
         if self.temperature <= 0:
             idx = z.argmax(-1)
-            logp = torch.log_softmax(z, dim=-1).gather(-1, idx[:, None])[:, 0]
-            return idx, logp
-        logp_all = torch.log_softmax(z / self.temperature, dim=-1)
-        cdf = logp_all.exp().cumsum(-1)
-        x = (u * cdf[:, -1]).to(cdf.dtype)[:, None]
-        idx = torch.searchsorted(cdf, x, right=True)[:, 0].clamp(max=z.shape[-1] - 1)
-        bad = ~torch.isfinite(z.gather(-1, idx[:, None])[:, 0])
-        if bool(bad.any()):  # the draw fell on the sum's last rounding: the last allowed
-            last = torch.where(torch.isfinite(z), torch.arange(z.shape[-1], device=z.device),
-                               -1).amax(-1)
-            idx = torch.where(bad, last, idx)
-        return idx, logp_all.gather(-1, idx[:, None])[:, 0]
+            return idx, z.gather(-1, idx[:, None])[:, 0] - torch.logsumexp(z, dim=-1)
+        s = z / self.temperature
+        s -= s.amax(-1, keepdim=True)
+        e = s.exp()
+        idx, total = inverse_cdf(torch, e, u)
+        return idx, s.gather(-1, idx[:, None])[:, 0] - total.log()
+
+
+def inverse_cdf(torch: Any, e: Any, u: Any, block: int = BLOCK) -> tuple[Any, Any]:
+    """Per row of non-negative weights ``e`` (rows × n, a positive sum), the first index whose
+    cumulative sum exceeds ``u`` (one uniform per row) times the row's sum, and the sums.
+
+    The cumulative sum runs over the sums of blocks of ``block`` entries, then within the block
+    the draw falls in: the same index as one cumulative sum over the row, up to the rounding of
+    the sums (a draw within rounding of a boundary may fall on its other side), at a fraction
+    of the cost over a large vocabulary. A draw on a zero weight, where the rounding of the
+    sums leaves one, takes the last positive weight of its block: never a token the weights
+    exclude."""
+    rows, n = e.shape
+    nb = -(-n // block)
+    if nb * block != n:
+        e = torch.nn.functional.pad(e, (0, nb * block - n))
+    blocks = e.view(rows, nb, block)
+    cb = blocks.sum(-1).cumsum(-1)
+    total = cb[:, -1]
+    x = (u.to(cb.dtype) * total)[:, None]
+    pos = torch.arange(nb, device=e.device)
+    last_block = torch.where(cb > torch.cat([cb.new_zeros((rows, 1)), cb[:, :-1]], 1), pos,
+                             0).amax(-1, keepdim=True)
+    j = torch.minimum(torch.searchsorted(cb, x, right=True), last_block)
+    before = torch.where(j > 0, cb.gather(-1, (j - 1).clamp(min=0)), 0.0)
+    inner = blocks.gather(1, j[:, :, None].expand(rows, 1, block))[:, 0]
+    k = torch.searchsorted(inner.cumsum(-1) + before, x, right=True).clamp(max=block - 1)
+    zero = inner.gather(-1, k) <= 0
+    if bool(zero.any()):
+        ks = torch.arange(block, device=e.device)
+        k = torch.where(zero, torch.where(inner > 0, ks, -1).amax(-1, keepdim=True), k)
+    return (j * block + k)[:, 0], total
 
 
 def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Sequence[str],
@@ -171,6 +203,7 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
             from transformers import DynamicCache
 
             cache = DynamicCache(config=decoder_of(model).config)
+            preallocate(cache, max(len(e) for e in encoded) + max_tokens)
             h, mask, positions, prompt_states = _prompts_pass(torch, inner, encoded, pad,
                                                               device, cache, capture)
             cache.batch_repeat_interleave(n)
@@ -251,20 +284,21 @@ def _step(torch: Any, head: Head, grammar: GrammarCache, matchers: Sequence[Any]
 
     bitmask = xgr.allocate_token_bitmask(len(open_rows), grammar._info.vocab_size)
     _filler().batch_fill_next_token_bitmask([matchers[i] for i in open_rows], bitmask)
-    allowed = _unpack(torch, bitmask.to(h.device), head.vocab)
-    counts = allowed.sum(-1).tolist()
+    counts = allowed_counts(torch, bitmask, head.vocab).tolist()
+    on_device = bitmask.to(h.device)
     mine = u[list(open_rows)]
     picks: list[tuple[int, float] | None] = [None] * len(open_rows)
     dense = [k for k, c in enumerate(counts) if c > SPARSE]
     if dense:
-        z = head.logits(h[dense]).masked_fill(~allowed[dense], float("-inf"))
-        idx, lp = draw.pick(z, mine[dense])
+        pick = torch.tensor(dense, device=h.device)
+        z = mask_logits(head.logits(h[pick]).contiguous(), on_device[pick], head.vocab)
+        idx, lp = draw.pick(z, mine[pick])
         for k, t, p in zip(dense, idx.tolist(), lp.tolist(), strict=True):
             picks[k] = (int(t), float(p))
     for k, c in enumerate(counts):
         if c > SPARSE:
             continue
-        ids = allowed[k].nonzero()[:, 0]
+        ids = allowed_ids(torch, on_device[k], head.vocab)
         if c == 1:
             picks[k] = (int(ids[0]), 0.0)
             continue

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from llmdebate.training.bitmasks import allowed_counts, allowed_ids, mask_logits
 from llmdebate.training.packed_rows import packed_top
 from llmdebate.training.precision import Head, decoder_of
-from llmdebate.training.text_sample import Completion, _unpack
+from llmdebate.training.text_sample import Completion
 
 CHUNK_FLOATS = 1 << 24
 """Positions per chunk: at most this many logits (64 positions of a 262,144-token vocabulary,
@@ -38,14 +39,6 @@ when they total at most this many floats (512 MB) and the model has no final sof
 otherwise the backward pass computes them again."""
 
 
-def popcount(torch: Any, bits: Any) -> Any:
-    """The number of allowed tokens in each row of an int32 bitmask."""
-    table = torch.tensor([bin(i).count("1") for i in range(256)], dtype=torch.int32,
-                         device=bits.device)
-    as_bytes = bits.contiguous().view(torch.uint8).long()
-    return table[as_bytes].sum(-1)
-
-
 @functools.cache
 def _function() -> Any:
     import torch
@@ -54,7 +47,7 @@ def _function() -> Any:
         @staticmethod
         def forward(ctx: Any, h: Any, targets: Any, bits: Any, head: Head) -> Any:
             h0 = h.detach()
-            counts = popcount(torch, bits)
+            counts = allowed_counts(torch, bits, head.vocab)
             dense = (counts > SPARSE).nonzero()[:, 0]
             sparse = (counts <= SPARSE).nonzero()[:, 0].tolist()
             out = torch.empty(len(h), device=h.device)
@@ -69,7 +62,7 @@ def _function() -> Any:
                 out[at] = z.gather(-1, targets[at, None])[:, 0] - lse[s : s + chunk]
                 if keep:
                     kept.append(z.sub_(lse[s : s + chunk, None]).exp_())
-            ids = [_unpack(torch, bits[k], head.vocab).nonzero()[:, 0] for k in sparse]
+            ids = [allowed_ids(torch, bits[k], head.vocab) for k in sparse]
             for k, allowed in zip(sparse, ids, strict=True):
                 z, _ = _rows(head, h0[k], allowed)
                 t = int((allowed == targets[k]).nonzero()[0, 0])
@@ -113,7 +106,7 @@ def _function() -> Any:
 def _masked(torch: Any, head: Head, h: Any, bits: Any) -> tuple[Any, Any]:
     """A chunk's logits with the disallowed tokens at −inf, and the raw (uncapped) logits."""
     raw = head.raw(h, decoding=False)
-    z = head.cap(raw).masked_fill(~_unpack(torch, bits, head.vocab), float("-inf"))
+    z = mask_logits(head.cap(raw).contiguous(), bits, head.vocab)  # raw too, uncapped
     return z, raw
 
 
@@ -176,7 +169,8 @@ def group_logprobs(model: Any, tok: Any, head: Head, prompts: Sequence[str],
             targets.append(t)
             bits.append(c.masks[k][:words] if c.masks else every)
     bitmask = torch.stack(bits).to(device)
-    keep = (popcount(torch, bitmask) > 1).nonzero()[:, 0]  # one allowed token: log π = 0
+    # a position with one allowed token has log π = 0
+    keep = (allowed_counts(torch, bitmask, head.vocab) > 1).nonzero()[:, 0]
     row_t = torch.tensor(rows, device=device)
     total = torch.zeros(len(comps), device=device, dtype=hidden.dtype)
     if len(keep):
