@@ -10,7 +10,6 @@ import click
 from llmdebate.commands.formal import text_lines
 from llmdebate.commands.verbs import VERBS
 from llmdebate.core.schemas import VARIANTS
-from llmdebate.experiment.progress import Steps
 from llmdebate.formal.attack import ANSWERS, TARGETS, AttackSpec, run_attack
 from llmdebate.formal.attack_estimator import SearchBudget
 from llmdebate.formal.strategy_files import read_strategy
@@ -132,6 +131,8 @@ def command(
         spec.variant, spec.epsilon, spec.rho = st["variant"], st["epsilon"], st["rho"]
         spec.stable_only = bool(st.get("stable_only", False))
         given = sf.policy
+    from llmdebate.experiment.progress import Steps
+
     unit = "instance" if spec.target == "completeness" else "round"
     shown = Steps("attack", 0, not quiet, unit=unit)
 
