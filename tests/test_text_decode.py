@@ -251,3 +251,38 @@ def test_frozen_states_of_prompts_sharing_a_beginning_are_those_computed_alone(
         whole = trainer.probabilities(prompts, cached=False)
     assert all(p in trainer.extra for p in prompts)
     assert torch.allclose(kept, whole, atol=1e-5)
+
+
+def test_a_replayed_frozen_beginning_gives_the_computed_ones_replies(trainer: Any) -> None:
+    """Decoding prompts whose shared beginning the last call kept: the frozen layers replay
+    it, and the replies, their log-probabilities and frozen states are those of a call that
+    computes it (temperature 0, and a seeded draw)."""
+    import torch
+
+    from llmdebate.training.frozen_prefix import FrozenPrefix
+    from llmdebate.training.precision import Head
+    from llmdebate.training.text_decode import decode
+
+    intro = ("System: split the claim into two subclaims whose rule gives the claim. "
+             "Answer in JSON. User: ")
+    first = [intro + "Claim: 91 has a divisor in [2, 10).", intro + "Claim: 35 in [3, 9)."]
+    then = [intro + "Claim: 77 has a divisor in [2, 12).", intro + "Claim: 51 in [4, 8)."]
+
+    def run(prompts: list[str], prefix: FrozenPrefix | None, temperature: float) -> Any:
+        gen = torch.Generator().manual_seed(11)
+        return decode(trainer.model, trainer.tok, GrammarCache(None),
+                      Head(trainer.model, "float32"), prompts, [_schema()] * 2, 2,
+                      temperature=temperature, max_tokens=TOKENS, generator=gen,
+                      device="cpu", floor=1, prefix=prefix)
+
+    for temperature in (0.0, 1.0):
+        prefix = FrozenPrefix()
+        run(first, prefix, temperature)
+        kept = len(prefix.tokens)
+        assert kept >= 16 and prefix.match(list(trainer.tok(then[0])["input_ids"]), 1) > 0
+        replayed, computed = run(then, prefix, temperature), run(then, None, temperature)
+        for g1, g2 in zip(replayed, computed, strict=True):
+            for a, b in zip(g1, g2, strict=True):
+                assert a.tokens == b.tokens
+                assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+                assert torch.allclose(a.frozen, b.frozen, atol=1e-5)

@@ -4,7 +4,7 @@ decoder and the policy gradient read them, without unpacking a whole vocabulary 
 * :func:`allowed_counts`: how many tokens each row allows (a population count of the words);
 * :func:`allowed_ids`: the token ids one row allows, unpacking only its non-zero words;
 * :func:`mask_logits`: logits with the tokens a row does not allow at −inf, in place
-  (xgrammar's kernel on the logits' device).
+  (xgrammar's kernel on the logits' device, for whole words).
 
 Each equals the plain reading (``tests/test_bitmasks.py``: against unpacking every bit).
 """
@@ -47,12 +47,22 @@ def allowed_ids(torch: Any, row: Any, vocab: int) -> Any:
 
 
 def mask_logits(z: Any, bits: Any, vocab: int) -> Any:
-    """``z`` (rows × at least ``vocab`` float32 logits, contiguous) with every token that the
-    rows of ``bits`` do not allow at −inf, in place; returns ``z``."""
+    """``z`` (rows × at least ``vocab`` float32 logits) with every token that the rows of
+    ``bits`` do not allow at −inf, in place; returns ``z``. xgrammar's kernel masks the
+    whole words (it misreads a last, partial word: xgrammar 0.2.9 masks an allowed token
+    there), the few tokens of a partial last word are masked here."""
+    import torch
     import xgrammar as xgr
 
-    covered = bits.shape[-1] * 32
-    xgr.apply_token_bitmask_inplace(z, bits, vocab_size=min(vocab, covered))
-    if covered < z.shape[-1]:
-        z[:, covered:] = float("-inf")
+    end = min(vocab, bits.shape[-1] * 32)
+    full = end // 32 * 32
+    if full:
+        view = z if full == z.shape[-1] else z[:, :full]
+        xgr.apply_token_bitmask_inplace(view, bits, vocab_size=full)
+    if end > full:
+        shifts = torch.arange(end - full, dtype=torch.int32, device=bits.device)
+        allowed = ((bits[:, full // 32, None] >> shifts) & 1).bool()
+        z[:, full:end].masked_fill_(~allowed, float("-inf"))
+    if end < z.shape[-1]:
+        z[:, end:] = float("-inf")
     return z

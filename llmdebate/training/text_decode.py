@@ -38,6 +38,7 @@ from typing import Any
 from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.training.bitmasks import allowed_counts, allowed_ids, mask_logits
 from llmdebate.training.decode_cache import preallocate
+from llmdebate.training.frozen_prefix import FrozenPrefix
 from llmdebate.training.precision import Head, decoder_of
 from llmdebate.training.text_sample import Completion, end_ids
 
@@ -77,10 +78,13 @@ class _Capture:
 
 
 def _prompts_pass(torch: Any, inner: Any, encoded: list[list[int]], pad: int, device: str,
-                  cache: Any, capture: _Capture) -> tuple[Any, Any, Any, list[Any] | None]:
+                  cache: Any, capture: _Capture, prefix: FrozenPrefix | None = None,
+                  floor: int = 0) -> tuple[Any, Any, Any, list[Any] | None]:
     """The prompts in one batch: their shared beginning (at least ``MIN_SHARED`` tokens) once,
     then the rest of each, left-padded, in slices of columns. The last column's hidden states,
-    the attention mask, the positions, and each prompt's captured states (None: no capture)."""
+    the attention mask, the positions, and each prompt's captured states (None: no capture).
+    With ``prefix`` (and ``floor`` > 0), the frozen layers replay what it kept of the shared
+    beginning, and it keeps this one's."""
     from llmdebate.models.prefill import left_padded, shared_length
 
     shared = shared_length(encoded)
@@ -88,10 +92,10 @@ def _prompts_pass(torch: Any, inner: Any, encoded: list[list[int]], pad: int, de
         shared = 0
     head = None
     if shared:
-        one = torch.tensor([encoded[0][:shared]], device=device)
-        inner(input_ids=one, position_ids=torch.arange(shared, device=device)[None],
-              cache=cache, use_cache=True)
+        _shared_pass(torch, inner, encoded[0][:shared], device, cache, prefix, floor)
         head = capture.pop()
+        if prefix is not None and head is not None:
+            prefix.keep(encoded[0][:shared], cache, head[0], floor)
         cache.batch_repeat_interleave(len(encoded))
     ids, mask = left_padded(torch, [e[shared:] for e in encoded], pad)
     positions = shared + (mask.cumsum(-1) - 1).clamp(min=0)
@@ -117,6 +121,22 @@ def _prompts_pass(torch: Any, inner: Any, encoded: list[list[int]], pad: int, de
 
 BLOCK = 512
 """A draw's cumulative sums run over blocks of this many tokens, then within one block."""
+
+
+def _shared_pass(torch: Any, inner: Any, tokens: list[int], device: str, cache: Any,
+                 prefix: FrozenPrefix | None, floor: int) -> None:
+    """The prompts' shared beginning, one row: the part ``prefix`` kept replayed through the
+    frozen layers, the rest computed."""
+    done = prefix.match(tokens, floor) if prefix is not None and floor > 0 else 0
+    one = torch.tensor([tokens], device=device)
+    at = torch.arange(len(tokens), device=device)[None]
+    if done:
+        assert prefix is not None
+        with prefix.replaying(inner.layers, done):
+            inner(input_ids=one[:, :done], position_ids=at[:, :done], cache=cache,
+                  use_cache=True)
+    if done < len(tokens):
+        inner(input_ids=one[:, done:], position_ids=at[:, done:], cache=cache, use_cache=True)
 
 
 class _Draw:
@@ -174,11 +194,14 @@ def inverse_cdf(torch: Any, e: Any, u: Any, block: int = BLOCK) -> tuple[Any, An
 
 def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Sequence[str],
            schemas: Sequence[str], n: int, *, temperature: float, max_tokens: int,
-           generator: Any, device: str, floor: int = 0) -> list[list[Completion]]:
+           generator: Any, device: str, floor: int = 0,
+           prefix: FrozenPrefix | None = None) -> list[list[Completion]]:
     """``n`` replies to each of ``prompts`` (prompt i under the grammar of ``schemas[i]``)
     from ``model``'s active adapter, decoded together (module docstring); with ``floor`` > 0
     each reply keeps the hidden states entering decoder layer ``floor`` at every position of
-    its prompt and reply (:attr:`Completion.frozen`)."""
+    its prompt and reply (:attr:`Completion.frozen`) and ``prefix`` (if given) replays and
+    keeps the frozen layers' part of the prompts' shared beginning
+    (:mod:`llmdebate.training.frozen_prefix`)."""
     import torch
 
     inner = decoder_of(model)
@@ -205,7 +228,8 @@ def decode(model: Any, tok: Any, grammar: GrammarCache, head: Head, prompts: Seq
             cache = DynamicCache(config=decoder_of(model).config)
             preallocate(cache, max(len(e) for e in encoded) + max_tokens)
             h, mask, positions, prompt_states = _prompts_pass(torch, inner, encoded, pad,
-                                                              device, cache, capture)
+                                                              device, cache, capture, prefix,
+                                                              floor)
             cache.batch_repeat_interleave(n)
             h, mask = h.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
             positions = positions[:, -1:].repeat_interleave(n, 0)

@@ -81,12 +81,13 @@ def _function() -> Any:
             grad = torch.zeros_like(h)
             for i, s in enumerate(range(0, len(dense), chunk)):
                 at = dense[s : s + chunk]
-                if ctx.kept is not None:
+                if ctx.kept is not None:  # the kept probabilities become the gradient
                     p, raw = ctx.kept[i], None
+                    ctx.kept[i] = None
                 else:
                     z, raw = _masked(torch, head, h0[at], bits[at])
-                    p = (z - lse[s : s + chunk, None]).exp()
-                gz = -p * g[at, None]
+                    p = z.sub_(lse[s : s + chunk, None]).exp_()
+                gz = p.mul_(-g[at, None])
                 gz.scatter_add_(-1, targets[at, None], g[at, None])
                 if raw is not None and head.softcap is not None:
                     gz = gz * (1 - (raw / head.softcap).tanh() ** 2)

@@ -8,13 +8,14 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmdebate.agents.replies import decomposition_schema
 from llmdebate.models.grammar_cache import GrammarCache
 from llmdebate.prompts import Prompts
 from llmdebate.training import text_game as game
+from llmdebate.training.frozen_prefix import FrozenPrefix
 from llmdebate.training.precision import Head
 from llmdebate.training.self_play import ESTIMATOR, PROVER, TwoSeats, round_entry
 from llmdebate.training.text_decode import decode
@@ -51,6 +52,9 @@ class Decomposer:
     head: Head | None = None
     step_claim: bool = False
     """Each split with its step as a claim (:attr:`TextPlaySettings.step_claim`)."""
+    prefix: FrozenPrefix = field(default_factory=FrozenPrefix)
+    """The frozen layers' part of the last decoded prompts' shared beginning, replayed by
+    the next decoding (:mod:`llmdebate.training.frozen_prefix`)."""
 
     def _head(self) -> Head:
         if self.head is None:
@@ -76,7 +80,7 @@ class Decomposer:
         return decode(model, self.seats.trainer.tok, self.grammar, self._head(),
                       [c.decompose for c in cases], schemas, n, temperature=temperature,
                       max_tokens=self.max_tokens, generator=generator, device=self.device,
-                      floor=floor)
+                      floor=floor, prefix=self.prefix)
 
     def greedy(self, cases: Sequence[TextCase]) -> list[Completion]:
         """A's most likely allowed decomposition of each case, decoded together."""
