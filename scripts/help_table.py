@@ -1,6 +1,6 @@
 """Write llmdebate/commands/help_table.py: what the verbs' ``--help`` shows that is read from
-the config's fields and the registries (their built-in entries), stored so that ``--help``
-imports neither.
+the config's fields, the registries (their built-in entries) and the formal engine's names,
+stored so that ``--help`` imports none of them.
 
     python scripts/help_table.py          # rewrite the file
     python scripts/help_table.py --check  # exit 1 if the file differs from what is read now
@@ -17,10 +17,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PATH = REPO / "llmdebate" / "commands" / "help_table.py"
 
-HEAD = '''"""What the verbs' ``--help`` shows that is read from the config's fields and the
-registries' built-in entries, stored so that ``--help`` imports neither; written by
-``python scripts/help_table.py`` (``tests/test_cli_startup.py`` checks it against them).
-Where a plugin of a registry is installed, help is read from the registries instead."""
+HEAD = '''"""What the verbs' ``--help`` shows that is read from the config's fields, the
+registries' built-in entries and the formal engine's names, stored so that ``--help`` imports
+none of them; written by ``python scripts/help_table.py`` (``tests/test_cli_startup.py``
+checks it against them). Where a plugin of a registry is installed, help is read from the
+registries instead."""
 
 from __future__ import annotations
 '''
@@ -59,8 +60,11 @@ def text() -> str:
     sys.path.insert(0, str(REPO))
     from llmdebate.commands.config_flags import flag_rows
     from llmdebate.commands.run import executor_help
+    from llmdebate.core.schemas import VARIANTS
     from llmdebate.export import FORMATS, players
     from llmdebate.export.writers import KINDS
+    from llmdebate.formal.attack import ANSWERS, TARGETS
+    from llmdebate.models.backends import model_strings_help
 
     tables = [
         ("CONFIG_FLAGS: tuple[tuple[str, str, bool, str, str, tuple[str, ...]], ...]",
@@ -69,6 +73,10 @@ def text() -> str:
         ("FORMATS: tuple[str, ...]", FORMATS.builtin_names()),
         ("PLAYERS: tuple[str, ...]", tuple(players())),
         ("EXPORT_KINDS: tuple[str, ...]", tuple(KINDS)),
+        ("MODEL_STRINGS: str", model_strings_help()),
+        ("VARIANTS: tuple[str, ...]", tuple(VARIANTS)),
+        ("ATTACK_TARGETS: tuple[str, ...]", tuple(TARGETS)),
+        ("ATTACK_ANSWERS: tuple[str, ...]", tuple(ANSWERS)),
     ]
     return HEAD + "".join(f"\n{name} = {literal(value)}\n" for name, value in tables)
 

@@ -58,7 +58,8 @@ def test_the_help_imports_no_verb_and_nothing_heavy() -> None:
         assert f"\n  {name} " in res.stdout, name
 
 
-LIGHT_VERBS = ("run", "compare", "export", "fork", "score", "report", "train", "answer")
+LIGHT_VERBS = ("run", "compare", "export", "fork", "score", "report", "train", "answer",
+               "formal", "attack", "assign", "serve", "judge")
 
 
 def test_the_verbs_help_imports_nothing_heavy() -> None:
@@ -89,10 +90,11 @@ def test_the_stored_help_is_what_the_config_and_the_registries_give() -> None:
     spec.loader.exec_module(script)
     stored = (REPO / "llmdebate" / "commands" / "help_table.py").read_text(encoding="utf-8")
     assert stored == script.text(), "stale: run python scripts/help_table.py"
-    from llmdebate.commands.help_table import CONFIG_FLAGS, FORMATS
+    from llmdebate.commands.help_table import CONFIG_FLAGS, FORMATS, MODEL_STRINGS
     from llmdebate.export import FORMATS as REGISTRY
 
     assert REGISTRY.builtin_names() == FORMATS
+    assert "Backends: openai/<model>" in MODEL_STRINGS
     for dotted, *_ in CONFIG_FLAGS:
         assert config_flags.flag_name(dotted) == loading.flag_name(dotted)
 

@@ -21,7 +21,6 @@ import click
 
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
-from llmdebate.records.rundir import read_run_config
 
 if TYPE_CHECKING:
     from llmdebate.judging.assign import AssignResult
@@ -82,6 +81,8 @@ def command(
     db_url: str | None,
 ) -> None:
     """Assign the debates of RUN_DIR that await a verdict to the judges of a study."""
+    from llmdebate.records.rundir import read_run_config
+
     read_run_config(run_dir)
     from llmdebate.judging import require
 

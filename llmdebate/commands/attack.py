@@ -8,18 +8,15 @@ from pathlib import Path
 import click
 
 from llmdebate.commands.formal import text_lines
+from llmdebate.commands.help_table import ATTACK_ANSWERS, ATTACK_TARGETS, VARIANTS
 from llmdebate.commands.verbs import VERBS
-from llmdebate.core.schemas import VARIANTS
-from llmdebate.formal.attack import ANSWERS, TARGETS, AttackSpec, run_attack
-from llmdebate.formal.attack_estimator import SearchBudget
-from llmdebate.formal.strategy_files import read_strategy
 
 
 @VERBS.register("attack")
 @click.command("attack")
 @click.option(
     "--target",
-    type=click.Choice(list(TARGETS)),
+    type=click.Choice(list(ATTACK_TARGETS)),
     default="completeness",
     show_default=True,
     help="completeness: the estimator minimising --prover's payoff; soundness: the prover "
@@ -60,7 +57,9 @@ from llmdebate.formal.strategy_files import read_strategy
     default=None,
     help="soundness: attack the estimator in this strategy file instead (its setting is used).",
 )
-@click.option("--answer", type=click.Choice(list(ANSWERS)), default="wrong", show_default=True)
+@click.option(
+    "--answer", type=click.Choice(list(ATTACK_ANSWERS)), default="wrong", show_default=True
+)
 @click.option(
     "--uninformed",
     is_flag=True,
@@ -103,6 +102,10 @@ def command(
     quiet: bool,
 ) -> None:
     """Search for the strategy that breaks completeness or soundness; write it to --out."""
+    from llmdebate.formal.attack import AttackSpec, run_attack
+    from llmdebate.formal.attack_estimator import SearchBudget
+    from llmdebate.formal.strategy_files import read_strategy
+
     spec = AttackSpec(
         target=target,
         problem=problem,

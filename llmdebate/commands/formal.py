@@ -7,11 +7,9 @@ from typing import Any
 
 import click
 
+from llmdebate.commands.help_table import VARIANTS
 from llmdebate.commands.verbs import VERBS
-from llmdebate.core.schemas import VARIANTS
 from llmdebate.errors import ConfigError
-from llmdebate.formal.evaluate import evaluate
-from llmdebate.formal.strategy_files import read_strategy
 
 
 def merge_setting(
@@ -121,6 +119,9 @@ def command(
     as_json: bool,
 ) -> None:
     """Expected payoff of a prover against an estimator on a formal problem family."""
+    from llmdebate.formal.evaluate import evaluate
+    from llmdebate.formal.strategy_files import read_strategy
+
     if exact and samples is not None:
         raise ConfigError("--exact and --samples exclude each other: choose one")
     setting: dict[str, Any] = {

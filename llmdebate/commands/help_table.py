@@ -1,7 +1,8 @@
-"""What the verbs' ``--help`` shows that is read from the config's fields and the
-registries' built-in entries, stored so that ``--help`` imports neither; written by
-``python scripts/help_table.py`` (``tests/test_cli_startup.py`` checks it against them).
-Where a plugin of a registry is installed, help is read from the registries instead."""
+"""What the verbs' ``--help`` shows that is read from the config's fields, the
+registries' built-in entries and the formal engine's names, stored so that ``--help`` imports
+none of them; written by ``python scripts/help_table.py`` (``tests/test_cli_startup.py``
+checks it against them). Where a plugin of a registry is installed, help is read from the
+registries instead."""
 
 from __future__ import annotations
 
@@ -1076,4 +1077,27 @@ EXPORT_KINDS: tuple[str, ...] = (
     'csv',
     'parquet',
     'hf',
+)
+
+MODEL_STRINGS: str = (
+    'Backends: openai/<model>, openai-completions/<model>, anthropic/<model>, '
+    'inspect/<model>, hf/<model>, local, scripted.'
+)
+
+VARIANTS: tuple[str, ...] = (
+    'figure2',
+    'marginal',
+    'independent',
+    'commit',
+    'commit-marginal',
+)
+
+ATTACK_TARGETS: tuple[str, ...] = (
+    'completeness',
+    'soundness',
+)
+
+ATTACK_ANSWERS: tuple[str, ...] = (
+    'wrong',
+    'any',
 )

@@ -14,11 +14,20 @@ from typing import Any
 
 import click
 
-from llmdebate.commands.choices import LateHelpOption
+from llmdebate.commands.choices import LateHelpOption, live
+from llmdebate.commands.help_table import MODEL_STRINGS
 from llmdebate.commands.verbs import VERBS
 from llmdebate.errors import UserError
-from llmdebate.models.backends import model_strings_help
-from llmdebate.records.rundir import read_run_config
+
+
+def _model_strings() -> str:
+    """The model strings --model takes: the built-in backends' stored unless a plugin could
+    add one."""
+    if not live(("llmdebate.backends",), "llmdebate.models.backends"):
+        return MODEL_STRINGS
+    from llmdebate.models.backends import model_strings_help
+
+    return model_strings_help()
 
 
 def _options(raw: str | None) -> dict[str, Any]:
@@ -43,7 +52,7 @@ def _options(raw: str | None) -> dict[str, Any]:
     "--model",
     "model_spec",
     cls=LateHelpOption,
-    late_help=model_strings_help,
+    late_help=_model_strings,
     help="A model judge (a model string) rules on every waiting debate.",
 )
 @click.option(
@@ -83,6 +92,8 @@ def command(
     ]
     if len(chosen) != 1:
         raise UserError("give exactly one of --judge-id, --model and --oracle")
+    from llmdebate.records.rundir import read_run_config
+
     info = read_run_config(run_dir)
     from llmdebate.judging import require
 

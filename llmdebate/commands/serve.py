@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 
 from llmdebate.commands.verbs import VERBS
-from llmdebate.records.rundir import read_run_config
 
 
 def loopback(host: str) -> bool:
@@ -81,6 +80,8 @@ def command(
             raise click.BadParameter(
                 f"{proxy!r} is not an IP address", param_hint="--trusted-proxy"
             ) from None
+    from llmdebate.records.rundir import read_run_config
+
     read_run_config(run_dir)
     from llmdebate.judging import require
 
