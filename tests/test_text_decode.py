@@ -286,3 +286,36 @@ def test_a_replayed_frozen_beginning_gives_the_computed_ones_replies(trainer: An
                 assert a.tokens == b.tokens
                 assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
                 assert torch.allclose(a.frozen, b.frozen, atol=1e-5)
+
+
+def test_frozen_states_after_a_kept_beginning_are_those_computed_alone(
+        trainer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Conditional prompts of a later step begin with the instructions of the last call's:
+    their frozen states start from the kept beginning (no pass over it again) and equal a
+    plain pass's."""
+    import torch
+
+    from llmdebate.training import debate_reward as dr
+
+    intro = "System: estimate how likely each statement is. Be calibrated and brief. User:"
+    first = [f"{intro} Claim: 91 has a divisor in [2, 10). Question {k}: true?" for k in (1, 2)]
+    later = [f"{intro} Claim: 45 has no divisor in [3, 8). Question {k}: true?" for k in (1, 2)]
+    trainer._beginning = None
+    trainer._fill_cache(first, into={})
+    whole: list[int] = []
+    plain_pass = trainer._pass
+
+    def spy(rows: Any, cache: Any, shared: int | None) -> None:
+        if shared is None and rows and isinstance(rows[0], int):
+            whole.append(len(rows))
+        plain_pass(rows, cache, shared)
+
+    monkeypatch.setattr(trainer, "_pass", spy)
+    kept: dict[str, Any] = {}
+    trainer._fill_cache(later, into=kept)
+    assert whole == []  # the instructions were not computed again
+    monkeypatch.setattr(dr, "SHARED_TOKENS", 10**9)
+    plain: dict[str, Any] = {}
+    trainer._fill_cache(later, into=plain)
+    for p in later:
+        assert torch.allclose(kept[p], plain[p], atol=1e-5)

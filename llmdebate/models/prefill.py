@@ -145,6 +145,32 @@ def cache_of(out: Any) -> Any:
     return getattr(out, cache_key())
 
 
+def cut_copy(cache: Any, n: int) -> Any:
+    """A copy of ``cache`` holding its first ``n`` positions, or None where it cannot be cut
+    (a release without layer objects, or a sliding-window layer that has let positions go)."""
+    layers = getattr(cache, "layers", None)
+    if not layers:
+        return None
+    for layer in layers:
+        keys = getattr(layer, "keys", None)
+        if keys is None or keys.numel() == 0:
+            continue
+        held = getattr(layer, "cumulative_length", keys.shape[-2])
+        if keys.shape[-2] != held or held < n:
+            return None
+    out = copy.copy(cache)
+    out.layers = []
+    for layer in layers:
+        new = copy.copy(layer)
+        if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            new.keys = layer.keys[..., :n, :].clone()
+            new.values = layer.values[..., :n, :].clone()
+            if hasattr(layer, "cumulative_length"):
+                new.cumulative_length = n
+        out.layers.append(new)
+    return out
+
+
 def with_cache(cache: Any) -> dict[str, Any]:
     """The keywords handing a forward pass the keys and values ``cache``."""
     return {cache_key(): cache, "use_cache": True}

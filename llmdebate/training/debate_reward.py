@@ -46,7 +46,7 @@ from llmdebate.core import scoring
 from llmdebate.core.roles import DebateContext
 from llmdebate.core.schemas import Claim, DebateConfig, Evidence
 from llmdebate.elicit.prompts import FALSE_VARIANTS, TRUE_VARIANTS
-from llmdebate.models.prefill import cache_of, shared_length, with_cache
+from llmdebate.models.prefill import cache_of, cut_copy, shared_length, with_cache
 from llmdebate.training.config import LoraSettings
 from llmdebate.training.estimate_eval import EstimateCase
 from llmdebate.training.packed_rows import packed_top
@@ -315,6 +315,7 @@ class LeafTrainer:
         self.cache: dict[str, Any] = {}
         self.extra: OrderedDict[str, Any] = OrderedDict()
         self._cache: Any = None
+        self._beginning: tuple[list[int], Any, Any] | None = None
         self.prefix = shared_prefix_ids(self.tok, list(prompts)) if shared_prefix else []
         self.frozen = frozen_cache and self.floor > 0
         if self.frozen:
@@ -354,9 +355,8 @@ class LeafTrainer:
                     shared = shared_length(enc)
                     got.clear()
                     if shared >= SHARED_TOKENS:
-                        self._pass(enc[0][:shared], None, None)
-                        self._fill_shared(part, encoded, into, got, self._cache, shared,
-                                          got[0][0])
+                        cache, head = self._beginning_of(enc[0][:shared], got)
+                        self._fill_shared(part, encoded, into, got, cache, shared, head)
                         continue
                     self._pass(enc, None, None)
                     h = got[0]
@@ -366,6 +366,29 @@ class LeafTrainer:
             handle.remove()
             self.model.train(was_training)
             self._cache = None
+
+    def _beginning_of(self, tokens: list[int], got: list[Any]) -> tuple[Any, Any]:
+        """The frozen layers' keys and values (one row) and states over ``tokens``: the part
+        they share with the beginning kept by the last call (at least ``SHARED_TOKENS``)
+        from a copy of its cache cut to it, the rest computed; kept in turn for the next
+        call (the conditional prompts of every step begin with the same instructions)."""
+        torch = self.torch
+        kept, done, cache = self._beginning, 0, None
+        if kept is not None:
+            done = shared_length([kept[0], tokens])
+            cache = cut_copy(kept[1], done) if done >= SHARED_TOKENS else None
+        got.clear()
+        if cache is None:
+            self._pass(tokens, None, None)
+            cache, head = self._cache, got[0][0]
+        else:
+            assert kept is not None
+            head = kept[2][:done]
+            if done < len(tokens):
+                self._pass([tokens[done:]], cache, done)
+                head = torch.cat([head, got[0][0]])
+        self._beginning = (list(tokens), cache, head)  # _fill_shared copies before it adds
+        return cache, head
 
     def _fill_shared(self, part: list[str], encoded: dict[str, list[int]],
                      into: dict[str, Any], got: list[Any], cache: Any, done: int,
