@@ -11,9 +11,15 @@ judge and the oracle on the same debates, for comparison).
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 from llmdebate.errors import require as _require
 
-EXTRA_MODULES = ("sqlalchemy", "starlette", "uvicorn", "multipart", "jinja2", "rich")
+FORM_PARSER = "python_multipart" if find_spec("python_multipart") else "multipart"
+"""python-multipart's module: ``python_multipart`` from its 0.0.13 on (where ``multipart`` is a
+deprecated alias that warns when imported), ``multipart`` before."""
+
+EXTRA_MODULES = ("sqlalchemy", "starlette", "uvicorn", FORM_PARSER, "jinja2", "rich")
 
 
 def require(*modules: str) -> None:
