@@ -90,7 +90,7 @@ from llmdebate.models.interface import (
 )
 from llmdebate.models.local_schedule import SHORT_WORK, is_short
 from llmdebate.models.lora import SharedWeights
-from llmdebate.models.prefill import prefill
+from llmdebate.models.prefill import cache_of, prefill, with_cache
 from llmdebate.models.profile import BackendProfile
 from llmdebate.models.text_prompt import TURN_STOPS, format_prompt
 from llmdebate.records.paths import resolve_path
@@ -693,9 +693,8 @@ class HFBackend(Backend):
             input_ids=torch.tensor(step, dtype=torch.long, device=self.device)[:, None],
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=out.past_key_values,
-            use_cache=True,
             logits_to_keep=1,
+            **with_cache(cache_of(out)),
         )
         return out, mask, positions
 
