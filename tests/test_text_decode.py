@@ -75,7 +75,7 @@ def test_the_batched_decoder_gives_the_one_row_decoders_tokens_at_temperature_0(
         assert all(len(c.masks) == len(c.tokens) for c in group)
         for c in group:  # the recorded masks are the one-row decoder's, step by step
             assert all(torch.equal(a, b) for a, b in zip(c.masks, one.masks, strict=True))
-            assert c.logprob == pytest.approx(one.logprob, abs=1e-4)
+            assert c.logprob == pytest.approx(one.logprob, rel=1e-5)
 
 
 def test_a_seed_replays_a_sampled_batch_and_another_seed_draws_another(trainer: Any) -> None:
