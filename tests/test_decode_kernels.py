@@ -48,7 +48,7 @@ def test_bitmask_counts_ids_and_masking_equal_unpacking_every_bit(
     assert torch.equal(got, z.masked_fill(~want, float("-inf")))
 
 
-@settings(deadline=None, max_examples=80)
+@settings(deadline=None, max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 3000), block=st.sampled_from([1, 7, 64, 512]),
        seed=st.integers(0, 10**6), zeros=st.sampled_from([0.0, 0.5, 0.99]))
 def test_the_two_level_draw_is_the_one_level_draw(n: int, block: int, seed: int,
