@@ -119,10 +119,14 @@ def create_backend(
 
 def shared_local(spec: BackendSpec, source: str | None) -> Backend:
     """The local backend of ``spec``, shared by every model string with the same settings."""
+    from llmdebate.models.cache import default_cache_dir
     from llmdebate.models.hf_backend import HFBackend
 
     options = json.dumps(spec.options, sort_keys=True, default=repr)  # act_adapters: a dict
-    key = (spec.model, source, str(spec.cache_dir), options)
+    # the cache folder as resolved now: a backend made under another $LLMDEBATE_CACHE_DIR
+    # holds other weights
+    where = spec.cache_dir if spec.cache_dir is not None else default_cache_dir()
+    key = (spec.model, source, str(where), options)
     with _HF_LOCK:
         if key not in _HF_SHARED:
             _HF_SHARED[key] = construct(
